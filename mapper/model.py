@@ -81,9 +81,15 @@ class SemanticMapper(nn.Module):
         super().__init__()
         self.config = config
         self.inp = nn.Linear(config.input_dim, config.hidden_dim)
-        self.blocks = nn.ModuleList(ResidualBlock(config.hidden_dim) for _ in range(config.num_blocks))
-        self.norm = nn.LayerNorm(config.hidden_dim)
-        self.out = nn.Linear(config.hidden_dim, config.output_dim)
+        self.blocks = nn.ModuleList(
+            ResidualBlock(config.hidden_dim) for _ in range(config.num_blocks)
+        )
+        # Standardise every hidden feature over the data (batch norm without affine shift) and map
+        # without an output bias: v then has no component shared by all sentences, so a sentence
+        # whose features are small cannot fall back onto one common sign pattern. This keeps
+        # unrelated sentences' signs uncorrelated and every output dimension balanced.
+        self.norm = nn.BatchNorm1d(config.hidden_dim, affine=False)
+        self.out = nn.Linear(config.hidden_dim, config.output_dim, bias=False)
         # Mean training embedding, subtracted before mapping (set by the training system).
         self.register_buffer("center", torch.zeros(config.input_dim), persistent=True)
 
@@ -92,8 +98,8 @@ class SemanticMapper(nn.Module):
         if u.shape[-1] != self.config.input_dim:
             raise ValueError(
                 f"SemanticMapper expects embeddings of width {self.config.input_dim} "
-                f"(embedder '{self.config.embedder}'), got width {u.shape[-1]}; use the embedder the "
-                "mapper was trained with or retrain the mapper for this embedder"
+                f"(embedder '{self.config.embedder}'), got width {u.shape[-1]}; use the embedder "
+                "the mapper was trained with or retrain the mapper for this embedder"
             )
         h = self.inp(u.to(self.inp.weight.dtype) - self.center)
         for block in self.blocks:
@@ -139,7 +145,8 @@ class SemanticMapper(nn.Module):
         if missing or unexpected or wrong:
             raise ValueError(
                 f"{directory / WEIGHTS_NAME} does not match {directory / CONFIG_NAME}: "
-                f"missing={missing} unexpected={unexpected} wrong_shape={wrong}; re-export the mapper"
+                f"missing={missing} unexpected={unexpected} wrong_shape={wrong}; "
+                "re-export the mapper"
             )
         model.load_state_dict(state, strict=True)
         return model.eval()

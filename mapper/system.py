@@ -1,4 +1,4 @@
-"""`MapperSystem`: the LightningModule that trains a `SemanticMapper` (losses, steps, logging, optim).
+"""`MapperSystem`: the LightningModule that trains a `SemanticMapper` (losses, steps, logs, optim).
 
 Loss = w_distance * distance preservation (all pairs, rescaled embedding distance)
      + w_sentence * per-sentence sign balance + w_dimension * per-dimension sign balance
@@ -33,6 +33,7 @@ class MapperSystem(L.LightningModule):
         w_sentence: weight of the per-sentence sign-balance term.
         w_dimension: weight of the per-dimension sign-balance term.
         w_contrastive: weight of the augmentation (contrastive) term.
+        w_decorrelation: weight of the optional decorrelation term (not in the paper; 0 = off).
         sharpness: k of the soft sign tanh(k * v / rms(v)) used by the balance terms.
         new_lower: L' of the distance rescaling.
         new_upper: U' of the distance rescaling.
@@ -56,6 +57,7 @@ class MapperSystem(L.LightningModule):
         w_sentence: float = 1.0,
         w_dimension: float = 1.0,
         w_contrastive: float = 1.0,
+        w_decorrelation: float = 0.0,
         sharpness: float = 3.0,
         new_lower: float = -2.0,
         new_upper: float = 4.0,
@@ -77,7 +79,7 @@ class MapperSystem(L.LightningModule):
         self.latest_metrics: dict[str, float] = {}
 
     def setup(self, stage: str) -> None:
-        """Takes the embedding centre and U from the data module (a resumed checkpoint overrides)."""
+        """Takes embedding centre and U from the data module (a resumed checkpoint overrides)."""
         dm = getattr(self.trainer, "datamodule", None)
         if dm is None or getattr(dm, "emb", None) is None:
             return
@@ -95,7 +97,9 @@ class MapperSystem(L.LightningModule):
         """(B, input_dim) embeddings -> (B, output_dim) scores."""
         return self.mapper(u)
 
-    def loss_terms(self, batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    def loss_terms(
+        self, batch: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Computes every loss term of one batch; returns (terms, v of all texts)."""
         hp = self.hparams
         u, u_aug, owner = batch["u"], batch["u_aug"], batch["owner"]
@@ -109,6 +113,7 @@ class MapperSystem(L.LightningModule):
             "sentence": losses.sentence_balance_loss(s),
             "dimension": losses.dimension_balance_loss(s),
             "contrastive": losses.contrastive_loss(v, v_aug, owner),
+            "decorrelation": losses.decorrelation_loss(s[: len(u)]),
         }
         return terms, all_v
 
@@ -119,6 +124,7 @@ class MapperSystem(L.LightningModule):
             "sentence": hp.w_sentence,
             "dimension": hp.w_dimension,
             "contrastive": hp.w_contrastive,
+            "decorrelation": hp.w_decorrelation,
         }
         return sum(weights[k] * t for k, t in terms.items())
 
@@ -158,13 +164,17 @@ class MapperSystem(L.LightningModule):
         codes = self.mapper(ev.emb.to(self.device)) > 0
         metrics = code_metrics(codes, ev.emb, ev.originals, ev.pairs)
         base = code_metrics(
-            simhash_codes(ev.emb, self.mapper.center, self.hparams.output_dim, self.hparams.simhash_seed),
+            simhash_codes(
+                ev.emb, self.mapper.center, self.hparams.output_dim, self.hparams.simhash_seed
+            ),
             ev.emb,
             ev.originals,
             ev.pairs,
         )
-        self.latest_metrics = {**{f"val/{k}": v for k, v in metrics.items()},
-                               **{f"simhash/{k}": v for k, v in base.items()}}
+        self.latest_metrics = {
+            **{f"val/{k}": v for k, v in metrics.items()},
+            **{f"simhash/{k}": v for k, v in base.items()},
+        }
         for k, v in self.latest_metrics.items():
             self.log(k, v, prog_bar=k in ("val/agree_paraphrase", "val/spearman"))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from lightning.pytorch.cli import LightningCLI
 
 from mapper.data import MapperDataModule
-from mapper.export import build_mapper
+from mapper.export import build_mapper, data_settings
 from mapper.system import MapperSystem
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class MapperCLI(LightningCLI):
             "--export_dir",
             type=str | None,
             default=None,
-            help="folder to export the trained mapper to after fit (model.safetensors, config.json)",
+            help="folder to export the trained mapper to after fit (safetensors + config.json)",
         )
 
     def after_fit(self) -> None:
@@ -50,10 +50,14 @@ class MapperCLI(LightningCLI):
             "global_step": self.trainer.global_step,
             "distance_upper": float(system.distance_upper),
             "corpus": os.path.basename(str(self.datamodule.corpus)),
+            "data": data_settings(dict(self.datamodule.hparams)),
         }
         mapper = build_mapper(dict(system.hparams), system.cpu().state_dict(), extra)
         out = mapper.save_pretrained(Path(export_dir))
-        summary = {"exported": str(out), **{k: round(v, 4) for k, v in system.latest_metrics.items()}}
+        summary = {
+            "exported": str(out),
+            **{k: round(v, 4) for k, v in system.latest_metrics.items()},
+        }
         print(json.dumps(summary, indent=1))
 
 
@@ -64,4 +68,4 @@ def main(args: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or None)
+    main()

@@ -35,7 +35,7 @@ def test_distance_loss_uses_all_pairs_not_index_aligned():
     total = 0.0
     for i, j in itertools.combinations(range(6), 2):
         t = losses.rescale_distance((u[i] - u[j]).norm(), 0.0, 5.0)
-        total += abs(t - (v[i] - v[j]).norm())
+        total += abs(t - (v[i] - v[j]).norm()).item()
     assert losses.distance_loss(u, v, upper=5.0).item() == pytest.approx(total / 15, abs=1e-4)
 
 
@@ -78,3 +78,16 @@ def test_contrastive_hand_computed():
     # distances: 5, 0, 1 -> mean 2
     assert losses.contrastive_loss(v, v_aug, owner).item() == pytest.approx(2.0, abs=1e-4)
     assert losses.contrastive_loss(v, v_aug[:0], owner[:0]).item() == 0.0
+
+
+def test_decorrelation_hand_computed():
+    # Columns 0 and 1 identical (corr 1), column 2 orthogonal to both (corr 0): off-diagonal
+    # squared correlations are 1, 1 (the (0,1) pair both ways) and four zeros -> 2 / 6.
+    s = torch.tensor([[1.0, 1.0, 1.0], [-1.0, -1.0, 1.0], [1.0, 1.0, -1.0], [-1.0, -1.0, -1.0]])
+    assert losses.decorrelation_loss(s).item() == pytest.approx(2.0 / 6.0, abs=1e-6)
+    # Anti-correlated columns count as much as correlated ones.
+    s[:, 1] = -s[:, 0]
+    assert losses.decorrelation_loss(s).item() == pytest.approx(2.0 / 6.0, abs=1e-6)
+    # Mutually orthogonal balanced columns: 0.
+    h = torch.tensor([[1.0, 1.0, 1.0], [1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]])
+    assert losses.decorrelation_loss(h).item() == pytest.approx(0.0, abs=1e-6)

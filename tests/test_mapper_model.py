@@ -49,9 +49,9 @@ def test_missing_files_fail_clearly(tmp_path):
 def test_mismatched_weights_fail_clearly(tmp_path):
     m = small()
     m.save_pretrained(tmp_path)
-    state = {k: v for k, v in m.state_dict().items() if k != "out.bias"}
+    state = {k: v for k, v in m.state_dict().items() if k != "inp.bias"}
     save_file(state, str(tmp_path / "model.safetensors"))
-    with pytest.raises(ValueError, match="out.bias"):
+    with pytest.raises(ValueError, match="inp.bias"):
         SemanticMapper.from_pretrained(tmp_path)
     cfg = json.loads((tmp_path / "config.json").read_text())
     cfg["output_dim"] = 99

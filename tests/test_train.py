@@ -70,7 +70,9 @@ def test_fit_exports_loadable_mapper(tmp_path, tiny_corpus, tiny_embedder_dir, c
     x = torch.randn(4, 16)
     assert torch.equal(mapper(x), again(x))
     # The center buffer holds the training-embedding mean.
-    dm = MapperDataModule(str(tiny_corpus), str(tiny_embedder_dir), cache_dir=str(tmp_path / "cache"))
+    dm = MapperDataModule(
+        str(tiny_corpus), str(tiny_embedder_dir), cache_dir=str(tmp_path / "cache")
+    )
     dm.setup("fit")
     assert torch.allclose(mapper.center, dm.center, atol=1e-6)
     summary = capsys.readouterr().out

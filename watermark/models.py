@@ -71,7 +71,7 @@ KNOWN_LMS: dict[str, PackagedLM] = {
 
 
 def cache_root() -> Path:
-    """Return the cache root (env ``ADAPTIVE_WM_CACHE``, default ``~/.cache/adaptive-watermark``)."""
+    """Return the cache root: env ``ADAPTIVE_WM_CACHE``, else ``~/.cache/adaptive-watermark``."""
     root = os.environ.get(CACHE_ENV)
     return Path(root).expanduser() if root else Path.home() / ".cache" / "adaptive-watermark"
 

@@ -1,0 +1,179 @@
+"""The watermark configuration: everything generation and detection must share.
+
+A :class:`WatermarkConfig` is a plain dataclass saved and loaded as JSON. Generation and detection
+derive the entropy gate, the green lists and the statistics from the same fields, so a text can
+only be checked with the configuration (and secret key) it was generated with.
+
+Relative paths (the mapper folder, or model folders) are resolved, in order, against the folder
+of the JSON file the config was loaded from, the current directory, and the repository root (the
+parent of the ``watermark`` package). The shipped default config therefore finds the committed
+``checkpoints/mapper-minilm`` from an editable install wherever it is run from.
+
+The secret key and opening sentence never appear in ``repr`` or logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
+
+SCALINGS = ("floor", "paper")
+TOKEN_MAPS = ("keyed", "identity")
+NULL_MODELS = ("vocab", "mm")
+
+
+@dataclass
+class WatermarkConfig:
+    """Shared settings of watermarked generation and detection.
+
+    Attributes:
+        mapper: Folder of an exported :class:`mapper.model.SemanticMapper`.
+        generator: Generator tokenizer / model name (short name, folder or hub id). Detection
+            tokenizes texts with its tokenizer; ``python -m watermark generate`` also loads the
+            model.
+        vocab_size: LM-head width V of the generator (the token map's length). ``None`` reads it
+            from the generator's model config at load time; a stored value is checked against it.
+        measurement_model: Measurement model (MM) for the entropy gate (AWTI).
+        mm_start_token: Token the MM conditions on before the first generated token (the empty
+            prefix). ``None`` uses the MM tokenizer's BOS token, else its EOS token.
+        embedder: Sentence embedder (SE) name, see :func:`mapper.embedders.load_embedder`.
+        key: Secret key of the token map. Secret: never logged.
+        opening_sentence: Secret opening sentence embedded for the first ``opening_steps`` steps.
+        alpha: Entropy threshold in nats: steps t > M are watermarked iff H(P_MM) >= alpha.
+        delta: Watermark strength of AWTS.
+        opening_steps: M; generated steps t = 1..M use the opening sentence and skip the gate.
+        top_k: Top-k of sampling (applied after the watermark); also sets the floor of ``floor``.
+        top_p: Nucleus mass of sampling (applied after the watermark).
+        scaling: ``"floor"`` scales logits measured from the per-step floor (smallest finite logit
+            among the top-k), ``"paper"`` is the paper's ``l * (1 + delta * v_hat)``.
+        token_map: ``"keyed"`` (balanced, keyed permutation of tokens onto the D mapper outputs)
+            or ``"identity"`` (requires D == V).
+        null_model: Probability gamma_t that a scored token is green under H0: ``"vocab"`` is the
+            green fraction of the vocabulary, ``"mm"`` the MM's probability mass on green tokens
+            (same-tokenizer MM only).
+        unique_tokens: Count each token id once (its first scored occurrence) in the z-test.
+        target_fpr: False-positive rate of ``is_watermarked`` (``p_value < target_fpr``).
+        embed_batch_size: Batch size of the sentence embedder.
+        allowed_scripts: Unicode scripts (first word of the character name) the detector accepts;
+            texts whose letters are mostly in other scripts are not scored.
+    """
+
+    mapper: str = "checkpoints/mapper-minilm"
+    generator: str = "smollm2-135m"
+    vocab_size: int | None = None
+    measurement_model: str = "smollm2-135m"
+    mm_start_token: str | None = None
+    embedder: str = "minilm"
+    key: str = field(default="change-me", repr=False)
+    opening_sentence: str = field(default="", repr=False)
+    alpha: float = 2.0
+    delta: float = 1.5
+    opening_steps: int = 50
+    top_k: int = 50
+    top_p: float = 0.9
+    scaling: str = "floor"
+    token_map: str = "keyed"
+    null_model: str = "vocab"
+    unique_tokens: bool = True
+    target_fpr: float = 0.01
+    embed_batch_size: int = 32
+    allowed_scripts: list[str] = field(default_factory=lambda: ["LATIN"])
+    source: str | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.scaling not in SCALINGS:
+            problems.append(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
+        if self.token_map not in TOKEN_MAPS:
+            problems.append(f"token_map must be one of {TOKEN_MAPS}, got {self.token_map!r}")
+        if self.null_model not in NULL_MODELS:
+            problems.append(f"null_model must be one of {NULL_MODELS}, got {self.null_model!r}")
+        if self.delta <= 0:
+            problems.append(f"delta must be > 0, got {self.delta}")
+        if self.opening_steps < 0:
+            problems.append(f"opening_steps must be >= 0, got {self.opening_steps}")
+        if self.opening_steps > 0 and not self.opening_sentence.strip():
+            problems.append("opening_sentence must be set when opening_steps > 0")
+        if not 0 < self.target_fpr < 1:
+            problems.append(f"target_fpr must be in (0, 1), got {self.target_fpr}")
+        if self.top_k < 0 or not 0 < self.top_p <= 1:
+            problems.append(f"need top_k >= 0 and 0 < top_p <= 1, got {self.top_k}, {self.top_p}")
+        if not self.key:
+            problems.append("key must be a non-empty string")
+        if problems:
+            raise ValueError("invalid watermark config: " + "; ".join(problems))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Returns the JSON-able fields (including the secrets; keep the file private)."""
+        data = asdict(self)
+        data.pop("source")
+        return data
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Writes the config as JSON to ``path``."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str | None = None) -> WatermarkConfig:
+        """Builds a config from a dict; unknown keys are an error (they are usually typos)."""
+        known = {f.name for f in fields(cls)} - {"source"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown watermark config keys {unknown}; known: {sorted(known)}")
+        return cls(**data, source=source)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> WatermarkConfig:
+        """Reads a config from a JSON file."""
+        path = Path(path).expanduser().resolve()
+        return cls.from_dict(json.loads(path.read_text()), source=str(path))
+
+    @classmethod
+    def default(cls) -> WatermarkConfig:
+        """The configuration shipped with the package (``watermark/default_config.json``)."""
+        return cls.load(DEFAULT_CONFIG_PATH)
+
+    def resolve_path(self, value: str) -> str:
+        """Resolves a relative path against the config's folder, the cwd, then the repo root.
+
+        Values that do not exist as paths in any of those places (short names, hub ids) are
+        returned unchanged.
+        """
+        path = Path(value).expanduser()
+        if path.is_absolute():
+            return str(path)
+        bases = [Path(self.source).parent] if self.source else []
+        bases += [Path.cwd(), REPO_ROOT]
+        for base in bases:
+            if (base / path).exists():
+                return str((base / path).resolve())
+        return value
+
+    def mapper_dir(self) -> Path:
+        """The mapper folder, resolved; raises a clear error if it does not exist."""
+        resolved = Path(self.resolve_path(self.mapper))
+        if not resolved.is_dir():
+            raise FileNotFoundError(
+                f"mapper folder {self.mapper!r} not found (looked next to the config, in the "
+                f"current directory and in {REPO_ROOT}); train and export one with "
+                "`python -m mapper.train` or point `mapper` at an exported folder"
+            )
+        return resolved
+
+
+def as_config(config: WatermarkConfig | str | os.PathLike[str] | None) -> WatermarkConfig:
+    """Accepts a config, a JSON path, or ``None`` (the shipped default)."""
+    if config is None:
+        return WatermarkConfig.default()
+    if isinstance(config, WatermarkConfig):
+        return config
+    return WatermarkConfig.load(config)

@@ -1,0 +1,120 @@
+"""Convenience watermarked generation: prompts in, continuations out.
+
+:func:`generate` tokenizes a batch of prompts with left padding, runs ``model.generate`` with the
+paper's order of operations (watermark scaling first, then top-k and top-p, then sampling) and
+returns only the continuations, decoded with :func:`watermark.text.decode_ids` and cut at the
+first EOS. The order is enforced independently of the transformers version: the warpers are
+passed as explicit processors after the watermark and the built-in ones are switched off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers import LogitsProcessorList, TopKLogitsWarper, TopPLogitsWarper
+
+from watermark.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.text import decode_ids
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Generation:
+    """One continuation.
+
+    Attributes:
+        prompt: The prompt text.
+        text: The continuation only (decoded, unstripped).
+        token_ids: Generated ids up to (excluding) the first EOS.
+        watermarked_steps: 1-based steps that were watermarked (empty without a watermark).
+    """
+
+    prompt: str
+    text: str
+    token_ids: list[int]
+    watermarked_steps: list[int]
+
+
+def eos_ids(model: torch.nn.Module, tokenizer: object) -> list[int]:
+    """EOS ids of the model's generation config and the tokenizer."""
+    ids = set()
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for value in eos if isinstance(eos, list | tuple) else [eos]:
+        if value is not None:
+            ids.add(int(value))
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return sorted(ids)
+
+
+@torch.inference_mode()
+def generate(
+    model: torch.nn.Module,
+    tokenizer: object,
+    prompts: Sequence[str],
+    processor: AdaptiveWatermarkLogitsProcessor | None,
+    max_new_tokens: int = 200,
+    top_k: int = 50,
+    top_p: float = 0.9,
+    do_sample: bool = True,
+    seed: int | None = None,
+    **generate_kwargs: object,
+) -> list[Generation]:
+    """Generates one continuation per prompt in a single left-padded batch.
+
+    Args:
+        model: A causal LM.
+        tokenizer: Its tokenizer.
+        prompts: Prompt texts.
+        processor: The watermark processor, or ``None`` for unwatermarked text.
+        max_new_tokens: Number of new tokens per prompt.
+        top_k: Top-k after the watermark (0 disables).
+        top_p: Nucleus mass after the watermark (1 disables).
+        do_sample: Sample (True) or greedy.
+        seed: Seed of torch's global RNG before sampling.
+        generate_kwargs: Passed to ``model.generate``.
+
+    Returns:
+        One :class:`Generation` per prompt, in order.
+    """
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    enc = tokenizer(list(prompts), return_tensors="pt", padding=True, padding_side="left")
+    device = next(model.parameters()).device
+    enc = {k: v.to(device) for k, v in enc.items()}
+    processors = LogitsProcessorList()
+    if processor is not None:
+        processor.reset()
+        processors.append(processor)
+    if do_sample and top_k > 0:
+        processors.append(TopKLogitsWarper(top_k=top_k))
+    if do_sample and top_p < 1.0:
+        processors.append(TopPLogitsWarper(top_p=top_p))
+    if seed is not None:
+        torch.manual_seed(seed)
+    if do_sample:  # switch off the built-in warpers: ours run after the watermark
+        generate_kwargs = {"top_k": 0, "top_p": 1.0, "temperature": 1.0, **generate_kwargs}
+    out = model.generate(
+        **enc,
+        logits_processor=processors,
+        do_sample=do_sample,
+        max_new_tokens=max_new_tokens,
+        pad_token_id=tokenizer.pad_token_id,
+        **generate_kwargs,
+    )
+    prompt_len = enc["input_ids"].shape[1]
+    stop = set(eos_ids(model, tokenizer))
+    results = []
+    for row, prompt in enumerate(prompts):
+        ids = out[row, prompt_len:].tolist()
+        cut = next((i for i, tok in enumerate(ids) if tok in stop), len(ids))
+        ids = ids[:cut]
+        steps = []
+        if processor is not None and processor.keep_record:
+            steps = [s for s in processor.record.watermarked_steps(row) if s <= len(ids)]
+        results.append(Generation(prompt, decode_ids(tokenizer, ids), ids, steps))
+    return results

@@ -1,0 +1,180 @@
+"""Reference implementation: the paper's Algorithm 2 and detection, one token at a time.
+
+Slow and plain on purpose; it is the oracle the fast paths are tested against. It reads only the
+raw components of a loaded :class:`~watermark.loading.Watermark` (models, tokenizers, the token
+map and the config) and re-derives everything else itself: no KV caches, no batching, one full
+forward of the generator and of the measurement model per step, one embedding per prefix.
+
+For step t (1-based) with generated prefix S_{0:t-1}:
+
+1. t <= M: v_hat = SLSVE(opening sentence); watermark.
+2. t > M: H = entropy of the MM after its context for S_{0:t-1}; if H >= alpha,
+   v_hat = SLSVE(decode(S_{0:t-1})) and watermark; else leave the logits alone.
+3. Watermark = AWTS (``paper``: l * (1 + delta v_hat); ``floor``: the same measured from the
+   smallest top-k logit), then top-k, top-p and sampling (or argmax when greedy).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from watermark.stats import green_test
+
+
+@dataclass
+class RefStep:
+    """Reference decision for one step: gate, entropy (NaN if t <= M), v_hat over V (or None)."""
+
+    gated: bool
+    entropy: float
+    green: torch.Tensor | None
+
+
+@dataclass
+class RefDetection:
+    """Reference detection of one text."""
+
+    ids: list[int]
+    scored: list[bool] = field(default_factory=list)
+    green: list[bool] = field(default_factory=list)
+    entropy: list[float] = field(default_factory=list)
+    score: float = 0.0
+    z_score: float = 0.0
+    p_value: float = 1.0
+
+
+def _decode(tokenizer: object, ids: list[int]) -> str:
+    return tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+
+@torch.inference_mode()
+def mm_entropy(wm: object, prefix: list[int]) -> float:
+    """Entropy (nats) of the MM's next-token distribution after the context of ``prefix``."""
+    mm = wm.core.measurement
+    if mm.same_tokenizer:
+        context = [mm.start_id, *prefix]
+    else:
+        text = _decode(wm.tokenizer, prefix)
+        context = [mm.start_id, *mm.tokenizer(text, add_special_tokens=False)["input_ids"]]
+    logits = mm.model(input_ids=torch.tensor([context])).logits[0, -1].double()
+    p = torch.softmax(logits, dim=-1)
+    return float(-(p[p > 0] * p[p > 0].log()).sum())
+
+
+@torch.inference_mode()
+def slsve(wm: object, text: str) -> torch.Tensor:
+    """v_hat over the vocabulary for one text: bool tensor (V,)."""
+    sem = wm.core.semantic
+    u = sem.embedder.encode([text], convert_to_tensor=True, normalize_embeddings=False).float()
+    v = sem.mapper(u.cpu())[0]
+    return (v > 0)[sem.token_map]
+
+
+def step(wm: object, prefix: list[int]) -> RefStep:
+    """Reference gate and v_hat for the step after ``prefix``."""
+    cfg = wm.config
+    t = len(prefix) + 1
+    if t <= cfg.opening_steps:
+        return RefStep(True, float("nan"), slsve(wm, cfg.opening_sentence))
+    h = mm_entropy(wm, prefix)
+    if h >= cfg.alpha:
+        return RefStep(True, h, slsve(wm, _decode(wm.tokenizer, prefix)))
+    return RefStep(False, h, None)
+
+
+def scale(
+    logits: torch.Tensor, green: torch.Tensor, delta: float, mode: str, k: int
+) -> torch.Tensor:
+    """AWTS of one logit vector (V,)."""
+    factor = 1.0 + delta * green.float()
+    if mode == "paper":
+        return logits * factor
+    top = sorted((x for x in logits.tolist() if math.isfinite(x)), reverse=True)
+    floor = top[: k if k > 0 else len(top)][-1]
+    return (logits - floor) * factor + floor
+
+
+def top_k_top_p(logits: torch.Tensor, k: int, p: float) -> torch.Tensor:
+    """Keeps the top-k logits, then the smallest set of them with probability >= p."""
+    out = logits.clone()
+    if 0 < k < out.numel():
+        kth = torch.topk(out, k).values[-1]
+        out[out < kth] = float("-inf")
+    if p < 1.0:
+        order = torch.argsort(out, descending=True)
+        probs = torch.softmax(out[order], dim=-1)
+        before = torch.cumsum(probs, dim=0) - probs  # mass of strictly better tokens
+        out[order[before >= p]] = float("-inf")
+    return out
+
+
+@torch.inference_mode()
+def generate(
+    wm: object,
+    model: torch.nn.Module,
+    prompt: str,
+    max_new_tokens: int,
+    greedy: bool = True,
+    generator: torch.Generator | None = None,
+) -> tuple[list[int], list[RefStep]]:
+    """Algorithm 2 for one prompt: returns the generated ids (EOS excluded) and each step."""
+    cfg, tok = wm.config, wm.tokenizer
+    prompt_ids = tok(prompt)["input_ids"]
+    eos = {
+        tok.eos_token_id,
+        *([model.generation_config.eos_token_id] if model.generation_config else []),
+    }
+    gen: list[int] = []
+    steps: list[RefStep] = []
+    for _ in range(max_new_tokens):
+        logits = model(input_ids=torch.tensor([prompt_ids + gen])).logits[0, -1].float()
+        decision = step(wm, gen)
+        steps.append(decision)
+        if decision.gated:
+            logits = scale(logits, decision.green, cfg.delta, cfg.scaling, cfg.top_k)
+        if greedy:
+            token = int(torch.argmax(logits))
+        else:
+            probs = torch.softmax(top_k_top_p(logits, cfg.top_k, cfg.top_p), dim=-1)
+            token = int(torch.multinomial(probs, 1, generator=generator))
+        if token in eos:
+            break
+        gen.append(token)
+    return gen, steps
+
+
+@torch.inference_mode()
+def detect(wm: object, text: str) -> RefDetection:
+    """Reference detection of one text (gate, v_hat and greenness recomputed per token)."""
+    cfg = wm.config
+    ids = wm.tokenizer(text, add_special_tokens=False)["input_ids"]
+    result = RefDetection(ids=list(ids))
+    tested_green, gammas, seen = [], [], set()
+    mm = wm.core.measurement
+    for t in range(1, len(ids) + 1):
+        decision = step(wm, ids[: t - 1])
+        result.scored.append(decision.gated)
+        result.entropy.append(decision.entropy)
+        if not decision.gated:
+            result.green.append(False)
+            continue
+        is_green = bool(decision.green[ids[t - 1]])
+        result.green.append(is_green)
+        if cfg.unique_tokens and ids[t - 1] in seen:
+            continue
+        seen.add(ids[t - 1])
+        tested_green.append(is_green)
+        if cfg.null_model == "mm":
+            context = [mm.start_id, *ids[: t - 1]]
+            logits = mm.model(input_ids=torch.tensor([context])).logits[0, -1].double()
+            gammas.append(float((torch.softmax(logits, -1) * decision.green.double()).sum()))
+        else:
+            gammas.append(float(decision.green.double().mean()))
+    n = sum(result.scored)
+    greens = sum(g for g, s in zip(result.green, result.scored) if s)
+    result.score = cfg.delta * greens / n if n else 0.0
+    result.z_score, result.p_value = green_test(tested_green, gammas)
+    return result
