@@ -58,7 +58,7 @@ class MapperSystem(L.LightningModule):
         w_dimension: float = 1.0,
         w_contrastive: float = 1.0,
         w_decorrelation: float = 0.0,
-        sharpness: float = 3.0,
+        sharpness: float = 10.0,
         new_lower: float = -2.0,
         new_upper: float = 4.0,
         distance_upper: float | None = None,
