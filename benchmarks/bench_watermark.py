@@ -28,7 +28,6 @@ import argparse
 import gzip
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -51,9 +50,7 @@ def log(*parts: object) -> None:
 
 
 def load(args: argparse.Namespace, **overrides: object) -> tuple[Watermark, torch.nn.Module]:
-    """Config (+ overrides), generator and watermark; a random mapper if none is exported."""
-    from mapper.model import MapperConfig, SemanticMapper
-
+    """Config (+ overrides), generator and watermark."""
     cfg = as_config(args.config)
     if args.generator:
         cfg.generator, cfg.vocab_size = args.generator, None
@@ -61,16 +58,7 @@ def load(args: argparse.Namespace, **overrides: object) -> tuple[Watermark, torc
         cfg.measurement_model = args.mm
     for key, value in overrides.items():
         setattr(cfg, key, value)
-    try:
-        cfg.mapper_dir()
-        mapper_note = f"trained mapper {cfg.mapper}"
-    except FileNotFoundError:
-        torch.manual_seed(0)
-        folder = Path(tempfile.mkdtemp(prefix="random-mapper-"))
-        SemanticMapper(
-            MapperConfig(input_dim=384, hidden_dim=1024, output_dim=1024)
-        ).save_pretrained(folder)
-        cfg.mapper, mapper_note = str(folder), "RANDOM mapper (384->1024, seed 0)"
+    mapper_note = f"mapper {cfg.mapper_dir()}"
     log(f"mapper: {mapper_note}; generator {cfg.generator}; MM {cfg.measurement_model}")
     model, tokenizer = load_lm(cfg.resolve_path(cfg.generator))
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)

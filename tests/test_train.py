@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import mapper as mapper_pkg
 from mapper.data import MapperDataModule
 from mapper.embedding_cache import cache_path, embed_corpus
 from mapper.export import export_checkpoint
@@ -64,6 +65,10 @@ def test_fit_exports_loadable_mapper(tmp_path, tiny_corpus, tiny_embedder_dir, c
     for key in ("val/agree_paraphrase", "simhash/agree_paraphrase", "val/spearman"):
         assert key in metrics
     assert "torch" in cfg["extra"]["versions"]
+    assert cfg["extra"]["data"]["corpus"] == str(tiny_corpus)
+    # The embedder named in config.json loads and has the mapper's input width.
+    embedder = mapper_pkg.load_embedder(cfg["embedder"])
+    assert embedder.encode(["a sentence."], convert_to_tensor=True).shape == (1, cfg["input_dim"])
     # The exported mapper reproduces the checkpointed system's outputs.
     ckpt = tmp_path / "ckpt" / "last.ckpt"
     again = SemanticMapper.from_pretrained(export_checkpoint(ckpt, tmp_path / "export2"))
