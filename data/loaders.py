@@ -3,14 +3,18 @@
 * :func:`load_corpus` reads ``data/corpus/sentences.jsonl.gz`` (or ``heldout.jsonl.gz``).
 * :func:`load_sentence_compression` maps the paper's training set,
   ``embedding-data/sentence-compression`` on the Hugging Face hub, to the same record schema. It
-  needs network access (or a warm ``datasets`` cache) and is never used by the tests.
+  needs network access (or a warm ``datasets`` cache) and is never used by the tests. Online users
+  write it as a corpus with ``python -m data.loaders OUT.jsonl.gz [--limit N]`` and train on it
+  with ``--data.corpus OUT.jsonl.gz``.
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 AUGMENTATION_KINDS = ("paraphrase", "shortened", "expanded", "synonym")
@@ -82,3 +86,29 @@ def load_sentence_compression(
             record["shortened"] = [short_text]
         records.append(record)
     return records
+
+
+def write_corpus(records: list[dict], path: str | Path) -> Path:
+    """Write records as a gzip JSONL corpus that :func:`load_corpus` and training read."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the sentence-compression set as a corpus.")
+    parser.add_argument("out", help="output .jsonl.gz")
+    parser.add_argument("--limit", type=int, default=None, help="keep the first N pairs")
+    parser.add_argument("--val-fraction", type=float, default=0.1)
+    args = parser.parse_args(argv)
+    records = load_sentence_compression(args.val_fraction, args.limit)
+    out = write_corpus(records, args.out)
+    print(json.dumps({"records": len(records), "out": str(out)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

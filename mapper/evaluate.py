@@ -20,7 +20,7 @@ from mapper.model import SemanticMapper
 
 DEFAULT_CORPUS = "data/corpus/sentences.jsonl.gz"
 ROWS = (
-    ("sent_balance_p95", "per-sentence |frac+ - 0.5|, p95", "<= 0.05"),
+    ("sent_balance_p95", "per-sentence abs(frac+ - 0.5), p95", "<= 0.05"),
     ("dim_within_tol", "dims with frac+ in 0.5 +- 0.2", ">= 0.95"),
     ("agree_paraphrase", "agreement, LLM paraphrase", "SimHash + 0.02"),
     ("agree_shortened", "agreement, shortened", "SimHash + 0.02"),
