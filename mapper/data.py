@@ -18,9 +18,9 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from data.loaders import AUGMENTATION_KINDS as AUG_KINDS
 from mapper.embedders import EMBEDDER_DIMS, embedder_dim, load_embedder
 from mapper.embedding_cache import embed_corpus
-from mapper.metrics import AUG_KINDS
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import sys
 import torch
 
 from mapper.data import MapperDataModule
-from mapper.metrics import code_metrics, simhash_codes
+from mapper.metrics import compare_to_simhash
 from mapper.model import SemanticMapper
 
 DEFAULT_CORPUS = "data/corpus/sentences.jsonl.gz"
@@ -49,11 +49,8 @@ def evaluate(
     ev = dm.val_eval
     if ev is None:
         raise ValueError(f"corpus {corpus} has no validation sentences")
-    codes = mapper(ev.emb) > 0
-    base = simhash_codes(ev.emb, mapper.center, mapper.config.output_dim)
     return {
-        "mapper": code_metrics(codes, ev.emb, ev.originals, ev.pairs),
-        "simhash": code_metrics(base, ev.emb, ev.originals, ev.pairs),
+        **compare_to_simhash(mapper, ev.emb, ev.originals, ev.pairs),
         "val_sentences": {"count": float(len(ev.originals))},
     }
 

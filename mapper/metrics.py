@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 from torchmetrics.functional import spearman_corrcoef
 
-AUG_KINDS = ("paraphrase", "shortened", "expanded", "synonym")
 DIM_TOLERANCE = 0.2
 
 
@@ -85,3 +84,29 @@ def code_metrics(
         hamming = 1.0 - agreement(codes, a, b)
         out["spearman"] = spearman_corrcoef(emb_dist, hamming).item()
     return out
+
+
+def compare_to_simhash(
+    mapper: torch.nn.Module,
+    emb: torch.Tensor,
+    originals: torch.Tensor,
+    pairs: dict[str, tuple[torch.Tensor, torch.Tensor]],
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
+    """`code_metrics` of a mapper's signs and of SimHash (same D and centre) on the same pairs.
+
+    Args:
+        mapper: A `SemanticMapper` (its `center` buffer and output width are used for SimHash).
+        emb, originals, pairs: As for `code_metrics`.
+        seed: Seed of the SimHash projection.
+
+    Returns:
+        `{"mapper": {...}, "simhash": {...}}`.
+    """
+    device = next(mapper.parameters()).device
+    codes = mapper(emb.to(device)) > 0
+    base = simhash_codes(emb, mapper.center, mapper.config.output_dim, seed)
+    return {
+        "mapper": code_metrics(codes, emb, originals, pairs),
+        "simhash": code_metrics(base, emb, originals, pairs),
+    }

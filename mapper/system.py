@@ -16,7 +16,7 @@ import lightning as L
 import torch
 
 from mapper import losses
-from mapper.metrics import code_metrics, simhash_codes
+from mapper.metrics import compare_to_simhash
 from mapper.model import MapperConfig, SemanticMapper
 
 
@@ -161,19 +161,12 @@ class MapperSystem(L.LightningModule):
         ev = getattr(dm, "val_eval", None)
         if ev is None:
             return
-        codes = self.mapper(ev.emb.to(self.device)) > 0
-        metrics = code_metrics(codes, ev.emb, ev.originals, ev.pairs)
-        base = code_metrics(
-            simhash_codes(
-                ev.emb, self.mapper.center, self.hparams.output_dim, self.hparams.simhash_seed
-            ),
-            ev.emb,
-            ev.originals,
-            ev.pairs,
+        both = compare_to_simhash(
+            self.mapper, ev.emb, ev.originals, ev.pairs, self.hparams.simhash_seed
         )
         self.latest_metrics = {
-            **{f"val/{k}": v for k, v in metrics.items()},
-            **{f"simhash/{k}": v for k, v in base.items()},
+            **{f"val/{k}": v for k, v in both["mapper"].items()},
+            **{f"simhash/{k}": v for k, v in both["simhash"].items()},
         }
         for k, v in self.latest_metrics.items():
             self.log(k, v, prog_bar=k in ("val/agree_paraphrase", "val/spearman"))
