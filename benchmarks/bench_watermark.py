@@ -25,7 +25,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import time
@@ -36,13 +35,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from data.sources import split_sentences  # noqa: E402
 from watermark import reference  # noqa: E402
 from watermark.config import as_config  # noqa: E402
+from watermark.evaluate.data import units  # noqa: E402
+from watermark.evaluate.metrics import OraclePerplexity, ngram_repetition  # noqa: E402
 from watermark.loading import Watermark  # noqa: E402
 from watermark.models import load_lm  # noqa: E402
 from watermark.stats import green_test  # noqa: E402
-from watermark.text import decode_ids, encode_text  # noqa: E402
 
 
 def log(*parts: object) -> None:
@@ -56,6 +55,8 @@ def load(args: argparse.Namespace, **overrides: object) -> tuple[Watermark, torc
         cfg.generator, cfg.vocab_size = args.generator, None
     if args.mm:
         cfg.measurement_model = args.mm
+    if args.delta is not None:
+        cfg.delta = args.delta
     for key, value in overrides.items():
         setattr(cfg, key, value)
     mapper_note = f"mapper {cfg.mapper_dir()}"
@@ -64,24 +65,6 @@ def load(args: argparse.Namespace, **overrides: object) -> tuple[Watermark, torc
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     wm.mapper_note = mapper_note
     return wm, model
-
-
-def units(path: Path, tokenizer: object, source: str | None, min_tokens: int, max_tokens: int):
-    """Held-out (prompt, human text) pairs: first two sentences, then the next max_tokens tokens."""
-    out = []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            rec = json.loads(line)
-            if source and rec["source"] != source:
-                continue
-            sents = split_sentences(rec["text"].replace("\n", " "))
-            if len(sents) < 4:
-                continue
-            ids = encode_text(tokenizer, " " + " ".join(sents[2:]))[:max_tokens]
-            if len(ids) >= min_tokens:
-                text = decode_ids(tokenizer, ids)
-                out.append({"id": rec["doc"], "prompt": " ".join(sents[:2]), "human": text})
-    return out
 
 
 def per_token(result) -> dict:
@@ -138,26 +121,17 @@ def cmd_speed(args: argparse.Namespace) -> dict:
     }
 
 
-def ngram_repetition(ids: list[int], n: int = 4) -> float:
-    grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
-    return 1 - len(set(grams)) / len(grams) if grams else 0.0
-
-
-@torch.inference_mode()
-def oracle_ppl(oracle, tok, prompt: str, text: str) -> float:
-    p = tok(prompt, return_tensors="pt")["input_ids"]
-    full = tok(prompt + text, return_tensors="pt")["input_ids"]
-    logits = oracle(input_ids=full).logits[0, :-1].float()
-    nll = torch.nn.functional.cross_entropy(logits, full[0, 1:], reduction="none")
-    return float(torch.exp(nll[p.shape[1] - 1 :].mean()))
-
-
 def cmd_quality(args: argparse.Namespace) -> dict:
     wm, model = load(args)
-    oracle, otok = load_lm(args.oracle)
+    oracle = OraclePerplexity(*load_lm(args.oracle))
     prompts = [u["prompt"] for u in units(args.heldout, wm.tokenizer, "news", 50, 200)]
     prompts = prompts[args.start : args.start + args.limit]
-    summary = {"mapper": wm.mapper_note, "prompts": len(prompts), "oracle": args.oracle}
+    summary = {
+        "mapper": wm.mapper_note,
+        "prompts": len(prompts),
+        "oracle": args.oracle,
+        "delta": wm.config.delta,
+    }
     for mode in args.modes.split(","):
         if mode != "none":
             wm.config.scaling = mode
@@ -166,14 +140,14 @@ def cmd_quality(args: argparse.Namespace) -> dict:
             batch = prompts[b : b + args.batch]
             outs += wm.generate(model, batch, args.new_tokens, seed=b, watermark=mode != "none")
         res = wm.detect([o.text for o in outs], progress=True)
-        ppl = [oracle_ppl(oracle, otok, p, o.text) for p, o in zip(prompts, outs) if o.token_ids]
+        ppl = [oracle(p, o.text) for p, o in zip(prompts, outs) if o.token_ids]
         ppl = sorted(x for x in ppl if x == x)
         summary[mode] = {
             "green_rate_scored": sum(r.green_fraction * r.num_scored for r in res)
             / max(1, sum(r.num_scored for r in res)),
             "oracle_ppl_median": ppl[len(ppl) // 2],
             "oracle_ppl_mean": sum(ppl) / len(ppl),
-            "rep4_mean": sum(ngram_repetition(o.token_ids) for o in outs) / len(outs),
+            "rep4_mean": sum(ngram_repetition(o.token_ids, 4) for o in outs) / len(outs),
             "z_median": sorted(r.z_score for r in res)[len(res) // 2],
             "detected_p<0.01": sum(r.p_value < 0.01 for r in res) / len(res),
             "awr_mean": sum(r.awr for r in res) / len(res),
@@ -284,6 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", help="watermark config JSON (default: shipped)")
     parser.add_argument("--generator", help="override the generator (e.g. gemma3-270m)")
     parser.add_argument("--mm", help="override the measurement model")
+    parser.add_argument("--delta", type=float, help="override the watermark strength delta")
     parser.add_argument("--heldout", type=Path, default=ROOT / "data/corpus/heldout.jsonl.gz")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--new-tokens", type=int, default=200)

@@ -46,9 +46,9 @@ def _fast(tok: Tokenizer) -> PreTrainedTokenizerFast:
     )
 
 
-def word_tokenizer() -> PreTrainedTokenizerFast:
-    """Word-level tokenizer over ``WORDS``: ids 0-3 special, then one id per word."""
-    vocab = {w: i for i, w in enumerate(SPECIALS + list(dict.fromkeys(WORDS)))}
+def word_tokenizer(words: list[str] | None = None) -> PreTrainedTokenizerFast:
+    """Word-level tokenizer over ``words`` (default ``WORDS``): ids 0-3 special, one id per word."""
+    vocab = {w: i for i, w in enumerate(SPECIALS + list(dict.fromkeys(words or WORDS)))}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)

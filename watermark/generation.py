@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from transformers import LogitsProcessorList, TopKLogitsWarper, TopPLogitsWarper
+from transformers import LogitsProcessor, LogitsProcessorList, TopKLogitsWarper, TopPLogitsWarper
 
-from watermark.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.text import decode_ids
 
 logger = logging.getLogger(__name__)
@@ -56,7 +55,7 @@ def generate(
     model: torch.nn.Module,
     tokenizer: object,
     prompts: Sequence[str],
-    processor: AdaptiveWatermarkLogitsProcessor | None,
+    processor: LogitsProcessor | None,
     max_new_tokens: int = 200,
     top_k: int = 50,
     top_p: float = 0.9,
@@ -70,7 +69,8 @@ def generate(
         model: A causal LM.
         tokenizer: Its tokenizer.
         prompts: Prompt texts.
-        processor: The watermark processor, or ``None`` for unwatermarked text.
+        processor: The watermark processor (ours, or any other ``LogitsProcessor``), or ``None``
+            for unwatermarked text.
         max_new_tokens: Number of new tokens per prompt.
         top_k: Top-k after the watermark (0 disables).
         top_p: Nucleus mass after the watermark (1 disables).
@@ -88,7 +88,8 @@ def generate(
     enc = {k: v.to(device) for k, v in enc.items()}
     processors = LogitsProcessorList()
     if processor is not None:
-        processor.reset()
+        if hasattr(processor, "reset"):
+            processor.reset()
         processors.append(processor)
     if do_sample and top_k > 0:
         processors.append(TopKLogitsWarper(top_k=top_k))
@@ -114,7 +115,7 @@ def generate(
         cut = next((i for i, tok in enumerate(ids) if tok in stop), len(ids))
         ids = ids[:cut]
         steps = []
-        if processor is not None and processor.keep_record:
+        if getattr(processor, "keep_record", False):
             steps = [s for s in processor.record.watermarked_steps(row) if s <= len(ids)]
         results.append(Generation(prompt, decode_ids(tokenizer, ids), ids, steps))
     return results
