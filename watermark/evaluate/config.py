@@ -56,6 +56,7 @@ class EvalConfig:
         spoof_common: Size of the common-token set C (most frequent tokens of human text).
         spoof_top: Size of H, the most frequent tokens of C in watermarked text.
         ablation_prompts: Prompts per ablation variant (first ones of the main set).
+        ablation_tokens: New tokens per ablation text (``None``: ``new_tokens``).
         ablations: ``{field: [values]}`` of our watermark config to vary one at a time
             (keys in ``ABLATION_KEYS``).
         threads: torch threads (0: torch's default).
@@ -88,6 +89,7 @@ class EvalConfig:
     spoof_common: int = 181
     spoof_top: int = 50
     ablation_prompts: int = 0
+    ablation_tokens: int | None = None
     ablations: dict[str, list[Any]] = field(default_factory=dict)
     threads: int = 0
     quick: dict[str, Any] = field(default_factory=dict)

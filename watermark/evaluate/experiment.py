@@ -37,7 +37,9 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     ev = _timed(timings, "load", Evaluation, cfg, progress)
     results = {
         "config": cfg.to_dict(),
-        "watermark_config": {k: v for k, v in ev.wm_config.to_dict().items() if k != "key"},
+        "watermark_config": {  # without the secrets
+            k: v for k, v in ev.wm_config.to_dict().items() if k not in ("key", "opening_sentence")
+        },
         "units": len(ev.units),
         "sources": sorted({u["source"] for u in ev.units}),
         "methods": {},
@@ -111,7 +113,7 @@ def ablations(ev: Evaluation) -> dict:
         rows = []
         for value in values:
             method = ev.ours_variant(**{field_name: value})
-            gens = ev.generations(method, units)
+            gens = ev.generations(method, units, cfg.ablation_tokens)
             pos = ev.detections(method, [g["text"] for g in gens])
             neg = ev.detections(method, humans)
             quality = ev.quality(units, gens)
