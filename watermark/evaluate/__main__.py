@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="apply the YAML's quick overrides")
     parser.add_argument("--out", help="output folder (default: the YAML's out_dir)")
     parser.add_argument("--report-dir", help="write report.md and PNGs here (default: out dir)")
+    parser.add_argument(
+        "--report-only", action="store_true", help="re-write the report from results.json"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -45,14 +48,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.out:
         cfg.out_dir = args.out
-    results = _clean(run_experiment(cfg, progress=not args.no_progress))
     out, report_dir = Path(cfg.out_dir), Path(args.report_dir or cfg.out_dir)
+    words = argv if argv is not None else sys.argv[1:]
+    command = "python -m watermark.evaluate " + " ".join(shlex.quote(a) for a in words)
+    if args.report_only:
+        results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        for secret in ("key", "opening_sentence"):
+            results["watermark_config"].pop(secret, None)
+    else:
+        results = _clean(run_experiment(cfg, progress=not args.no_progress))
+        results["command"] = command
     for folder in {out, report_dir}:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    words = argv if argv is not None else sys.argv[1:]
-    command = "python -m watermark.evaluate " + " ".join(shlex.quote(a) for a in words)
-    report = write_report(results, report_dir, command)
+    report = write_report(results, report_dir, results.get("command", command))
     summary = {"results": str(out / "results.json"), "report": str(report),
                "minutes": results["seconds"]["total"] / 60}  # fmt: skip
     print(json.dumps(summary))

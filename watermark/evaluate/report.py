@@ -73,7 +73,7 @@ def security_table(results: dict) -> list[str]:
             s = spoof[name]
             rows.append([LABELS[name], repr(s["context"]), _f(s["decryption_rate"]),
                          _f(s["control_rate"]), str(s["H"]), str(s["observations"])])  # fmt: skip
-    header = ["method", "context", "decryption rate", "control (unwatermarked)", "|H|",
+    header = ["method", "context", "decryption rate", "control (unwatermarked)", "\\|H\\|",
               "observations"]  # fmt: skip
     return _table(header, rows)
 
