@@ -175,7 +175,8 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
                     ("deletion", "synonym", "paraphrase", "copy_paste")],
         "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16,
         "quick": {"num_prompts": 4, "green_share_texts": 2, "ablation_prompts": 4,
-                  "ablations": {"alpha": [0.0, 1.0], "delta": [1.5]}},
+                  "ablations": {"alpha": [0.0, 1.0], "delta": [1.5]},
+                  "ablation_attack": {"kind": "deletion", "strength": 0.3}},
     }  # fmt: skip
     (root / "eval.yaml").write_text(yaml.safe_dump(cfg))
     return root / "eval.yaml"
@@ -207,6 +208,7 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert 0 <= ours["green_share_all_tokens"] <= 1
     assert [r["value"] for r in results["ablations"]["alpha"]] == [0.0, 1.0]
     assert results["ablations"]["alpha"][0]["awr"] == 1.0  # alpha 0 gates every step
+    assert 0 <= results["ablations"]["delta"][0]["attack_roc_auc"] <= 1
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
     report = (out / "report.md").read_text()
     assert "| Ours (adaptive) |" in report and "## Security (spoofing)" in report

@@ -57,6 +57,8 @@ class EvalConfig:
         spoof_top: Size of H, the most frequent tokens of C in watermarked text.
         ablation_prompts: Prompts per ablation variant (first ones of the main set).
         ablation_tokens: New tokens per ablation text (``None``: ``new_tokens``).
+        ablation_attack: An attack (as in ``attacks``) also scored for each ablation variant, as
+            the paper scores its ablations under paraphrase (``None``: no attack).
         ablations: ``{field: [values]}`` of our watermark config to vary one at a time
             (keys in ``ABLATION_KEYS``).
         threads: torch threads (0: torch's default).
@@ -90,6 +92,7 @@ class EvalConfig:
     spoof_top: int = 50
     ablation_prompts: int = 0
     ablation_tokens: int | None = None
+    ablation_attack: dict[str, Any] | None = None
     ablations: dict[str, list[Any]] = field(default_factory=dict)
     threads: int = 0
     quick: dict[str, Any] = field(default_factory=dict)
@@ -99,7 +102,7 @@ class EvalConfig:
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
             raise ValueError(f"unknown methods {unknown}; known: {list(METHODS)}")
-        for attack in self.attacks:
+        for attack in self.attacks + ([self.ablation_attack] if self.ablation_attack else []):
             if attack.get("kind") not in ATTACKS or "strength" not in attack:
                 raise ValueError(
                     f"bad attack {attack!r}: need a kind in {list(ATTACKS)} and a strength"

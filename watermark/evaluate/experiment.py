@@ -108,7 +108,7 @@ def ablations(ev: Evaluation) -> dict:
     cfg = ev.cfg
     units = ev.units[: cfg.ablation_prompts]
     humans = [u["human"] for u in units]
-    out: dict[str, list[dict]] = {}
+    out: dict = {"attack": cfg.ablation_attack}
     for field_name, values in cfg.ablations.items():
         rows = []
         for value in values:
@@ -117,9 +117,16 @@ def ablations(ev: Evaluation) -> dict:
             pos = ev.detections(method, [g["text"] for g in gens])
             neg = ev.detections(method, humans)
             quality = ev.quality(units, gens)
+            attacked = {}
+            if cfg.ablation_attack:
+                texts = ev.attacked(cfg.ablation_attack, [g["text"] for g in gens], humans)
+                z = [d["z"] for d in ev.detections(method, texts)]
+                scores = detection_metrics(z, [d["z"] for d in neg])
+                attacked = {f"attack_{k}": scores[k] for k in ("roc_auc", "best_f1", "tpr@1%fpr")}
             rows.append(
                 {
                     "value": value,
+                    **attacked,
                     **detection_metrics([d["z"] for d in pos], [d["z"] for d in neg]),
                     "awr": sum(d["awr"] for d in pos) / len(pos),
                     "human_awr": sum(d["awr"] for d in neg) / len(neg),
