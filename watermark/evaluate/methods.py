@@ -106,7 +106,16 @@ class Method:
 class KGWMethod(Method):
     """KGW-0 / KGW-2 with :class:`KGWGreenLists`; detection counts distinct units once."""
 
-    def __init__(self, name: str, tokenizer, vocab_size: int, gamma, delta, key, context) -> None:
+    def __init__(
+        self,
+        name: str,
+        tokenizer: object,
+        vocab_size: int,
+        gamma: float,
+        delta: float,
+        key: int,
+        context: int,
+    ) -> None:
         self.name, self.tokenizer, self.delta = name, tokenizer, delta
         self.lists = KGWGreenLists(vocab_size, gamma, key, context)
         self.key = f"{name}-g{gamma}-d{delta}-k{key}"
@@ -134,7 +143,9 @@ class TransformersKGW(Method):
 
     name = "kgw1"
 
-    def __init__(self, model_config, tokenizer, gamma: float, delta: float, key: int) -> None:
+    def __init__(
+        self, model_config: object, tokenizer: object, gamma: float, delta: float, key: int
+    ) -> None:
         from transformers import WatermarkDetector, WatermarkingConfig
 
         self.tokenizer, self.gamma = tokenizer, gamma
@@ -189,7 +200,7 @@ class OursMethod(Method):
 
     name = "ours"
 
-    def __init__(self, wm, model, key: str) -> None:
+    def __init__(self, wm: object, model: torch.nn.Module, key: str) -> None:
         self.wm, self.model, self.key = wm, model, key
 
     def processor(self) -> LogitsProcessor:

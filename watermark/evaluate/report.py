@@ -27,6 +27,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def main_table(results: dict) -> list[str]:
+    """Detection and quality without attack, one row per method and human text."""
     rows = []
     for name, res in list(results["methods"].items()) + [("human", None)]:
         q = results["human_quality"] if res is None else res["quality"]
@@ -45,6 +46,7 @@ def main_table(results: dict) -> list[str]:
 
 
 def attack_tables(results: dict) -> list[str]:
+    """One table per detection metric: methods x attacks."""
     attacks = []
     for res in results["methods"].values():
         attacks += [a for a in res.get("attacks", {}) if a not in attacks]
@@ -64,6 +66,7 @@ def attack_tables(results: dict) -> list[str]:
 
 
 def security_table(results: dict) -> list[str]:
+    """The spoofing decryption rates."""
     spoof = results.get("spoofing")
     if not spoof:
         return []
@@ -79,6 +82,7 @@ def security_table(results: dict) -> list[str]:
 
 
 def green_table(results: dict) -> list[str]:
+    """Green-token percentages (the paper's security table)."""
     rows = []
     for name in ("kgw0", "kgw1", "kgw2", "ours"):
         res = results["methods"].get(name)
@@ -91,6 +95,7 @@ def green_table(results: dict) -> list[str]:
 
 
 def ablation_tables(results: dict) -> list[str]:
+    """One table per ablated field of our watermark config."""
     ablations = results.get("ablations", {})
     attack = ablations.get("attack")
     lines = []
