@@ -29,6 +29,10 @@ def _rng(seed: int, text: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "little"))
 
 
+def _sentence_id(sentence: str) -> str:
+    return hashlib.sha256(sentence.encode()).hexdigest()[:20]
+
+
 def delete_words(text: str, strength: float, seed: int = 0) -> str:
     """Delete ``round(strength * n)`` of the n words of ``text``."""
     words = text.split()
@@ -87,7 +91,7 @@ def paraphrase_texts(
         chosen = set(_rng(seed, text).sample(range(len(sentences)), k))
         plans.append((sentences, chosen))
     items = {
-        hashlib.sha256(s.encode()).hexdigest()[:20]: s
+        _sentence_id(s): s
         for sentences, chosen in plans
         for i, s in enumerate(sentences)
         if i in chosen
@@ -100,7 +104,7 @@ def paraphrase_texts(
     for sentences, chosen in plans:
         parts = []
         for i, s in enumerate(sentences):
-            new = done.get(hashlib.sha256(s.encode()).hexdigest()[:20]) if i in chosen else None
+            new = done.get(_sentence_id(s)) if i in chosen else None
             parts.append(new or s)
         out.append(" " + " ".join(parts))
     return out

@@ -13,8 +13,8 @@ import time
 import torch
 
 from watermark.evaluate.config import EvalConfig
-from watermark.evaluate.metrics import detection_metrics, median
-from watermark.evaluate.run import Evaluation
+from watermark.evaluate.metrics import median
+from watermark.evaluate.run import Evaluation, score_detections
 from watermark.evaluate.security import common_tokens, fixed_semantics, spoofing
 
 logger = logging.getLogger(__name__)
@@ -120,15 +120,15 @@ def ablations(ev: Evaluation) -> dict:
             attacked = {}
             if cfg.ablation_attack:
                 texts = ev.attacked(cfg.ablation_attack, [g["text"] for g in gens], humans)
-                z = [d["z"] for d in ev.detections(method, texts)]
-                scores = detection_metrics(z, [d["z"] for d in neg])
+                scores = score_detections(ev.detections(method, texts), neg)
                 attacked = {f"attack_{k}": scores[k] for k in ("roc_auc", "best_f1", "tpr@1%fpr")}
+            clean = score_detections(pos, neg)
+            clean.pop("z")
             rows.append(
                 {
                     "value": value,
                     **attacked,
-                    **detection_metrics([d["z"] for d in pos], [d["z"] for d in neg]),
-                    "awr": sum(d["awr"] for d in pos) / len(pos),
+                    **clean,
                     "human_awr": sum(d["awr"] for d in neg) / len(neg),
                     "ppl_median": median(quality["ppl"]),
                     "rep4": quality["rep4"],

@@ -28,10 +28,13 @@ def roc_curve(positives: Sequence[float], negatives: Sequence[float]) -> tuple[l
     return fpr.tolist(), tpr.tolist()
 
 
+def _tpr_at(fpr: list, tpr: list, fpr_max: float) -> float:
+    return max(t for f, t in zip(fpr, tpr) if f <= fpr_max + 1e-12)
+
+
 def tpr_at_fpr(positives: Sequence[float], negatives: Sequence[float], fpr_max: float) -> float:
     """Largest TPR among thresholds whose FPR is at most ``fpr_max``."""
-    fpr, tpr = roc_curve(positives, negatives)
-    return max(t for f, t in zip(fpr, tpr) if f <= fpr_max + 1e-12)
+    return _tpr_at(*roc_curve(positives, negatives), fpr_max)
 
 
 def best_f1(positives: Sequence[float], negatives: Sequence[float]) -> float:
@@ -45,11 +48,12 @@ def best_f1(positives: Sequence[float], negatives: Sequence[float]) -> float:
 def detection_metrics(positives: Sequence[float], negatives: Sequence[float]) -> dict:
     """ROC-AUC, best F1, TPR at 1% and 10% FPR of positives vs negatives."""
     scores, labels = _scores_and_labels(positives, negatives)
+    fpr, tpr = roc_curve(positives, negatives)
     return {
         "roc_auc": float(BinaryAUROC(thresholds=None)(scores, labels)),
         "best_f1": best_f1(positives, negatives),
-        "tpr@1%fpr": tpr_at_fpr(positives, negatives, 0.01),
-        "tpr@10%fpr": tpr_at_fpr(positives, negatives, 0.10),
+        "tpr@1%fpr": _tpr_at(fpr, tpr, 0.01),
+        "tpr@10%fpr": _tpr_at(fpr, tpr, 0.10),
         "positives": len(positives),
         "negatives": len(negatives),
     }
@@ -59,12 +63,6 @@ def ngram_repetition(ids: Sequence[int], n: int) -> float:
     """Share of repeated n-grams: 1 - distinct n-grams / n-grams (0 if there are none)."""
     grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
     return 1 - len(set(grams)) / len(grams) if grams else 0.0
-
-
-def mean(values: Sequence[float]) -> float:
-    """Mean of the finite values (NaN if none)."""
-    vals = [v for v in values if v == v and not math.isinf(v)]
-    return sum(vals) / len(vals) if vals else float("nan")
 
 
 def median(values: Sequence[float]) -> float:

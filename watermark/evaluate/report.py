@@ -36,7 +36,7 @@ def main_table(results: dict) -> list[str]:
             LABELS.get(name, name), _f(det.get("roc_auc")), _f(det.get("best_f1")),
             _f(det.get("tpr@1%fpr")), _f(det.get("tpr@10%fpr")), _f((res or {}).get("fpr@p<0.01")),
             _f(median(q["ppl"]), 2), *(_f(q[f"rep{n}"]) for n in (1, 2, 3, 4)),
-            _f((res or {}).get("awr")), _f((res or {}).get("seconds_per_text"), 2),
+            _f(det.get("awr")), _f((res or {}).get("seconds_per_text"), 2),
             _f((res or {}).get("seconds_per_detection"), 2),
         ])  # fmt: skip
     header = ["method", "ROC-AUC", "best F1", "TPR@1%FPR", "TPR@10%FPR", "human FPR@p<0.01",
@@ -88,8 +88,9 @@ def green_table(results: dict) -> list[str]:
         res = results["methods"].get(name)
         if res is None:
             continue
-        all_share = res.get("green_share_all_tokens") if name == "ours" else res["green_fraction"]
-        scored = res["green_fraction"] if name == "ours" else None
+        green = res["attacks"]["none"]["green_fraction"]
+        all_share = res.get("green_share_all_tokens") if name == "ours" else green
+        scored = green if name == "ours" else None
         rows.append([LABELS[name], _f(all_share), _f(scored)])
     return _table(["method", "\\|G\\| / \\|U+W\\|", "\\|G^\\| / \\|W\\|"], rows)
 

@@ -52,6 +52,16 @@ def interleave(items: list[dict], key: str) -> list[dict]:
     return out
 
 
+def score_detections(pos: list[dict], neg: list[dict]) -> dict:
+    """Detection metrics of positives vs negatives, their z-scores, mean AWR and green share."""
+    pos_z = [d["z"] for d in pos]
+    res = detection_metrics(pos_z, [d["z"] for d in neg])
+    res["z"] = pos_z
+    res["awr"] = sum(d["awr"] for d in pos) / len(pos)
+    res["green_fraction"] = sum(d["green_fraction"] for d in pos) / len(pos)
+    return res
+
+
 def words_kept(originals: list[str], attacked: list[str]) -> float:
     """Mean share of each original's distinct words that are still in its attacked text."""
     shares = []
@@ -226,11 +236,9 @@ class Evaluation:
         pos = self.detections(method, [g["text"] for g in gens])
         out["human_z"] = [d["z"] for d in neg]
         out["seconds_per_detection"] = sum(d["seconds"] for d in neg + pos) / len(neg + pos)
-        out["green_fraction"] = sum(d["green_fraction"] for d in pos) / len(pos)
-        out["awr"] = sum(d["awr"] for d in pos) / len(pos)
         out["fpr@p<0.01"] = sum(d["p"] < 0.01 for d in neg) / len(neg)
         out["tpr@p<0.01"] = sum(d["p"] < 0.01 for d in pos) / len(pos)
-        out["attacks"] = {"none": self._scores(pos, neg)}
+        out["attacks"] = {"none": score_detections(pos, neg)}
         for attack in self.cfg.attacks:
             name = f"{attack['kind']}@{attack['strength']}"
             n = len(gens)
@@ -238,18 +246,9 @@ class Evaluation:
                 n = min(n, self.cfg.paraphrase_limit)
             originals = [g["text"] for g in gens[:n]]
             texts = self.attacked(attack, originals, humans[:n])
-            out["attacks"][name] = self._scores(self.detections(method, texts), neg)
+            out["attacks"][name] = score_detections(self.detections(method, texts), neg)
             out["attacks"][name]["words_kept"] = words_kept(originals, texts)
         return out
-
-    @staticmethod
-    def _scores(pos: list[dict], neg: list[dict]) -> dict:
-        pos_z, neg_z = [d["z"] for d in pos], [d["z"] for d in neg]
-        res = detection_metrics(pos_z, neg_z)
-        res["z"] = pos_z
-        res["awr"] = sum(d["awr"] for d in pos) / len(pos)
-        res["green_fraction"] = sum(d["green_fraction"] for d in pos) / len(pos)
-        return res
 
     def green_share_all(self, method: OursMethod, texts: list[str]) -> float:
         """|G| / |U + W| for our method: green share of every token, scored or not (cached)."""
