@@ -5,14 +5,17 @@ Subcommands (all print a JSON summary on stdout; progress on stderr):
 * ``speed``: on the same texts, detection seconds per ~200-token text for the fast path vs the
   reference implementation, and generation tokens/s at batch 8 with and without the watermark,
   with the extra time split into measurement model, embedder and mapper.
-* ``quality``: AWTS modes (``none``, ``paper``, ``floor``): green rate at watermarked steps,
-  perplexity under an oracle LM (gemma3-270m), 4-gram repetition, detection z-scores.
 * ``human``: detect held-out human passages (prompt = first two sentences, human text = the next
   ~200 generator tokens) and write per-token results as JSONL (``--start``/``--limit`` split runs).
 * ``generate``: watermarked continuations of held-out news prompts, detected, written as JSONL
   (also records re-tokenization mismatches).
-* ``report``: FPR on the human JSONL and TPR on the generated JSONL, for the null models
-  ``vocab`` / ``mm`` with and without counting each token once.
+* ``report``: FPR on the human JSONL and TPR on the generated JSONL, recomputed from the stored
+  per-token flags for the null models ``vocab`` / ``mm`` with and without counting each token
+  once. With several green lists per step (tournament layers) only ``vocab`` is recomputed, with
+  the first list's green fraction for every layer (the lists' fractions differ by at most D / V).
+
+Text quality against the strength rule is measured by the evaluation's frontier stage
+(``python -m watermark.evaluate``), not here.
 
 Examples::
 
@@ -38,7 +41,6 @@ sys.path.insert(0, str(ROOT))
 from watermark import reference  # noqa: E402
 from watermark.config import as_config  # noqa: E402
 from watermark.evaluate.data import units  # noqa: E402
-from watermark.evaluate.metrics import OraclePerplexity, ngram_repetition  # noqa: E402
 from watermark.loading import Watermark  # noqa: E402
 from watermark.models import load_lm  # noqa: E402
 from watermark.stats import green_test  # noqa: E402
@@ -55,8 +57,6 @@ def load(args: argparse.Namespace, **overrides: object) -> tuple[Watermark, torc
         cfg.generator, cfg.vocab_size = args.generator, None
     if args.mm:
         cfg.measurement_model = args.mm
-    if args.delta is not None:
-        cfg.delta = args.delta
     for key, value in overrides.items():
         setattr(cfg, key, value)
     mapper_note = f"mapper {cfg.mapper_dir()}"
@@ -67,9 +67,14 @@ def load(args: argparse.Namespace, **overrides: object) -> tuple[Watermark, torc
     return wm, model
 
 
-def per_token(result) -> dict:
-    keep = ("token_ids", "scored", "green", "gamma", "vocab_green")
-    return {**result.to_dict(), **{k: getattr(result, k) for k in keep}}
+def per_token(result, cfg) -> dict:
+    keep = ("token_ids", "scored", "tested", "green", "green_bits", "gamma", "vocab_green")
+    return {
+        **result.to_dict(),
+        **{k: getattr(result, k) for k in keep},
+        "layers": cfg.layers,
+        "fresh_only": cfg.fresh_only,
+    }
 
 
 def timed_generate(wm, model, prompts, n_new, watermark, seed=0):
@@ -121,42 +126,6 @@ def cmd_speed(args: argparse.Namespace) -> dict:
     }
 
 
-def cmd_quality(args: argparse.Namespace) -> dict:
-    wm, model = load(args)
-    oracle = OraclePerplexity(*load_lm(args.oracle))
-    prompts = [u["prompt"] for u in units(args.heldout, wm.tokenizer, "news", 50, 200)]
-    prompts = prompts[args.start : args.start + args.limit]
-    summary = {
-        "mapper": wm.mapper_note,
-        "prompts": len(prompts),
-        "oracle": args.oracle,
-        "delta": wm.config.delta,
-    }
-    for mode in args.modes.split(","):
-        if mode != "none":
-            wm.config.scaling = mode
-        outs = []
-        for b in range(0, len(prompts), args.batch):
-            batch = prompts[b : b + args.batch]
-            outs += wm.generate(model, batch, args.new_tokens, seed=b, watermark=mode != "none")
-        res = wm.detect([o.text for o in outs], progress=True)
-        ppl = [oracle(p, o.text) for p, o in zip(prompts, outs) if o.token_ids]
-        ppl = sorted(x for x in ppl if x == x)
-        summary[mode] = {
-            "green_rate_scored": sum(r.green_fraction * r.num_scored for r in res)
-            / max(1, sum(r.num_scored for r in res)),
-            "oracle_ppl_median": ppl[len(ppl) // 2],
-            "oracle_ppl_mean": sum(ppl) / len(ppl),
-            "rep4_mean": sum(ngram_repetition(o.token_ids, 4) for o in outs) / len(outs),
-            "z_median": sorted(r.z_score for r in res)[len(res) // 2],
-            "detected_p<0.01": sum(r.p_value < 0.01 for r in res) / len(res),
-            "awr_mean": sum(r.awr for r in res) / len(res),
-            "example": outs[0].text[:300],
-        }
-        log(mode, json.dumps(summary[mode]))
-    return summary
-
-
 def _write(path: Path, records: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
@@ -172,7 +141,10 @@ def cmd_human(args: argparse.Namespace) -> dict:
     items = items[args.start : args.start + args.limit]
     start = time.perf_counter()
     results = wm.detect([u["human"] for u in items], progress=True)
-    _write(args.out, [{"id": u["id"], **per_token(r)} for u, r in zip(items, results)])
+    _write(
+        args.out,
+        [{"id": u["id"], **per_token(r, wm.config)} for u, r in zip(items, results)],
+    )
     return {"texts": len(items), "seconds": time.perf_counter() - start, "out": str(args.out)}
 
 
@@ -199,7 +171,7 @@ def cmd_generate(args: argparse.Namespace) -> dict:
                 "text": o.text,
                 "retokenization_matches": same,
                 "positions_match": same and r.scored_steps() == o.watermarked_steps,
-                **per_token(r),
+                **per_token(r, wm.config),
             }
         )
     _write(args.out, records)
@@ -207,15 +179,14 @@ def cmd_generate(args: argparse.Namespace) -> dict:
 
 
 def _variant(rec: dict, null: str, unique: bool) -> float:
-    green, gammas, seen = [], [], set()
-    for tok, s, g, gm, gv in zip(
-        rec["token_ids"], rec["scored"], rec["green"], rec["gamma"], rec["vocab_green"]
-    ):
-        if not s or (unique and tok in seen):
+    """p-value of a stored text under a null, over its tested tokens (unique) or all scored."""
+    green, gammas, layers = [], [], rec.get("layers", 1)
+    use = rec["tested"] if unique else rec["scored"]
+    for s, bits, gm, gv in zip(use, rec["green_bits"], rec["gamma"], rec["vocab_green"]):
+        if not s:
             continue
-        seen.add(tok)
-        green.append(g)
-        gammas.append(gm if null == "mm" else gv)
+        green += [True] * bits + [False] * (layers - bits)
+        gammas += [gm if null == "mm" else gv] * layers
     return green_test(green, gammas)[1]
 
 
@@ -234,12 +205,14 @@ def cmd_report(args: argparse.Namespace) -> dict:
         out["green_fraction_mean"] = sum(r["green_fraction"] for r in marked) / len(marked)
     for null in ("vocab", "mm"):
         if null == "mm" and any(
-            g is None for r in human for g, s in zip(r["gamma"], r["scored"]) if s
+            r.get("layers", 1) > 1 or any(g is None for g, s in zip(r["gamma"], r["scored"]) if s)
+            for r in human
         ):
             continue
-        for unique in (True, False):
+        for unique in (True, False) if not human[0].get("fresh_only") else (True,):
             hp = sorted(_variant(r, null, unique) for r in human)
             row = {
+                "human_texts": len(hp),
                 "fpr@p<0.01": sum(p < 0.01 for p in hp) / len(hp),
                 "fpr@p<0.05": sum(p < 0.05 for p in hp) / len(hp),
             }
@@ -254,11 +227,10 @@ def cmd_report(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["speed", "quality", "human", "generate", "report"])
+    parser.add_argument("command", choices=["speed", "human", "generate", "report"])
     parser.add_argument("--config", help="watermark config JSON (default: shipped)")
     parser.add_argument("--generator", help="override the generator (e.g. gemma3-270m)")
     parser.add_argument("--mm", help="override the measurement model")
-    parser.add_argument("--delta", type=float, help="override the watermark strength delta")
     parser.add_argument("--heldout", type=Path, default=ROOT / "data/corpus/heldout.jsonl.gz")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--new-tokens", type=int, default=200)
@@ -266,8 +238,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ref-texts", type=int, default=1, help="speed: texts for the reference")
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--limit", type=int, default=16)
-    parser.add_argument("--modes", default="none,paper,floor")
-    parser.add_argument("--oracle", default="gemma3-270m")
     parser.add_argument("--out", type=Path, default=ROOT / "runs/wm/out.jsonl")
     parser.add_argument("--human", type=Path)
     parser.add_argument("--wm", type=Path)

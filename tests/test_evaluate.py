@@ -16,6 +16,7 @@ import yaml
 from tests.test_watermark_support import WORDS, tiny_llama, tiny_mapper, word_tokenizer
 from watermark.evaluate import attacks
 from watermark.evaluate.config import EvalConfig
+from watermark.evaluate.frontier import cell_label, distinct_n, expand_cells, human_threshold
 from watermark.evaluate.methods import KGWGreenLists, KGWMethod, kgw_z, normal_sf
 from watermark.evaluate.metrics import (
     best_f1,
@@ -26,6 +27,7 @@ from watermark.evaluate.metrics import (
 )
 from watermark.evaluate.security import decryption_rate, follower_counts, most_common_context
 from watermark.evaluate.store import Store
+from watermark.evaluate.synthid import SynthIDMethod
 
 POS, NEG = [0.9, 0.8, 0.4], [0.5, 0.3, 0.2]
 
@@ -89,6 +91,46 @@ def test_kgw_generation_is_detected_and_text_without_it_is_not() -> None:
         units = {tuple(ids[i - context : i + 1]) for i in range(context, len(ids))}
         green = sum(bool(method.green_mask(u[:-1])[u[-1]]) for u in units)
         assert marked[0]["z"] == pytest.approx(kgw_z(green, len(units), 0.5))
+
+
+def test_synthid_generation_is_detected_and_text_without_it_is_not() -> None:
+    tok = word_tokenizer()
+    model = tiny_llama(len(tok), seed=3)
+    from watermark.generation import generate
+
+    method = SynthIDMethod(list(range(101, 121)), 3, tok, top_k=40, top_p=1.0)
+    proc = method.processor()
+    assert proc.applies_sampling_filters  # the tournament acts on the filtered distribution
+    outs = generate(model, tok, ["river city", "the bank"], proc, max_new_tokens=150, top_k=40,
+                    seed=0, min_new_tokens=140)  # fmt: skip
+    marked = method.detect([o.text for o in outs])
+    plain = method.detect([" ".join(random.Random(i).choices(WORDS, k=150)) for i in range(3)])
+    assert all(d["score"] > 0.53 and d["z"] > 3 for d in marked), marked
+    assert all(abs(d["z"]) < 3 for d in plain)
+    # score = mean g-value over the non-repeated contexts and all layers
+    inner = method.config.construct_processor(vocab_size=0, device="cpu")
+    x = torch.tensor([[0, 0] + tok(outs[0].text, add_special_tokens=False)["input_ids"]])
+    keep = inner.compute_context_repetition_mask(x)[0].bool()
+    g = inner.compute_g_values(x)[0][keep]
+    assert marked[0]["score"] == pytest.approx(float(g.double().mean()))
+    assert marked[0]["num_scored"] == int(keep.sum())
+
+
+def test_frontier_helpers() -> None:
+    cells = expand_cells(
+        [
+            {"scaling": "additive", "bias": [1.0, 2.0], "context_guard": [0, 4]},
+            {"scaling": "tournament", "layers": 2, "filter_first": True},
+        ]
+    )
+    assert len(cells) == 5 and cells[1] == {"scaling": "additive", "bias": 1.0, "context_guard": 4}
+    assert cell_label(cells[0]) == "additive, bias=1.0"
+    assert cell_label(cells[1]) == "additive, bias=1.0, guard=4"
+    assert cell_label(cells[4]) == "tournament, layers=2, filter first"
+    assert distinct_n([[1, 2, 1, 2], [1, 2, 3]]) == pytest.approx(3 / 5)  # (1,2) (2,1) (2,3)
+    scores = [float(i) for i in range(100)]
+    assert human_threshold(scores) == 98.0  # one of 100 (1%) lies above
+    assert human_threshold(scores[:10]) == 9.0  # too few texts: nothing may lie above
 
 
 def test_attacks() -> None:
@@ -174,6 +216,11 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
         "attacks": [{"kind": k, "strength": 0.3} for k in
                     ("deletion", "synonym", "paraphrase", "copy_paste")],
         "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16,
+        "frontier_prompts": 4, "frontier_baselines": ["unwatermarked", "kgw1", "synthid"],
+        "synthid_layers": 4, "synthid_ngram_len": 3,
+        "frontier": [{"scaling": "additive", "bias": [1.0, 3.0]},
+                     {"scaling": "tournament", "layers": 2, "filter_first": True,
+                      "context_guard": 2}],
         "quick": {"num_prompts": 4, "green_share_texts": 2, "ablation_prompts": 4,
                   "ablations": {"alpha": [0.0, 1.0], "delta": [1.5]},
                   "ablation_attack": {"kind": "deletion", "strength": 0.3}},
@@ -210,9 +257,25 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert results["ablations"]["alpha"][0]["awr"] == 1.0  # alpha 0 gates every step
     assert 0 <= results["ablations"]["delta"][0]["attack_roc_auc"] <= 1
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
+    rows = results["frontier"]["rows"]
+    assert [r["label"] for r in rows] == [
+        "Unwatermarked", "KGW-1", "SynthID-Text", "additive, bias=1.0", "additive, bias=3.0",
+        "tournament, layers=2, filter first, guard=2",
+    ]  # fmt: skip
+    assert "detected@p<0.01" not in rows[0] and results["frontier"]["prompts"] == 4
+    for r in rows[1:]:
+        assert 0 <= r["detected@p<0.01"] <= 1 and 0 <= r["fpr@p<0.01"] <= 1 and r["rep4"] >= 0
+    # the frontier's first units are the main table's: same generations, read from the cache
+    assert rows[0]["ppl_median"] == pytest.approx(median(results["methods"]["unwatermarked"]
+                                                         ["quality"]["ppl"]))  # fmt: skip
+    detections = [json.loads(x)["key"] for x in (out / "cache/detections.jsonl").open()]
+    ours_keys = {k.split("|")[0] for k in detections if k.startswith("ours-det-")}
+    assert len(ours_keys) == 3  # main config; both additive cells share one; the guarded cell
     report = (out / "report.md").read_text()
     assert "| Ours (adaptive) |" in report and "## Security (spoofing)" in report
-    for png in ("roc_none.png", "roc_paraphrase_0.3.png", "ppl_box.png"):
+    assert "## Quality / power frontier (4 prompts)" in report
+    for png in ("roc_none.png", "roc_paraphrase_0.3.png", "ppl_box.png", "frontier_ppl.png",
+                "frontier_rep4.png"):  # fmt: skip
         assert (out / png).stat().st_size > 1000 and f"]({png})" in report
     assert summary["report"] == str(out / "report.md")
     # a second run computes nothing new: every cache table keeps its size

@@ -24,9 +24,14 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 
-SCALINGS = ("floor", "paper")
+STRENGTH_FIELD = {"paper": "delta", "floor": "delta", "additive": "bias", "tournament": "layers"}
+SCALINGS = tuple(STRENGTH_FIELD)  # the strength rules, see watermark.rules
 TOKEN_MAPS = ("keyed", "identity")
 NULL_MODELS = ("vocab", "mm")
+# fields added after others were cached: left out of the cache views while off, so that
+# earlier cached results keep their keys
+LATER_FIELDS_OFF = {"fresh_only": False}
+GENERATION_ONLY = ("delta", "bias", "scaling", "filter_first", "top_k", "top_p", "embed_batch_size")
 
 
 @dataclass
@@ -47,12 +52,22 @@ class WatermarkConfig:
         key: Secret key of the token map. Secret: never logged.
         opening_sentence: Secret opening sentence embedded for the first ``opening_steps`` steps.
         alpha: Entropy threshold in nats: steps t > M are watermarked iff H(P_MM) >= alpha.
-        delta: Watermark strength of AWTS.
+        delta: Strength of the multiplicative rules ``paper`` and ``floor`` (AWTS).
+        bias: Strength of the ``additive`` rule (added to green logits).
+        layers: Green lists per step of the ``tournament`` rule (its strength).
         opening_steps: M; generated steps t = 1..M use the opening sentence and skip the gate.
-        top_k: Top-k of sampling (applied after the watermark); also sets the floor of ``floor``.
-        top_p: Nucleus mass of sampling (applied after the watermark).
-        scaling: ``"floor"`` scales logits measured from the per-step floor (smallest finite logit
-            among the top-k), ``"paper"`` is the paper's ``l * (1 + delta * v_hat)``.
+        top_k: Top-k of sampling; also sets the floor of ``floor``.
+        top_p: Nucleus mass of sampling.
+        scaling: The strength rule (see :mod:`watermark.rules`): ``"paper"`` is the paper's
+            ``l * (1 + delta * v_hat)``, ``"floor"`` the same measured from the smallest top-k
+            logit, ``"additive"`` ``l + bias * v_hat``, ``"tournament"`` distribution-preserving
+            tournament sampling over ``layers`` green lists.
+        filter_first: Apply top-k / top-p before the rule (else after it, the paper's order).
+        context_guard: h; a step whose last h generated tokens already occurred as a contiguous
+            run earlier in the generated text is neither watermarked nor scored (0: off).
+        fresh_only: The rule acts only on tokens that do not occur yet in the generated text;
+            tokens already there (and EOS) get the neutral v_hat = 1/2, and detection tests each
+            token at its first occurrence only (if that step is scored). Needs ``unique_tokens``.
         token_map: ``"keyed"`` (balanced, keyed permutation of tokens onto the D mapper outputs)
             or ``"identity"`` (requires D == V).
         null_model: Probability gamma_t that a scored token is green under H0: ``"vocab"`` is the
@@ -75,10 +90,15 @@ class WatermarkConfig:
     opening_sentence: str = field(default="", repr=False)
     alpha: float = 2.0
     delta: float = 1.5
+    bias: float = 2.0
+    layers: int = 1
     opening_steps: int = 50
     top_k: int = 50
     top_p: float = 0.9
-    scaling: str = "floor"
+    scaling: str = "additive"
+    filter_first: bool = True
+    context_guard: int = 0
+    fresh_only: bool = True
     token_map: str = "keyed"
     null_model: str = "vocab"
     unique_tokens: bool = True
@@ -95,8 +115,16 @@ class WatermarkConfig:
             problems.append(f"token_map must be one of {TOKEN_MAPS}, got {self.token_map!r}")
         if self.null_model not in NULL_MODELS:
             problems.append(f"null_model must be one of {NULL_MODELS}, got {self.null_model!r}")
-        if self.delta <= 0:
-            problems.append(f"delta must be > 0, got {self.delta}")
+        if self.delta <= 0 or self.bias <= 0:
+            problems.append(f"delta and bias must be > 0, got {self.delta}, {self.bias}")
+        if self.layers < 1 or (self.layers > 1 and self.scaling != "tournament"):
+            problems.append(
+                f"layers must be 1, or >= 1 with scaling='tournament', got {self.layers}"
+            )
+        if self.fresh_only and not self.unique_tokens:
+            problems.append("fresh_only needs unique_tokens=true (repeats are never tested)")
+        if self.context_guard < 0:
+            problems.append(f"context_guard must be >= 0, got {self.context_guard}")
         if self.opening_steps < 0:
             problems.append(f"opening_steps must be >= 0, got {self.opening_steps}")
         if self.opening_steps > 0 and not self.opening_sentence.strip():
@@ -110,11 +138,29 @@ class WatermarkConfig:
         if problems:
             raise ValueError("invalid watermark config: " + "; ".join(problems))
 
+    @property
+    def strength(self) -> float:
+        """The strength parameter of the configured rule (``delta``, ``bias`` or ``layers``)."""
+        return getattr(self, STRENGTH_FIELD[self.scaling])
+
     def to_dict(self) -> dict[str, Any]:
         """Returns the JSON-able fields (including the secrets; keep the file private)."""
         data = asdict(self)
         data.pop("source")
         return data
+
+    def generation_dict(self) -> dict[str, Any]:
+        """The fields generation depends on (all but the strengths of the other rules)."""
+        unused = set(STRENGTH_FIELD.values()) - {STRENGTH_FIELD[self.scaling]}
+        return {k: v for k, v in self._cache_view().items() if k not in unused}
+
+    def detection_dict(self) -> dict[str, Any]:
+        """The fields detection depends on (all but the rule, its strength and the filters)."""
+        return {k: v for k, v in self._cache_view().items() if k not in GENERATION_ONLY}
+
+    def _cache_view(self) -> dict[str, Any]:
+        data = self.to_dict()
+        return {k: v for k, v in data.items() if LATER_FIELDS_OFF.get(k, object()) != v}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes the config as JSON to ``path``."""

@@ -4,10 +4,13 @@ For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}
 
 * gate: always open for t = 1..M (exactly M steps, M = ``opening_steps``); for t > M open iff the
   measurement model's entropy H(P_MM(. | S_{0:t-1})) >= alpha (see :mod:`watermark.measurement`);
+  with the context guard h > 0, closed at any step whose last h generated tokens (the end of
+  S_{0:t-1}) already occurred as a contiguous run earlier in S_{0:t-1};
 * embedding input: the secret opening sentence for t <= M, else the decoded prefix
   ``decode_ids(S_{0:t-1})`` (see :mod:`watermark.text`);
 * v_hat: mapper signs of the embedding, expanded over the full LM-head width V by the keyed token
-  map (see :mod:`watermark.semantic`).
+  maps, one per layer (see :mod:`watermark.semantic`);
+* sampling logits: the configured strength rule and sampling filters (see :mod:`watermark.rules`).
 
 The logits processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the
 whole batch; the detector calls :meth:`WatermarkCore.text_gate` and
@@ -25,9 +28,38 @@ import torch
 
 from watermark.config import WatermarkConfig
 from watermark.measurement import MeasurementModel, MMGenerationState, entropy_from_logits
-from watermark.scaling import apply_awts
+from watermark.rules import apply_rule
 from watermark.semantic import SemanticScorer
 from watermark.text import decode_ids
+
+
+def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
+    """Context guard for the next step of a batch: bool (B,).
+
+    Args:
+        gen: Long tensor (B, n): generated ids so far (the prefix S_{0:t-1} of step t = n + 1).
+        h: Guard length (0: never repeated).
+
+    Returns:
+        Whether each row's last h ids already occurred as a contiguous run starting earlier.
+    """
+    if h <= 0 or gen.shape[1] <= h:
+        return torch.zeros(gen.shape[0], dtype=torch.bool, device=gen.device)
+    windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
+    return (windows[:, :-1] == windows[:, -1:]).all(-1).any(-1)
+
+
+def repeated_steps(ids: Sequence[int], h: int) -> torch.Tensor:
+    """Context guard of every step of one text of T ids: bool (T,), entry t-1 for step t."""
+    out = torch.zeros(len(ids), dtype=torch.bool)
+    if h <= 0:
+        return out
+    seen: set[tuple[int, ...]] = set()
+    for start in range(len(ids) - h):  # the window ids[start:start+h] is step start+h+1's context
+        window = tuple(ids[start : start + h])
+        out[start + h] = window in seen
+        seen.add(window)
+    return out
 
 
 @dataclass
@@ -39,12 +71,14 @@ class StepDecision:
         gated: Bool (B,): rows watermarked at this step.
         entropy: Float (B,): MM entropy (NaN where not computed, e.g. t <= M).
         green_dims: Bool (B, D): mapper signs for gated rows (all False elsewhere).
+        neutral: Bool (B, V): tokens whose v_hat is 1/2 (``fresh_only``), else None.
     """
 
     step: int
     gated: torch.Tensor
     entropy: torch.Tensor
     green_dims: torch.Tensor
+    neutral: torch.Tensor | None = None
 
 
 @dataclass
@@ -93,9 +127,14 @@ class WatermarkCore:
     def opening_steps(self) -> int:
         return int(self.config.opening_steps)
 
-    def gate(self, steps: torch.Tensor, entropies: torch.Tensor) -> torch.Tensor:
-        """Bool (N,): step t is watermarked iff t <= M or H_t >= alpha (NaN entropy -> closed)."""
-        return (steps <= self.opening_steps) | (entropies >= self.config.alpha)
+    def gate(
+        self, steps: torch.Tensor, entropies: torch.Tensor, repeated: torch.Tensor
+    ) -> torch.Tensor:
+        """Bool (N,): step t is watermarked iff (t <= M or H_t >= alpha) and its context is new.
+
+        NaN entropy closes the gate (past M); ``repeated`` is the context guard of each step.
+        """
+        return ((steps <= self.opening_steps) | (entropies >= self.config.alpha)) & ~repeated
 
     def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
         """The text the SE embeds at step t: the opening sentence for t <= M, else S_{0:t-1}."""
@@ -133,7 +172,11 @@ class WatermarkCore:
         return out
 
     def generation_step(
-        self, gen: torch.Tensor, active: torch.Tensor, state: MMGenerationState
+        self,
+        gen: torch.Tensor,
+        active: torch.Tensor,
+        state: MMGenerationState,
+        eos_ids: Sequence[int] = (),
     ) -> StepDecision:
         """Decides one decoding step for a batch.
 
@@ -141,6 +184,7 @@ class WatermarkCore:
             gen: Long tensor (B, t-1): the ids generated so far (prompt excluded).
             active: Bool (B,): rows still generating (finished rows are never gated).
             state: The MM's incremental state for this generation.
+            eos_ids: Ids that end a text (never tested, so neutral with ``fresh_only``).
 
         Returns:
             The step decision for step t = gen.shape[1] + 1.
@@ -151,7 +195,8 @@ class WatermarkCore:
             rows = [int(r) for r in torch.nonzero(active).flatten()]
             entropy = state.entropies(gen, rows)
         steps = torch.full((batch,), step, dtype=torch.long)
-        gated = self.gate(steps, entropy) & active.cpu()
+        repeated = repeated_context(gen, self.config.context_guard).cpu()
+        gated = self.gate(steps, entropy, repeated) & active.cpu()
         rows = [int(r) for r in torch.nonzero(gated).flatten()]
         dims = torch.zeros(batch, self.semantic.num_dims, dtype=torch.bool)
         if rows:
@@ -159,18 +204,27 @@ class WatermarkCore:
             dims[rows] = self.green_dims_for(
                 [step] * len(rows), [gen_cpu[r].tolist() for r in rows]
             )
-        return StepDecision(step=step, gated=gated, entropy=entropy, green_dims=dims)
+        neutral = None
+        if self.config.fresh_only:
+            neutral = torch.zeros(batch, self.vocab_size, dtype=torch.bool, device=gen.device)
+            neutral.scatter_(1, gen.long(), True)
+            neutral[:, list(eos_ids)] = True
+        return StepDecision(step, gated, entropy, dims, neutral)
 
-    def scale(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
-        """AWTS on a batch of logits (B, V) for a step decision."""
-        green = self.semantic.expand(decision.green_dims).to(scores.device)
-        return apply_awts(
+    def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
+        """The logits to sample from, (B, V): the strength rule on gated rows, then filters."""
+        cfg = self.config
+        return apply_rule(
             scores,
-            green,
+            decision.green_dims.to(scores.device),
+            self.semantic.token_maps.to(scores.device),
             decision.gated,
-            delta=self.config.delta,
-            mode=self.config.scaling,
-            top_k=self.config.top_k,
+            rule=cfg.scaling,
+            strength=cfg.strength,
+            top_k=cfg.top_k,
+            top_p=cfg.top_p,
+            filter_first=cfg.filter_first,
+            neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
         )
 
     def text_gate(self, ids: Sequence[int], all_logits: bool = False) -> TextGate:
@@ -187,5 +241,6 @@ class WatermarkCore:
         if steps:
             logits = self.measurement.text_logits(ids, steps)
             entropy[torch.tensor(steps) - 1] = entropy_from_logits(logits)
-        gated = self.gate(torch.arange(1, T + 1), entropy)
+        repeated = repeated_steps(ids, self.config.context_guard)
+        gated = self.gate(torch.arange(1, T + 1), entropy, repeated)
         return TextGate(entropy=entropy, gated=gated, mm_logits=logits if all_logits else None)

@@ -7,11 +7,14 @@ token is green under its v_hat.
 
 * ``score`` is the paper's ``sum_{t in W} delta * v_hat_t[s_t] / |W|``; ``green_fraction`` the same
   without delta; ``awr`` = |W| / T.
-* The z-test uses the scored tokens, each token id counted once (its first scored occurrence)
-  when ``unique_tokens`` is set: consecutive prefixes have nearly the same embedding, hence nearly
-  the same green list, so repeats of a token are not independent evidence (the first M steps
-  even share one green list). gamma_t is the vocabulary's green fraction under v_hat_t (``vocab``)
-  or the MM's probability mass on green tokens (``mm``). See :mod:`watermark.stats`.
+* The z-test uses the scored tokens' green bits (one per green list: L = ``layers`` bits per
+  token for the tournament, else 1), each token id counted once (its first scored occurrence)
+  when ``unique_tokens`` is set: consecutive prefixes have nearly the same embedding, hence
+  nearly the same green list, so repeats of a token are not independent evidence (the first M
+  steps even share one green list). With ``fresh_only`` a token is tested at its first
+  occurrence in the text only, and only if that step is scored: generation leaves tokens that
+  are already in the text neutral. gamma_t is the vocabulary's green fraction under v_hat_t
+  (``vocab``) or the MM's probability mass on green tokens (``mm``). See :mod:`watermark.stats`.
 
 Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
 ``num_scored = 0``, ``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
@@ -56,8 +59,8 @@ class DetectionResult:
         num_tokens: T, the number of generator tokens of the text.
         awr: Adaptive watermark rate |W| / T.
         num_tested: Tokens entering the z-test (scored, each id once if ``unique_tokens``).
-        num_green_tested: Green tokens among them (G).
-        expected_green: sum of gamma_t over the tested tokens (E[G] under H0).
+        num_green_tested: Green bits among them (G; one bit per token and green list).
+        expected_green: sum of gamma over the tested bits (E[G] under H0).
         z_score: (G - E[G]) / sd(G) under H0.
         p_value: Exact one-sided p-value P(G' >= G) under H0.
         is_watermarked: ``p_value < target_fpr``.
@@ -65,12 +68,14 @@ class DetectionResult:
         token_ids: Generator token ids s_1..s_T.
         tokens: Text piece of each token (concatenation = decoded text).
         scored: Per token, whether it is in W.
-        green: Per token, whether it is green (False when not scored).
+        green: Per token, whether it is green in the first green list (False when not scored).
+        green_bits: Per token, in how many of the L green lists it is green (0 if not scored).
         tested: Per token, whether it entered the z-test.
         entropy: Per token, MM entropy of its step (None where not computed).
-        gamma: Per scored token, its null probability of being green (None if not scored).
-        vocab_green: Per scored token, the green fraction of the vocabulary at its step (the
-            ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
+        gamma: Per scored token, its null probability of being green in the first green list
+            (None if not scored).
+        vocab_green: Per scored token, the green fraction of the vocabulary at its step in the
+            first green list (the ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
     """
 
     score: float = 0.0
@@ -89,6 +94,7 @@ class DetectionResult:
     tokens: list[str] = field(default_factory=list)
     scored: list[bool] = field(default_factory=list)
     green: list[bool] = field(default_factory=list)
+    green_bits: list[int] = field(default_factory=list)
     tested: list[bool] = field(default_factory=list)
     entropy: list[float | None] = field(default_factory=list)
     gamma: list[float | None] = field(default_factory=list)
@@ -191,35 +197,40 @@ class Detector:
         core, cfg = self.core, self.config
         T = len(ids)
         tokens = torch.tensor([ids[t - 1] for t in steps], dtype=torch.long)
-        green_scored = (
-            core.semantic.token_green(dims, tokens) if steps else torch.zeros(0, dtype=torch.bool)
-        )
-        vocab = core.semantic.vocab_fraction(dims)
+        green_scored = core.semantic.token_green(dims, tokens)  # (N, L)
+        vocab = core.semantic.vocab_fraction(dims)  # (N, L)
         gammas = vocab
         if cfg.null_model == "mm" and steps:
             probs = torch.softmax(gate.mm_logits[torch.tensor(steps) - 1].double(), dim=-1)
-            gammas = (probs * core.semantic.expand(dims).double()).sum(-1)
+            gammas = torch.einsum("nv,nlv->nl", probs, core.semantic.expand(dims).double())
         scored = [False] * T
         green = [False] * T
+        green_bits = [0] * T
         tested = [False] * T
         gamma: list[float | None] = [None] * T
         vocab_green: list[float | None] = [None] * T
         seen: set[int] = set()
+        first = {}  # token id -> its first step in the text
+        for t, tok in enumerate(ids, start=1):
+            first.setdefault(tok, t)
         test_green, test_gamma = [], []
         for i, t in enumerate(steps):
             scored[t - 1] = True
-            green[t - 1] = bool(green_scored[i])
-            gamma[t - 1] = float(gammas[i])
-            vocab_green[t - 1] = float(vocab[i])
+            green[t - 1] = bool(green_scored[i, 0])
+            green_bits[t - 1] = int(green_scored[i].sum())
+            gamma[t - 1] = float(gammas[i, 0])
+            vocab_green[t - 1] = float(vocab[i, 0])
             if cfg.unique_tokens and ids[t - 1] in seen:
                 continue
             seen.add(ids[t - 1])
+            if cfg.fresh_only and first[ids[t - 1]] != t:
+                continue
             tested[t - 1] = True
-            test_green.append(green[t - 1])
-            test_gamma.append(float(gammas[i]))
+            test_green.extend(green_scored[i].tolist())
+            test_gamma.extend(gammas[i].tolist())
         z, p = green_test(test_green, test_gamma)
         num_scored = len(steps)
-        num_green = int(green_scored.sum())
+        num_green = int(green_scored[:, 0].sum()) if steps else 0
         entropy = [None if math.isnan(h) else float(h) for h in gate.entropy.tolist()]
         return DetectionResult(
             score=cfg.delta * num_green / num_scored if num_scored else 0.0,
@@ -227,7 +238,7 @@ class Detector:
             num_scored=num_scored,
             num_tokens=T,
             awr=num_scored / T if T else 0.0,
-            num_tested=len(test_green),
+            num_tested=sum(tested),
             num_green_tested=int(sum(test_green)),
             expected_green=float(sum(test_gamma)),
             z_score=z,
@@ -238,6 +249,7 @@ class Detector:
             tokens=token_pieces(core.tokenizer, ids),
             scored=scored,
             green=green,
+            green_bits=green_bits,
             tested=tested,
             entropy=entropy,
             gamma=gamma,

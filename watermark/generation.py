@@ -1,10 +1,11 @@
 """Convenience watermarked generation: prompts in, continuations out.
 
-:func:`generate` tokenizes a batch of prompts with left padding, runs ``model.generate`` with the
-paper's order of operations (watermark scaling first, then top-k and top-p, then sampling) and
+:func:`generate` tokenizes a batch of prompts with left padding, runs ``model.generate`` and
 returns only the continuations, decoded with :func:`watermark.text.decode_ids` and cut at the
-first EOS. The order is enforced independently of the transformers version: the warpers are
-passed as explicit processors after the watermark and the built-in ones are switched off.
+first EOS. Our watermark processor applies the sampling filters itself (in its rule's order);
+any other processor (a baseline) runs first and top-k / top-p are passed after it as explicit
+warpers. The built-in warpers are switched off either way, so the order does not depend on the
+transformers version.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def generate(
         processor: The watermark processor (ours, or any other ``LogitsProcessor``), or ``None``
             for unwatermarked text.
         max_new_tokens: Number of new tokens per prompt.
-        top_k: Top-k after the watermark (0 disables).
-        top_p: Nucleus mass after the watermark (1 disables).
+        top_k: Top-k after a baseline processor (0 disables; ours applies its config's).
+        top_p: Nucleus mass after a baseline processor (1 disables; ours applies its config's).
         do_sample: Sample (True) or greedy.
         seed: Seed of torch's global RNG before sampling.
         generate_kwargs: Passed to ``model.generate``.
@@ -91,9 +92,10 @@ def generate(
         if hasattr(processor, "reset"):
             processor.reset()
         processors.append(processor)
-    if do_sample and top_k > 0:
+    filtered = getattr(processor, "applies_sampling_filters", False)
+    if do_sample and top_k > 0 and not filtered:
         processors.append(TopKLogitsWarper(top_k=top_k))
-    if do_sample and top_p < 1.0:
+    if do_sample and top_p < 1.0 and not filtered:
         processors.append(TopPLogitsWarper(top_p=top_p))
     if seed is not None:
         torch.manual_seed(seed)

@@ -24,7 +24,7 @@ from watermark.generation import Generation, eos_ids, generate
 from watermark.measurement import MeasurementModel, resolve_start_id
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.semantic import SemanticScorer
-from watermark.token_map import build_token_map
+from watermark.token_map import build_token_maps
 
 logger = logging.getLogger(__name__)
 
@@ -122,11 +122,11 @@ class Watermark:
             )
         D = int(mapper.config.output_dim)
         try:
-            token_map = build_token_map(cfg.key, vocab, D, cfg.token_map)
+            token_maps = build_token_maps(cfg.key, vocab, D, cfg.layers, cfg.token_map)
         except ValueError as err:
             raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
         mm = cls._measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab)
-        semantic = SemanticScorer(embedder, mapper, token_map, batch_size=cfg.embed_batch_size)
+        semantic = SemanticScorer(embedder, mapper, token_maps, batch_size=cfg.embed_batch_size)
         logger.info(
             "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s",
             cfg.generator,
@@ -197,7 +197,7 @@ class Watermark:
         record: bool = True,
         **kwargs: object,
     ) -> list[Generation]:
-        """Watermarked continuations of ``prompts`` (top-k/top-p from the config, after scaling)."""
+        """Watermarked continuations of ``prompts`` (rule and top-k / top-p from the config)."""
         width = head_width(model)
         if width != self.core.vocab_size:
             raise ValueError(

@@ -4,14 +4,18 @@ Usage::
 
     proc = wm.logits_processor()
     model.generate(**inputs, logits_processor=LogitsProcessorList([proc]), do_sample=True,
-                   top_k=50, top_p=0.9)
+                   top_k=0, top_p=1.0)
 
-In transformers 5.x user processors run before the sampling warpers, which is the paper's order
-(scale, then top-k/top-p); :func:`watermark.generation.generate` sets that order explicitly for any
-version. The processor works out where the generated part starts from its first call (the prompt
-length, shared by all rows thanks to left padding) and detects a new ``generate`` call when the
-ids stop extending the previous ones. Each row has its own gate and green list; rows that already
-produced an EOS token are left alone.
+The processor returns the logits to sample from: the strength rule *and* the config's sampling
+filters (top-k, top-p, in the rule's order; see :mod:`watermark.rules`). Switch off the
+built-in warpers (``top_k=0, top_p=1.0``; transformers' default top-k of 50 is harmless when the
+config's top-k is at most 50) so nothing truncates the distribution a second time;
+:func:`watermark.generation.generate` does this.
+
+The processor works out where the generated part starts from its first call (the prompt length,
+shared by all rows thanks to left padding) and detects a new ``generate`` call when the ids stop
+extending the previous ones. Each row has its own gate and green list; rows that already produced
+an EOS token are only filtered.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         record: Keep a :class:`GenerationRecord` of every step in ``self.record``.
     """
 
+    applies_sampling_filters = True  # top-k / top-p are part of its output
+
     def __init__(
         self,
         core: WatermarkCore,
@@ -86,14 +92,14 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
 
     @torch.no_grad()
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        """Watermarks the next-token scores.
+        """Watermarks and filters the next-token scores.
 
         Args:
             input_ids: Long (B, L): prompt (left padded) + generated ids so far.
             scores: Float (B, V): next-token logits; V must be the LM-head width of the config.
 
         Returns:
-            Float (B, V): scaled scores.
+            Float (B, V): the logits to sample from.
         """
         if scores.shape[-1] != self.core.vocab_size:
             raise ValueError(
@@ -110,7 +116,7 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         if self.eos_token_ids and gen.shape[1] > 0:
             eos = torch.tensor(self.eos_token_ids, device=gen.device)
             active = ~torch.isin(gen, eos).any(dim=1).cpu()
-        decision = self.core.generation_step(gen, active, self._state)
+        decision = self.core.generation_step(gen, active, self._state, self.eos_token_ids)
         if self.keep_record:
             self.record.decisions.append(decision)
-        return self.core.scale(scores, decision)
+        return self.core.sampling_logits(scores, decision)

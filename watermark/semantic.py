@@ -2,7 +2,8 @@
 
 ``green_dims(texts)`` embeds each text with the sentence embedder (SE), maps the embedding u with
 the semantic mapper to v, and returns v > 0 per output dimension. ``expand`` turns that (N, D)
-indicator into the paper's v_hat over the vocabulary, (N, V), through the keyed token map.
+indicator into the paper's v_hat over the vocabulary, (N, L, V), through the L keyed token maps
+(one per green list a step uses: L = 1 except for the tournament's layers).
 
 Embeddings are computed as in mapper training (``encode(..., normalize_embeddings=False)``; the
 packaged MiniLM normalises inside the model). The SE truncates inputs to its ``max_seq_length``
@@ -29,7 +30,7 @@ class SemanticScorer:
     Args:
         embedder: A sentence-transformers model.
         mapper: The semantic mapper; its input width must equal the embedder's output width.
-        token_map: Long tensor (V,) mapping token ids to mapper output dimensions.
+        token_maps: Long tensor (L, V) mapping token ids to mapper output dimensions, per layer.
         batch_size: Embedding batch size.
     """
 
@@ -37,16 +38,18 @@ class SemanticScorer:
         self,
         embedder: object,
         mapper: SemanticMapper,
-        token_map: torch.Tensor,
+        token_maps: torch.Tensor,
         batch_size: int = 32,
     ) -> None:
         self.embedder = embedder
         self.mapper = mapper.eval()
-        self.token_map = token_map.to(torch.long).cpu()
+        self.token_maps = token_maps.to(torch.long).cpu().reshape(-1, token_maps.shape[-1])
         self.batch_size = batch_size
         self.num_dims = int(mapper.config.output_dim)
-        self.vocab_size = int(self.token_map.shape[0])
-        self.dim_counts = tokens_per_dim(self.token_map, self.num_dims)  # (D,)
+        self.num_layers, self.vocab_size = (int(n) for n in self.token_maps.shape)
+        self.dim_counts = torch.stack(  # (L, D)
+            [tokens_per_dim(m, self.num_dims) for m in self.token_maps]
+        )
         self.timings = {"embed": 0.0, "map": 0.0}
 
     @torch.inference_mode()
@@ -78,14 +81,14 @@ class SemanticScorer:
         return self.dims_from_embeddings(self.embed(texts, progress=progress))
 
     def expand(self, green_dims: torch.Tensor) -> torch.Tensor:
-        """v_hat over the vocabulary: (N, D) bool -> (N, V) bool via the token map."""
-        return green_dims[:, self.token_map]
+        """v_hat over the vocabulary per layer: (N, D) bool -> (N, L, V) bool."""
+        return green_dims[:, self.token_maps.to(green_dims.device)]
 
     def token_green(self, green_dims: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
-        """Whether token ``token_ids[n]`` is green under ``green_dims[n]``: (N, D), (N,) -> (N,)."""
-        dims = self.token_map[token_ids]
-        return green_dims.gather(1, dims[:, None])[:, 0]
+        """Green bits of token ``token_ids[n]`` under ``green_dims[n]``: (N, D), (N,) -> (N, L)."""
+        dims = self.token_maps[:, token_ids].T  # (N, L)
+        return green_dims.gather(1, dims)
 
     def vocab_fraction(self, green_dims: torch.Tensor) -> torch.Tensor:
-        """Fraction of the V tokens that are green, float64 tensor (N,)."""
-        return (green_dims.to(torch.float64) @ self.dim_counts) / self.vocab_size
+        """Fraction of the V tokens that are green per layer, float64 tensor (N, L)."""
+        return (green_dims.to(torch.float64) @ self.dim_counts.T) / self.vocab_size

@@ -11,6 +11,10 @@ the CPU; torch documents ``randperm`` as reproducible for a fixed seed and versi
 
 ``identity``: token i -> dimension i; needs D == V (the paper's setting).
 
+Rules that read several green lists per step (the tournament's layers) use one keyed map per
+layer: layer 0 is the map above, layer l > 0 the same construction keyed by (key, l), so a token's
+green bits in different layers come from different mapper dimensions.
+
 V is the LM-head width (``model.get_output_embeddings().weight.shape[0]``), which can exceed
 ``tokenizer.vocab_size`` (e.g. OPT: 50272 vs 50265); a map sized by the tokenizer would not cover
 every logit.
@@ -63,6 +67,22 @@ def build_token_map(key: str, vocab_size: int, num_dims: int, kind: str = "keyed
     generator = torch.Generator(device="cpu").manual_seed(key_seed(key, vocab_size, num_dims))
     perm = torch.randperm(vocab_size, generator=generator, device="cpu")
     return perm % num_dims
+
+
+def build_token_maps(
+    key: str, vocab_size: int, num_dims: int, layers: int = 1, kind: str = "keyed"
+) -> torch.Tensor:
+    """One token map per layer, long tensor (L, V); layer 0 is ``build_token_map(key, ...)``.
+
+    Raises:
+        ValueError: If the shapes do not fit, or ``identity`` is asked for more than one layer.
+    """
+    if layers < 1:
+        raise ValueError(f"need at least one layer, got {layers}")
+    if kind == "identity" and layers > 1:
+        raise ValueError("token_map='identity' gives one green list per step; use 'keyed'")
+    keys = [key] + [f"{key}\0layer{layer}" for layer in range(1, layers)]
+    return torch.stack([build_token_map(k, vocab_size, num_dims, kind) for k in keys])
 
 
 def tokens_per_dim(token_map: torch.Tensor, num_dims: int) -> torch.Tensor:

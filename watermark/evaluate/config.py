@@ -15,11 +15,10 @@ from typing import Any
 
 import yaml
 
-from watermark.config import REPO_ROOT
+from watermark.config import REPO_ROOT, WatermarkConfig
 
-METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2")
+METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste")
-ABLATION_KEYS = ("alpha", "delta", "scaling", "measurement_model")
 
 
 @dataclass
@@ -44,7 +43,9 @@ class EvalConfig:
         methods: Methods to run, a subset of ``METHODS``.
         kgw_gamma: Green-list fraction of KGW-0/1/2.
         kgw_delta: Logit bias of KGW-0/1/2.
-        kgw_key: Integer key of KGW-0/1/2.
+        kgw_key: Integer key of KGW-0/1/2 (SynthID's layer keys are derived from it).
+        synthid_layers: Tournament layers (keys) of SynthID-Text.
+        synthid_ngram_len: n of SynthID-Text's hashed n-grams (context of n - 1 tokens).
         attacks: ``{"kind", "strength"}`` mappings, ``kind`` in ``ATTACKS``. Strength: share of
             words deleted / of content words replaced / of sentences paraphrased / of the final
             text that is watermarked (copy-paste).
@@ -59,8 +60,13 @@ class EvalConfig:
         ablation_tokens: New tokens per ablation text (``None``: ``new_tokens``).
         ablation_attack: An attack (as in ``attacks``) also scored for each ablation variant, as
             the paper scores its ablations under paraphrase (``None``: no attack).
-        ablations: ``{field: [values]}`` of our watermark config to vary one at a time
-            (keys in ``ABLATION_KEYS``).
+        ablations: ``{field: [values]}`` of our watermark config to vary one at a time.
+        frontier_prompts: Prompts of the quality / power frontier (0 skips it); the first
+            ``num_prompts`` of them are the main table's.
+        frontier_baselines: Methods drawn on the frontier next to ours (any of ``METHODS``).
+        frontier: Cells of our method, as mappings of watermark config fields; a list value
+            expands into one cell per element (all combinations), e.g.
+            ``{scaling: additive, bias: [1.0, 2.0], context_guard: [0, 4]}``.
         threads: torch threads (0: torch's default).
         quick: Overrides applied by ``--quick``.
     """
@@ -79,10 +85,12 @@ class EvalConfig:
     min_new_tokens: int = 170
     batch_size: int = 8
     seed: int = 0
-    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    methods: list[str] = field(default_factory=lambda: list(METHODS[:5]))
     kgw_gamma: float = 0.5
     kgw_delta: float = 2.0
     kgw_key: int = 15485863
+    synthid_layers: int = 30
+    synthid_ngram_len: int = 5
     attacks: list[dict[str, Any]] = field(default_factory=list)
     paraphrase_limit: int | None = None
     green_share_texts: int = 0
@@ -94,12 +102,15 @@ class EvalConfig:
     ablation_tokens: int | None = None
     ablation_attack: dict[str, Any] | None = None
     ablations: dict[str, list[Any]] = field(default_factory=dict)
+    frontier_prompts: int = 0
+    frontier_baselines: list[str] = field(default_factory=list)
+    frontier: list[dict[str, Any]] = field(default_factory=list)
     threads: int = 0
     quick: dict[str, Any] = field(default_factory=dict)
     source_dir: str | None = None
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.methods) - set(METHODS))
+        unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
         if unknown:
             raise ValueError(f"unknown methods {unknown}; known: {list(METHODS)}")
         for attack in self.attacks + ([self.ablation_attack] if self.ablation_attack else []):
@@ -107,9 +118,11 @@ class EvalConfig:
                 raise ValueError(
                     f"bad attack {attack!r}: need a kind in {list(ATTACKS)} and a strength"
                 )
-        bad = sorted(set(self.ablations) - set(ABLATION_KEYS))
-        if bad:
-            raise ValueError(f"unknown ablation keys {bad}; known: {list(ABLATION_KEYS)}")
+        known = {f.name for f in fields(WatermarkConfig)} - {"source"}
+        for spec in [self.ablations] + self.frontier:
+            bad = sorted(set(spec) - known)
+            if bad:
+                raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")
         if self.oracle == self.generator:
             raise ValueError("the perplexity oracle must not be the generator")
         if not 0 < self.min_new_tokens <= self.new_tokens:

@@ -13,9 +13,15 @@ import time
 import torch
 
 from watermark.evaluate.config import EvalConfig
+from watermark.evaluate.frontier import run_frontier
 from watermark.evaluate.metrics import median
 from watermark.evaluate.run import Evaluation, score_detections
-from watermark.evaluate.security import common_tokens, fixed_semantics, spoofing
+from watermark.evaluate.security import (
+    CONTEXT_WIDTH,
+    common_tokens,
+    fixed_semantics,
+    spoofing,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +63,8 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
         results["methods"]["ours"]["green_share_texts"] = len(gens)
     if cfg.spoof_texts and human is not None:
         results["spoofing"] = _timed(timings, "spoofing", spoof_all, ev)
+    if cfg.frontier_prompts and (cfg.frontier or cfg.frontier_baselines):
+        results["frontier"] = _timed(timings, "frontier", run_frontier, ev)
     if cfg.ablations and cfg.ablation_prompts:
         results["ablations"] = _timed(timings, "ablations", ablations, ev)
     timings["total"] = time.perf_counter() - start
@@ -84,7 +92,7 @@ def spoof_all(ev: Evaluation) -> dict:
     clean = ev.generations(ev.methods["unwatermarked"], units, cfg.spoof_tokens, tag="spoof|")
     out = {"common_tokens": len(common), "texts": len(units), "tokens": cfg.spoof_tokens}
     for name, method in ev.methods.items():
-        if name == "unwatermarked":
+        if name not in CONTEXT_WIDTH:  # unwatermarked; SynthID has no green list to guess
             continue
         target = fixed_semantics(method) if name == "ours" else method
         marked = ev.generations(target, units, cfg.spoof_tokens, tag="spoof|")

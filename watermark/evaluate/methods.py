@@ -11,6 +11,7 @@ for the spoofing experiment, the true green list of a context.
   two tokens) are written here: transformers' ``lefthash`` seeds with the last token only, whatever
   ``context_width`` is (tested), so it cannot express KGW-2. Both count each distinct
   (context, token) once, like ``kgw1``.
+* ``synthid``: SynthID-Text through transformers, in :mod:`watermark.evaluate.synthid`.
 
 KGW statistics: z = (G - gamma T) / sqrt(T gamma (1 - gamma)) over the T scored units, one-sided
 normal p-value.
@@ -88,10 +89,18 @@ class KGWProcessor(LogitsProcessor):
 
 
 class Method:
-    """Base class: name, cache key, processor, detection, green lists."""
+    """Base class: name, cache keys, processor, detection, green lists.
+
+    ``key`` names what generation depends on; ``detect_key`` what detection depends on (the same
+    unless a method's detector ignores some of its generation settings).
+    """
 
     name = "unwatermarked"
     key = "unwatermarked"
+
+    @property
+    def detect_key(self) -> str:
+        return self.key
 
     def processor(self) -> LogitsProcessor | None:
         return None
@@ -134,7 +143,7 @@ class KGWMethod(Method):
             units = {tuple(ids[i - c : i + 1]) for i in range(c, len(ids))}
             green = sum(bool(self.lists.mask(u[:-1])[u[-1]]) for u in units)
             z = kgw_z(green, len(units), self.lists.gamma)
-            out.append(_kgw_result(z, green, len(units), len(ids)))
+            out.append(kgw_result(z, green, len(units), len(ids)))
         return out
 
 
@@ -176,15 +185,15 @@ class TransformersKGW(Method):
         for text in texts:
             ids = encode_text(self.tokenizer, text)
             if len(ids) < 2:
-                out.append(_kgw_result(0.0, 0, 0, len(ids)))
+                out.append(kgw_result(0.0, 0, 0, len(ids)))
                 continue
             res = self.detector(torch.tensor([ids]), return_dict=True)
             total, green = int(res.num_tokens_scored[0]), int(res.num_green_tokens[0])
-            out.append(_kgw_result(float(res.z_score[0]), green, total, len(ids)))
+            out.append(kgw_result(float(res.z_score[0]), green, total, len(ids)))
         return out
 
 
-def _kgw_result(z: float, green: int, total: int, num_tokens: int) -> dict:
+def kgw_result(z: float, green: int, total: int, num_tokens: int) -> dict:
     return {
         "z": z,
         "p": normal_sf(z) if total else 1.0,
@@ -196,12 +205,18 @@ def _kgw_result(z: float, green: int, total: int, num_tokens: int) -> dict:
 
 
 class OursMethod(Method):
-    """The adaptive watermark; ``key`` hashes its config so variants cache apart."""
+    """The adaptive watermark; ``key`` hashes its config so variants cache apart, ``detect_key``
+    the fields detection reads (variants that differ only in their rule share detections of
+    human text)."""
 
     name = "ours"
 
-    def __init__(self, wm: object, model: torch.nn.Module, key: str) -> None:
-        self.wm, self.model, self.key = wm, model, key
+    def __init__(self, wm: object, model: torch.nn.Module, key: str, detect_key: str) -> None:
+        self.wm, self.model, self.key, self._detect_key = wm, model, key, detect_key
+
+    @property
+    def detect_key(self) -> str:
+        return self._detect_key
 
     def processor(self) -> LogitsProcessor:
         from watermark.generation import eos_ids
@@ -209,8 +224,8 @@ class OursMethod(Method):
         return self.wm.logits_processor(eos_token_ids=eos_ids(self.model, self.wm.tokenizer))
 
     def green_mask(self, context_ids: Sequence[int]) -> torch.Tensor:
-        """The green list of the fixed (opening-sentence) embedding, whatever the context."""
-        return self.wm.core.semantic.expand(self.wm.core.opening_dims()[None])[0]
+        """The first green list of the fixed (opening-sentence) embedding, whatever the context."""
+        return self.wm.core.semantic.expand(self.wm.core.opening_dims()[None])[0, 0]
 
     def detect(self, texts: Sequence[str]) -> list[dict]:
         out = []
@@ -223,7 +238,6 @@ class OursMethod(Method):
                     "num_tokens": r.num_tokens,
                     "green_fraction": r.green_fraction,
                     "awr": r.awr,
-                    "score": r.score,
                 }
             )
         return out

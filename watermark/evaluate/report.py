@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from watermark.evaluate.frontier import frontier_plots, frontier_table
 from watermark.evaluate.metrics import median, roc_curve
 
 LABELS = {"unwatermarked": "Unwatermarked", "ours": "Ours (adaptive)", "kgw0": "KGW-0",
-          "kgw1": "KGW-1", "kgw2": "KGW-2", "human": "Human",
+          "kgw1": "KGW-1", "kgw2": "KGW-2", "synthid": "SynthID-Text", "human": "Human",
           "ours_opening": "Ours, first M tokens (no strengthening)"}  # fmt: skip
 
 
@@ -159,6 +160,12 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
     """Write ``report.md`` and the PNGs into ``out_dir``; return the report path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     images = plots(results, out_dir)
+    frontier = results.get("frontier")
+    frontier_lines = []
+    if frontier:
+        images = frontier_plots(frontier, out_dir) + images
+        frontier_lines = [f"## Quality / power frontier ({frontier['prompts']} prompts)", "",
+                          *frontier_table(frontier), ""]  # fmt: skip
     cfg = results["config"]
     wm = results["watermark_config"]
     lines = [
@@ -179,6 +186,7 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         "",
         *main_table(results),
         "",
+        *frontier_lines,
         "## Robustness",
         "",
         *attack_tables(results),

@@ -24,9 +24,15 @@ from watermark.config import as_config
 from watermark.evaluate import attacks as atk
 from watermark.evaluate.config import EvalConfig, digest
 from watermark.evaluate.data import units as load_units
-from watermark.evaluate.methods import KGWMethod, Method, OursMethod, TransformersKGW
+from watermark.evaluate.methods import (
+    KGWMethod,
+    Method,
+    OursMethod,
+    TransformersKGW,
+)
 from watermark.evaluate.metrics import OraclePerplexity, detection_metrics, ngram_repetition
 from watermark.evaluate.store import Store
+from watermark.evaluate.synthid import SynthIDMethod
 from watermark.generation import generate
 from watermark.loading import Watermark
 from watermark.models import load_lm
@@ -86,13 +92,24 @@ class Evaluation:
         self.wm_config = wm_cfg
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.methods = {name: self._method(name) for name in cfg.methods}
+        self._extra: dict[str, Method] = {}  # methods built for the frontier only
         n_min = int(0.75 * cfg.human_tokens)
         found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, n_min,
                            cfg.human_tokens)  # fmt: skip
-        self.units = interleave(found, "source")[: cfg.num_prompts]
-        if len(self.units) < cfg.num_prompts:
-            logger.warning("only %d of %d units available", len(self.units), cfg.num_prompts)
+        self.all_units = interleave(found, "source")
+        self.units = self.all_units[: cfg.num_prompts]
+        for wanted in (cfg.num_prompts, cfg.frontier_prompts):
+            if len(self.all_units) < wanted:
+                logger.warning("only %d of %d units available", len(self.all_units), wanted)
         self._oracle: OraclePerplexity | None = None
+
+    def method(self, name: str) -> Method:
+        """A method of the run by name (built on first use)."""
+        if name in self.methods:
+            return self.methods[name]
+        if name not in self._extra:
+            self._extra[name] = self._method(name)
+        return self._extra[name]
 
     def _method(self, name: str, **overrides: object) -> Method:
         cfg = self.cfg
@@ -101,11 +118,20 @@ class Evaluation:
         if name == "ours":
             wm_cfg = replace(self.wm_config, **overrides)
             wm = Watermark.load(wm_cfg, tokenizer=self.tokenizer, generator=self.model)
-            return OursMethod(wm, self.model, "ours-" + digest(wm_cfg.to_dict()))
+            return OursMethod(
+                wm,
+                self.model,
+                "ours-" + digest(wm_cfg.generation_dict()),
+                "ours-det-" + digest(wm_cfg.detection_dict()),
+            )
         if name == "kgw1":
             return TransformersKGW(
                 self.model.config, self.tokenizer, cfg.kgw_gamma, cfg.kgw_delta, cfg.kgw_key
             )
+        if name == "synthid":
+            keys = [(cfg.kgw_key * 7919 + layer) % 2**31 for layer in range(cfg.synthid_layers)]
+            return SynthIDMethod(keys, cfg.synthid_ngram_len, self.tokenizer,
+                                 self.wm_config.top_k, self.wm_config.top_p)  # fmt: skip
         context = {"kgw0": 0, "kgw2": 2}[name]
         return KGWMethod(name, self.tokenizer, self.vocab_size, cfg.kgw_gamma, cfg.kgw_delta,
                          cfg.kgw_key, context)  # fmt: skip
@@ -152,7 +178,7 @@ class Evaluation:
     def detections(self, method: Method, texts: list[str], chunk: int = 8) -> list[dict]:
         """Detection dicts (``z``, ``p``, ...; ``seconds`` per text) for ``texts``."""
         table = self.store.table("detections")
-        keys = [f"{method.key}|{text_hash(t)}" for t in texts]
+        keys = [f"{method.detect_key}|{text_hash(t)}" for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in table}.items())
         bar = tqdm(total=len(todo), desc=f"detect {method.name}", unit="text",
                    disable=not self.progress or not todo)  # fmt: skip
@@ -261,7 +287,7 @@ class Evaluation:
                 ids = encode_text(core.tokenizer, text)
                 steps = list(range(1, len(ids) + 1))
                 dims = core.green_dims_for(steps, [ids[: t - 1] for t in steps])
-                green = core.semantic.token_green(dims, torch.tensor(ids, dtype=torch.long))
+                green = core.semantic.token_green(dims, torch.tensor(ids, dtype=torch.long))[:, 0]
                 self.store.put("green_all", [{"key": key, "share": float(green.float().mean())}])
             shares.append(table[key]["share"])
         return sum(shares) / max(1, len(shares))

@@ -41,7 +41,12 @@ def fixed_semantics(method: OursMethod) -> OursMethod:
     """Our method with the sentence embedding held fixed (the strengthened spoofing attack)."""
     core = method.wm.core
     fixed = FixedSemanticsCore(core.config, core.tokenizer, core.measurement, core.semantic)
-    return OursMethod(Watermark(core.config, fixed), method.model, method.key + "-fixedsem")
+    return OursMethod(
+        Watermark(core.config, fixed),
+        method.model,
+        method.key + "-fixedsem",
+        method.detect_key + "-fixedsem",
+    )
 
 
 def common_tokens(tokenizer: object, texts: Sequence[str], size: int) -> list[int]:
