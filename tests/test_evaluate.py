@@ -16,7 +16,13 @@ import yaml
 from tests.test_watermark_support import WORDS, tiny_llama, tiny_mapper, word_tokenizer
 from watermark.evaluate import attacks
 from watermark.evaluate.config import EvalConfig
-from watermark.evaluate.frontier import cell_label, distinct_n, expand_cells, human_threshold
+from watermark.evaluate.frontier import (
+    cell_label,
+    distinct_n,
+    expand_cells,
+    human_threshold,
+    rule_label,
+)
 from watermark.evaluate.methods import KGWGreenLists, KGWMethod, kgw_z, normal_sf
 from watermark.evaluate.metrics import (
     best_f1,
@@ -127,6 +133,12 @@ def test_frontier_helpers() -> None:
     assert cell_label(cells[0]) == "additive, bias=1.0"
     assert cell_label(cells[1]) == "additive, bias=1.0, guard=4"
     assert cell_label(cells[4]) == "tournament, layers=2, filter first"
+    wm = {"scaling": "tournament", "layers": 30, "bias": 2.0, "delta": 1.5, "filter_first": True,
+          "context_guard": 4, "fresh_only": False}  # fmt: skip
+    assert rule_label(wm) == "tournament, layers=30, filter first, guard=4"
+    assert rule_label({**wm, "scaling": "additive", "fresh_only": True}) == (
+        "additive, bias=2.0, filter first, guard=4, fresh only"
+    )
     assert distinct_n([[1, 2, 1, 2], [1, 2, 3]]) == pytest.approx(3 / 5)  # (1,2) (2,1) (2,3)
     scores = [float(i) for i in range(100)]
     assert human_threshold(scores) == 98.0  # one of 100 (1%) lies above

@@ -15,6 +15,7 @@ import itertools
 import math
 from pathlib import Path
 
+from watermark.config import STRENGTH_FIELD
 from watermark.evaluate.metrics import median
 
 SHORT = {
@@ -55,6 +56,12 @@ def cell_label(cell: dict) -> str:
         else:
             parts.append(f"{name}={value}")
     return ", ".join(parts)
+
+
+def rule_label(wm: dict) -> str:
+    """The strength-rule settings of a watermark config dict as a cell label."""
+    keys = ("scaling", STRENGTH_FIELD[wm["scaling"]], "filter_first", "context_guard", "fresh_only")
+    return cell_label({k: wm[k] for k in keys if k in wm})
 
 
 def distinct_n(token_lists: list[list[int]], n: int = 2) -> float:
@@ -135,7 +142,10 @@ def frontier_table(frontier: dict) -> list[str]:
 
 
 def frontier_plots(frontier: dict, out_dir: Path) -> list[str]:
-    """Detection rate against perplexity and against 4-gram repetition; returns file names."""
+    """Detection rate and median z against perplexity and against 4-gram repetition.
+
+    Each point is numbered; the legend maps numbers to rows. Returns the file names.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,29 +153,38 @@ def frontier_plots(frontier: dict, out_dir: Path) -> list[str]:
 
     rows = frontier["rows"]
     plain = next((r for r in rows if r["method"] == "unwatermarked"), None)
+    marked = [r for r in rows if r["method"] != "unwatermarked"]
     names = []
     for metric, xlabel in (
         ("ppl_median", "oracle perplexity (median)"),
         ("rep4", "4-gram repetition"),
     ):
-        fig, ax = plt.subplots(figsize=(7.5, 5))
-        for r in rows:
-            if r["method"] == "unwatermarked":
-                ax.axvline(r[metric], color="grey", ls=":", label="unwatermarked")
-                continue
-            rate = r["detected@1%human" if r["method"] == "synthid" else "detected@p<0.01"]
-            ours = r["method"] == "ours"
-            ax.scatter(r[metric], rate, marker="o" if ours else "s", s=28 if ours else 48)
-            ax.annotate(r["label"], (r[metric], rate), fontsize=6, xytext=(3, 2),
-                        textcoords="offset points")  # fmt: skip
-        if plain is not None:
-            bound = plain[metric] * (1.15 if metric == "ppl_median" else 1.25)
-            ax.axvline(bound, color="green", ls="--", lw=0.8, label="target bound")
-        ax.axhline(0.95, color="red", ls="--", lw=0.8, label="detection 0.95")
-        ax.set(xlabel=xlabel, ylabel="detected at p < 0.01 (SynthID: 1% human FPR)",
-               title=f"Quality / power frontier, {frontier['prompts']} prompts")  # fmt: skip
-        ax.legend(fontsize=7, loc="lower right")
-        fig.tight_layout()
+        fig, axes = plt.subplots(1, 2, figsize=(12, 5.5))
+        for ax, ylabel in zip(axes, ("detected", "median z")):
+            for i, r in enumerate(marked, 1):
+                rate = r["detected@1%human" if r["method"] == "synthid" else "detected@p<0.01"]
+                y = rate if ylabel == "detected" else r.get("z_median")
+                ours = r["method"] == "ours"
+                ax.scatter(r[metric], y, marker="o" if ours else "s", s=30 if ours else 50,
+                           color=plt.cm.tab20(i % 20), label=f"{i}: {r['label']}")  # fmt: skip
+                ax.annotate(str(i), (r[metric], y), fontsize=7, xytext=(3, 3),
+                            textcoords="offset points")  # fmt: skip
+            if plain is not None:
+                bound = plain[metric] * (1.15 if metric == "ppl_median" else 1.25)
+                ax.axvline(plain[metric], color="grey", ls=":", label="unwatermarked")
+                ax.axvline(bound, color="green", ls="--", lw=0.8, label="target bound")
+            if ylabel == "detected":
+                ax.axhline(0.95, color="red", ls="--", lw=0.8, label="detection 0.95")
+                ax.set_ylabel("detected at p < 0.01 (SynthID: at 1% human FPR)")
+            else:
+                ax.set_ylabel("median z of watermarked texts")
+            ax.set_xlabel(xlabel)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=7, loc="center right")
+        fig.suptitle(
+            f"Quality / power frontier, {frontier['prompts']} prompts (squares: baselines)"
+        )
+        fig.tight_layout(rect=(0, 0, 0.7, 1))
         names.append(f"frontier_{'ppl' if metric == 'ppl_median' else 'rep4'}.png")
         fig.savefig(out_dir / names[-1], dpi=120)
         plt.close(fig)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from watermark.evaluate.frontier import frontier_plots, frontier_table
+from watermark.evaluate.frontier import frontier_plots, frontier_table, rule_label
 from watermark.evaluate.metrics import median, roc_curve
 
 LABELS = {"unwatermarked": "Unwatermarked", "ours": "Ours (adaptive)", "kgw0": "KGW-0",
@@ -175,8 +175,8 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         "",
         f"{results['units']} held-out documents ({', '.join(results['sources'])}); generator "
         f"`{cfg['generator']}`, up to {cfg['new_tokens']} new tokens (EOS blocked before "
-        f"{cfg['min_new_tokens']}), top-k {wm['top_k']} / top-p {wm['top_p']}; ours: alpha "
-        f"{wm['alpha']}, delta {wm['delta']}, M {wm['opening_steps']}, scaling `{wm['scaling']}`, "
+        f"{cfg['min_new_tokens']}), top-k {wm['top_k']} / top-p {wm['top_p']}; ours: "
+        f"{rule_label(wm)}, alpha {wm['alpha']}, M {wm['opening_steps']}, "
         f"MM `{wm['measurement_model']}`, embedder `{wm['embedder']}`; KGW: gamma "
         f"{cfg['kgw_gamma']}, delta {cfg['kgw_delta']}. Perplexity oracle `{cfg['oracle']}`. "
         f"Wall time of this invocation {results['seconds']['total'] / 60:.1f} min (stages read "
