@@ -2,7 +2,7 @@
 
 Usage: `python benchmarks/mapper_ablation.py --plan configs/ablation.yaml [--out runs/ablation]`.
 Each variant trains with `python -m mapper.train` (own log and checkpoint folders under --out),
-is exported, then scored by `mapper.evaluate` on the validation split. Prints a Markdown table
+is exported, then scored by `mapper.compare` on the validation split. Prints a Markdown table
 and writes `<out>/results.json`.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from mapper.evaluate import ROWS, evaluate
+from mapper.compare import ROWS, evaluate
 
 
 def train_variant(base: str, flags: list[str], out: Path) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from mapper.model import MapperConfig, SemanticMapper
+from mapper.semantic_mapper import MapperConfig, SemanticMapper
 
 HPARAM_KEYS_FOR_EXPORT = (
     "w_distance",

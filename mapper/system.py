@@ -17,7 +17,7 @@ import torch
 
 from mapper import losses
 from mapper.metrics import compare_to_simhash
-from mapper.model import MapperConfig, SemanticMapper
+from mapper.semantic_mapper import MapperConfig, SemanticMapper
 
 
 class MapperSystem(L.LightningModule):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lightning.pytorch.cli import LightningCLI
 
-from mapper.data import MapperDataModule
+from mapper.datamodule import MapperDataModule
 from mapper.export import build_mapper, data_settings
 from mapper.system import MapperSystem
 

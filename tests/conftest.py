@@ -29,10 +29,10 @@ def tiny_embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from sentence_transformers import SentenceTransformer, models
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from mapper.embedders import resolve_embedder
+    from data.packaged_models import resolve_model
 
     root = tmp_path_factory.mktemp("tiny_embedder")
-    tok = AutoTokenizer.from_pretrained(resolve_embedder("minilm"))
+    tok = AutoTokenizer.from_pretrained(str(resolve_model("minilm", "embedder")))
     torch.manual_seed(0)
     cfg = BertConfig(
         vocab_size=tok.vocab_size,

@@ -7,7 +7,7 @@ import json
 
 import torch
 
-from mapper.data import MapperDataModule
+from mapper.datamodule import MapperDataModule
 from tests.conftest import make_records
 
 

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import save_file
 
 from mapper.metrics import agreement, code_metrics, simhash_codes
-from mapper.model import MapperConfig, SemanticMapper
+from mapper.semantic_mapper import MapperConfig, SemanticMapper
 
 
 def small() -> SemanticMapper:

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import mapper as mapper_pkg
-from mapper.data import MapperDataModule
+from mapper.datamodule import MapperDataModule
 from mapper.embedding_cache import cache_path, embed_corpus
 from mapper.export import export_checkpoint
-from mapper.model import SemanticMapper
+from mapper.semantic_mapper import SemanticMapper
 from mapper.system import MapperSystem
 from mapper.train import main
 

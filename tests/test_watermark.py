@@ -23,9 +23,9 @@ from tests.test_watermark_support import (
 )
 from watermark import reference
 from watermark.config import REPO_ROOT, WatermarkConfig
-from watermark.loading import Watermark
 from watermark.stats import green_test, poisson_binomial_sf
 from watermark.token_map import build_token_map
+from watermark.watermark import Watermark
 
 SPECIAL_IDS = [0, 1, 2]  # [PAD] [UNK] [BOS]: suppressed in round trips (decoding drops them)
 

@@ -22,8 +22,8 @@ PROMPTS = [
 
 @pytest.fixture(scope="module")
 def real():
-    from watermark.loading import Watermark
-    from watermark.models import load_lm
+    from data.packaged_models import load_lm
+    from watermark.watermark import Watermark
 
     model, tokenizer = load_lm("smollm2-135m")
     cfg = WatermarkConfig.default()
@@ -81,7 +81,7 @@ def test_real_unwatermarked_text_not_flagged(real) -> None:
 
 
 def test_default_mapper_is_committed_and_trained() -> None:
-    from mapper.model import SemanticMapper
+    from mapper.semantic_mapper import SemanticMapper
 
     mapper = SemanticMapper.from_pretrained(WatermarkConfig.default().mapper_dir())
     assert mapper.config.input_dim == 384 and mapper.config.embedder == "minilm"

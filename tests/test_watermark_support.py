@@ -15,7 +15,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from mapper.model import MapperConfig, SemanticMapper
+from mapper.semantic_mapper import MapperConfig, SemanticMapper
 
 _WORD_LINES = (
     "river city council vote budget school team player season storm rain flood farmer crop",

@@ -30,7 +30,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
     if name == "Watermark":
-        from watermark.loading import Watermark
+        from watermark.watermark import Watermark
 
         return Watermark
     if name == "DetectionResult":
@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
 
         return AdaptiveWatermarkLogitsProcessor
     if name in ("load_lm", "resolve_lm"):
-        from watermark import models
+        from data import packaged_models as models
 
         return getattr(models, name)
     raise AttributeError(f"module 'watermark' has no attribute {name!r}")

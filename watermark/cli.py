@@ -53,12 +53,12 @@ def _emit(obj: dict) -> None:
 
 def _load(args: argparse.Namespace, with_generator: bool = False):
     from watermark.config import as_config
-    from watermark.loading import Watermark
+    from watermark.watermark import Watermark
 
     cfg = as_config(args.config)
     if not with_generator:
         return Watermark.load(cfg), None
-    from watermark.models import load_lm
+    from data.packaged_models import load_lm
 
     model, tokenizer = load_lm(cfg.resolve_path(cfg.generator))
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model

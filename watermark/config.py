@@ -39,7 +39,7 @@ class WatermarkConfig:
     """Shared settings of watermarked generation and detection.
 
     Attributes:
-        mapper: Folder of an exported :class:`mapper.model.SemanticMapper`.
+        mapper: Folder of an exported :class:`mapper.semantic_mapper.SemanticMapper`.
         generator: Generator tokenizer / model name (short name, folder or hub id). Detection
             tokenizes texts with its tokenizer; ``python -m watermark generate`` also loads the
             model.
@@ -48,7 +48,7 @@ class WatermarkConfig:
         measurement_model: Measurement model (MM) for the entropy gate (AWTI).
         mm_start_token: Token the MM conditions on before the first generated token (the empty
             prefix). ``None`` uses the MM tokenizer's BOS token, else its EOS token.
-        embedder: Sentence embedder (SE) name, see :func:`mapper.embedders.load_embedder`.
+        embedder: Sentence embedder (SE) name, see :func:`data.packaged_models.load_embedder`.
         key: Secret key of the token map. Secret: never logged.
         opening_sentence: Secret opening sentence embedded for the first ``opening_steps`` steps.
         alpha: Entropy threshold in nats: steps t > M are watermarked iff H(P_MM) >= alpha.

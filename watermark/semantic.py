@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
-from mapper.model import SemanticMapper
+from mapper.semantic_mapper import SemanticMapper
 from watermark.token_map import tokens_per_dim
 
 logger = logging.getLogger(__name__)

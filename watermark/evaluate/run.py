@@ -20,10 +20,11 @@ from dataclasses import replace
 import torch
 from tqdm.auto import tqdm
 
+from data.packaged_models import load_lm
 from watermark.config import as_config
 from watermark.evaluate import attacks as atk
 from watermark.evaluate.config import EvalConfig, digest
-from watermark.evaluate.data import units as load_units
+from watermark.evaluate.heldout import units as load_units
 from watermark.evaluate.methods import (
     KGWMethod,
     Method,
@@ -34,9 +35,8 @@ from watermark.evaluate.metrics import OraclePerplexity, detection_metrics, ngra
 from watermark.evaluate.store import Store
 from watermark.evaluate.synthid import SynthIDMethod
 from watermark.generation import generate
-from watermark.loading import Watermark
-from watermark.models import load_lm
 from watermark.text import encode_text
+from watermark.watermark import Watermark
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ import torch
 
 from watermark.core import WatermarkCore
 from watermark.evaluate.methods import Method, OursMethod
-from watermark.loading import Watermark
 from watermark.text import encode_text
+from watermark.watermark import Watermark
 
 CONTEXT_WIDTH = {"kgw0": 0, "kgw1": 1, "kgw2": 2, "ours": 0}
 

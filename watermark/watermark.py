@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import torch
 
-from mapper.embedders import embedder_dim, load_embedder
-from mapper.model import SemanticMapper
+from data.packaged_models import embedder_dim, load_embedder
+from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
 from watermark.detector import DetectionResult, Detector
@@ -40,7 +40,7 @@ def head_width(model: torch.nn.Module) -> int:
 def _load_tokenizer(name: str) -> object:
     from transformers import AutoTokenizer
 
-    from watermark.models import resolve_lm  # lazy: converts packaged GGUF models on first use
+    from data.packaged_models import resolve_lm  # lazy: converts packaged GGUF models on first use
 
     return AutoTokenizer.from_pretrained(str(resolve_lm(name)))
 
@@ -48,7 +48,7 @@ def _load_tokenizer(name: str) -> object:
 def _config_vocab(name: str) -> int:
     from transformers import AutoConfig
 
-    from watermark.models import resolve_lm
+    from data.packaged_models import resolve_lm
 
     cfg = AutoConfig.from_pretrained(str(resolve_lm(name)))
     return int(cfg.get_text_config().vocab_size)
@@ -160,7 +160,7 @@ class Watermark:
             if same_name and generator is not None:
                 model = generator
             else:
-                from watermark.models import load_lm
+                from data.packaged_models import load_lm
 
                 model, loaded_tok = load_lm(cfg.resolve_path(cfg.measurement_model))
                 mm_tokenizer = mm_tokenizer or loaded_tok

@@ -19,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from data.loaders import AUGMENTATION_KINDS as AUG_KINDS
-from mapper.embedders import EMBEDDER_DIMS, embedder_dim, load_embedder
+from data.packaged_models import EMBEDDER_DIMS, embedder_dim, load_embedder
 from mapper.embedding_cache import embed_corpus
 
 log = logging.getLogger(__name__)

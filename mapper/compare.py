@@ -1,6 +1,6 @@
 """Score an exported mapper on the validation split, side by side with the SimHash baseline.
 
-Usage: `python -m mapper.evaluate checkpoints/mapper-minilm [--corpus PATH] [--markdown]`.
+Usage: `python -m mapper.compare checkpoints/mapper-minilm [--corpus PATH] [--markdown]`.
 Prints one JSON object `{"mapper": {...}, "simhash": {...}}` (or a Markdown table) with the metrics
 of `mapper.metrics.code_metrics` computed on the same pairs for both.
 """
@@ -14,9 +14,9 @@ import sys
 
 import torch
 
-from mapper.data import MapperDataModule
+from mapper.datamodule import MapperDataModule
 from mapper.metrics import compare_to_simhash
-from mapper.model import SemanticMapper
+from mapper.semantic_mapper import SemanticMapper
 
 DEFAULT_CORPUS = "data/corpus/sentences.jsonl.gz"
 ROWS = (
