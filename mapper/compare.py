@@ -14,6 +14,7 @@ import sys
 
 import torch
 
+from data.paths import resolve_path
 from mapper.datamodule import MapperDataModule
 from mapper.metrics import compare_to_simhash
 from mapper.semantic_mapper import SemanticMapper
@@ -38,7 +39,7 @@ def evaluate(
     mapper_dir: str, corpus: str | None = None, cache_dir: str | None = None
 ) -> dict[str, dict[str, float]]:
     """Metrics of the mapper in `mapper_dir` and of SimHash (same D and centre) on the val split."""
-    mapper = SemanticMapper.from_pretrained(mapper_dir)
+    mapper = SemanticMapper.from_pretrained(resolve_path(mapper_dir))
     # The same sentence selection as in training, so the embedding cache of the run is reused.
     settings = dict(mapper.config.extra.get("data", {}))
     settings.update(corpus=corpus or settings.get("corpus", DEFAULT_CORPUS))

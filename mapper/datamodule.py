@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from data.loaders import AUGMENTATION_KINDS as AUG_KINDS
 from data.packaged_models import EMBEDDER_DIMS, embedder_dim, load_embedder
+from data.paths import resolve_path
 from mapper.embedding_cache import embed_corpus
 
 log = logging.getLogger(__name__)
@@ -123,12 +124,13 @@ class MapperDataModule(L.LightningDataModule):
     def _records(self) -> list[dict]:
         from data.loaders import load_corpus
 
-        if not Path(self.corpus).is_file():
+        corpus = resolve_path(self.corpus)
+        if not Path(corpus).is_file():
             raise FileNotFoundError(
                 f"corpus '{self.corpus}' not found: build it with `python -m data.build` or pass "
                 "--data.corpus PATH (the default corpus ships in data/corpus/)"
             )
-        records = load_corpus(self.corpus)
+        records = load_corpus(corpus)
         train = [r for r in records if r.get("split") == "train"]
         if not train:
             raise ValueError(f"corpus '{self.corpus}' has no sentences with split 'train'")

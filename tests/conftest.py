@@ -1,12 +1,12 @@
-"""Shared fixtures: a tiny random sentence embedder and a tiny corpus, built offline in seconds."""
+"""Shared fixtures: a tiny random sentence embedder, a tiny corpus and tiny watermark models."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
-import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,12 +14,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-WORDS = (
-    "river city council vote budget school team player season storm rain flood farmer crop "
-    "price market bank loan doctor patient hospital court judge law police fire road bridge "
-    "train station music band song film actor museum art history war peace treaty election"
-).split()
 
 
 @pytest.fixture(scope="session")
@@ -50,38 +44,68 @@ def tiny_embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "st"
 
 
-def make_records(n_docs: int = 12, per_doc: int = 8, seed: int = 0) -> list[dict]:
-    """Synthetic corpus records in the `data/` schema, with every augmentation kind."""
-    rng = random.Random(seed)
-    records = []
-    for d in range(n_docs):
-        split = "val" if d % 4 == 0 else "train"
-        for s in range(per_doc):
-            words = rng.sample(WORDS, 10)
-            text = " ".join(words).capitalize() + "."
-            records.append(
-                {
-                    "id": f"d{d}-s{s}",
-                    "doc": f"d{d}",
-                    "source": "news",
-                    "split": split,
-                    "text": text,
-                    "paraphrase": [" ".join(reversed(words)).capitalize() + "."],
-                    "shortened": [" ".join(words[:7]).capitalize() + "."],
-                    "expanded": ["In fact, " + " ".join(words) + " too."],
-                    "synonym": [" ".join(words[:5] + rng.sample(WORDS, 5)).capitalize() + "."]
-                    if s % 2 == 0
-                    else [],
-                }
-            )
-    return records
-
-
 @pytest.fixture()
 def tiny_corpus(tmp_path: Path) -> Path:
     """A gzip JSONL corpus of 96 synthetic sentences in 12 documents (3 of them validation)."""
+    from tests.helpers import make_records
+
     path = tmp_path / "corpus.jsonl.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
         for r in make_records():
             f.write(json.dumps(r) + "\n")
     return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
+    """Tiny random generator / MM / mapper and the tiny embedder; ``make`` builds a Watermark.
+
+    Module-scoped, as it was in the single watermark test file: every test module that uses
+    it gets its own instance.
+    """
+    from sentence_transformers import SentenceTransformer
+
+    from tests.helpers import bpe_tokenizer, tiny_llama, tiny_mapper, word_tokenizer
+    from watermark.config import WatermarkConfig
+    from watermark.watermark import Watermark
+
+    gtok, mtok = word_tokenizer(), bpe_tokenizer()
+    ns = SimpleNamespace(
+        gtok=gtok,
+        mtok=mtok,
+        gen=tiny_llama(len(gtok), seed=0),
+        mm=tiny_llama(len(gtok), seed=1),
+        mmx=tiny_llama(len(mtok), seed=2),
+        emb=SentenceTransformer(str(tiny_embedder_dir), device="cpu"),
+        mapper=tiny_mapper(16, 24),
+    )
+
+    def make(cross: bool = False, **overrides: object) -> Watermark:
+        fields = dict(
+            mapper="unused",
+            generator="tiny-gen",
+            measurement_model="tiny-mmx" if cross else "tiny-mm",
+            key="test-key",
+            opening_sentence="a secret opening sentence",
+            alpha=1.0,
+            delta=1.5,
+            opening_steps=5,
+            top_k=10,
+            top_p=0.9,
+            scaling="floor",  # the first version's rule; test cases pin their own
+            filter_first=False,
+            fresh_only=False,
+        )
+        fields.update(overrides)
+        return Watermark.load(
+            WatermarkConfig(**fields),
+            tokenizer=ns.gtok,
+            generator=ns.gen,
+            measurement_model=ns.mmx if cross else ns.mm,
+            mm_tokenizer=ns.mtok if cross else ns.gtok,
+            embedder=ns.emb,
+            mapper=ns.mapper,
+        )
+
+    ns.make = make
+    return ns

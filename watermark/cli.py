@@ -7,10 +7,13 @@
   field); prints one JSON object per text with ``score``, ``green_fraction``, ``num_scored``,
   ``awr``, ``z_score``, ``p_value``, ``is_watermarked`` (and more; ``--per-token`` adds the
   per-token flags).
-* ``show``: like ``detect`` but writes an HTML page highlighting scored and green tokens.
+* ``show``: like ``detect`` but writes an HTML page highlighting scored and green tokens (and the
+  prompt, when the JSONL lines have one).
 
 All print JSON lines on stdout in input order; progress bars and logs go to stderr. Without
-``--config`` the shipped default configuration is used.
+``--config`` the shipped default configuration is used. Every input (files, config, arguments) is
+checked before a model loads; a mistake prints one ``error:`` line and exits with status 2
+(``-v`` shows the traceback).
 """
 
 from __future__ import annotations
@@ -19,31 +22,63 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 logger = logging.getLogger("watermark.cli")
+USAGE_ERROR = 2
+EXAMPLES = {
+    "generate": "python -m watermark generate --prompt 'The storm hit the coast.' > gen.jsonl",
+    "detect": "python -m watermark detect --file gen.jsonl",
+    "show": "python -m watermark show --file gen.jsonl --out page.html",
+}
 
 
-def _read_jsonl(path: str, field: str) -> Iterator[str]:
-    handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
-    with handle:
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
+class UsageError(ValueError):
+    """A mistake in the command line or its inputs."""
+
+
+def _read_jsonl(path: str, field: str) -> list[dict]:
+    """The objects of a JSONL file (``-``: stdin) that must each have ``field``."""
+    name = "<stdin>" if path == "-" else path
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"--file {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"--file {path} is a folder; give a JSONL file") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"--file {path} is not UTF-8 text (a binary file?); give a JSONL file with one "
+            f"{{{field!r}: ...}} object per line"
+        ) from None
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
             obj = json.loads(line)
-            if not isinstance(obj, dict) or field not in obj:
-                raise SystemExit(f"{path}:{n}: expected a JSON object with a {field!r} field")
-            yield str(obj[field])
+        except json.JSONDecodeError as err:
+            raise UsageError(
+                f"{name}:{n}: not valid JSON ({err.msg}); each line must be an object with a "
+                f"{field!r} field"
+            ) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get(field), str):
+            raise UsageError(f"{name}:{n}: expected a JSON object with a string {field!r} field")
+        rows.append(obj)
+    return rows
 
 
-def _inputs(values: Sequence[str] | None, path: str | None, field: str) -> list[str]:
-    items = list(values or [])
+def _inputs(values: Sequence[str] | None, path: str | None, field: str) -> list[dict]:
+    """Command-line values and file rows, as ``{field: ..., ...}`` objects in input order."""
+    rows = [{field: v} for v in values or []]
     if path:
-        items.extend(_read_jsonl(path, field))
-    if not items:
-        raise SystemExit(f"nothing to do: give --{field} (repeatable) or --file")
-    return items
+        rows.extend(_read_jsonl(path, field))
+    if not rows:
+        raise UsageError(f"nothing to do: give --{field} (repeatable) or --file")
+    return rows
 
 
 def _emit(obj: dict) -> None:
@@ -51,11 +86,18 @@ def _emit(obj: dict) -> None:
     sys.stdout.flush()
 
 
-def _load(args: argparse.Namespace, with_generator: bool = False):
+def _config(args: argparse.Namespace):
+    """The config, checked (fields and mapper folder) before anything heavy is imported."""
     from watermark.config import as_config
-    from watermark.watermark import Watermark
 
     cfg = as_config(args.config)
+    cfg.mapper_dir()
+    return cfg
+
+
+def _load(cfg, with_generator: bool = False):
+    from watermark.watermark import Watermark
+
     if not with_generator:
         return Watermark.load(cfg), None
     from data.packaged_models import load_lm
@@ -67,8 +109,11 @@ def _load(args: argparse.Namespace, with_generator: bool = False):
 def cmd_generate(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    prompts = _inputs(args.prompt, args.file, "prompt")
-    wm, model = _load(args, with_generator=True)
+    prompts = [row["prompt"] for row in _inputs(args.prompt, args.file, "prompt")]
+    for n, prompt in enumerate(prompts):
+        if not prompt.strip():
+            raise UsageError(f"prompt {n + 1} is empty; give some text for the model to continue")
+    wm, model = _load(_config(args), with_generator=True)
     batches = range(0, len(prompts), args.batch_size)
     for b, start in enumerate(tqdm(batches, desc="generate", unit="batch", file=sys.stderr)):
         batch = prompts[start : start + args.batch_size]
@@ -87,48 +132,100 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    texts = _inputs(args.text, args.file, "text")
-    wm, _ = _load(args)
+    texts = [row["text"] for row in _inputs(args.text, args.file, "text")]
+    wm, _ = _load(_config(args))
     for result in wm.detect(texts, progress=True):
         _emit(result.to_dict(per_token=args.per_token))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist; create it first")
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder; give an .html file name")
+    rows = _inputs(args.text, args.file, "text")
+    cfg = _config(args)
     from watermark.page import render
 
-    texts = _inputs(args.text, args.file, "text")
-    wm, _ = _load(args)
-    results = wm.detect(texts, progress=True)
-    out = Path(args.out)
-    out.write_text(render(results), encoding="utf-8")
+    wm, _ = _load(cfg)
+    results = wm.detect([row["text"] for row in rows], progress=True)
+    page = render(
+        results, prompts=[row.get("prompt") for row in rows], opening_steps=cfg.opening_steps
+    )
+    out.write_text(page, encoding="utf-8")
     for result in results:
         _emit(result.to_dict())
     print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one ``error:`` line and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(USAGE_ERROR, f"error: {message} (see {self.prog} --help)\n")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default where it has one (not for None or False flags)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _subparser(sub, name: str, helptext: str, func) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        name,
+        help=helptext,
+        description=helptext,
+        formatter_class=HelpFormatter,
+    )
+    p.epilog = f"example:\n  {EXAMPLES[name]}"
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m watermark``."""
-    parser = argparse.ArgumentParser(prog="python -m watermark", description=__doc__.split("\n")[0])
+    parser = Parser(
+        prog="python -m watermark",
+        description=__doc__.split("\n")[0],
+        epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES.values()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
-    gen = sub.add_parser("generate", help="watermarked continuations of prompts")
+    gen = _subparser(sub, "generate", "watermarked continuations of prompts", cmd_generate)
     gen.add_argument("--prompt", action="append", help="a prompt (repeatable)")
     gen.add_argument("--file", help="JSONL file with a 'prompt' field per line ('-' = stdin)")
-    gen.add_argument("--max-new-tokens", type=int, default=200)
+    gen.add_argument("--max-new-tokens", type=positive_int, default=200, help="tokens per text")
     gen.add_argument("--seed", type=int, default=0, help="sampling seed (batch b uses seed + b)")
-    gen.add_argument("--batch-size", type=int, default=8)
+    gen.add_argument("--batch-size", type=positive_int, default=8, help="prompts per batch")
     gen.add_argument("--no-watermark", action="store_true", help="generate without watermark")
     gen.add_argument("--config", help="watermark config JSON (default: the shipped one)")
-    gen.set_defaults(func=cmd_generate)
 
     for name, func, helptext in (
         ("detect", cmd_detect, "detect the watermark in texts"),
         ("show", cmd_show, "write an HTML page highlighting scored and green tokens"),
     ):
-        p = sub.add_parser(name, help=helptext)
+        p = _subparser(sub, name, helptext, func)
         p.add_argument("--text", action="append", help="a text (repeatable)")
         p.add_argument("--file", help="JSONL file with a 'text' field per line ('-' = stdin)")
         p.add_argument("--config", help="watermark config JSON (default: the shipped one)")
@@ -136,16 +233,26 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--per-token", action="store_true", help="add per-token flags")
         else:
             p.add_argument("--out", default="watermark.html", help="HTML file to write")
-        p.set_defaults(func=func)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    """Entry point; returns the exit code (2 for a user mistake)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, or a command-line mistake already reported
+        return int(done.code or 0)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    return int(args.func(args))
+    logging.getLogger("data.packaged_models").setLevel(logging.INFO)  # first-use conversions
+    try:
+        return int(args.func(args))
+    except (ValueError, OSError, ImportError) as err:
+        if args.verbose:
+            raise
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"error: {message}", file=sys.stderr)
+        return USAGE_ERROR

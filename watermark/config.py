@@ -4,9 +4,9 @@ A :class:`WatermarkConfig` is a plain dataclass saved and loaded as JSON. Genera
 derive the entropy gate, the green lists and the statistics from the same fields, so a text can
 only be checked with the configuration (and secret key) it was generated with.
 
-Relative paths (the mapper folder, or model folders) are resolved, in order, against the folder
-of the JSON file the config was loaded from, the current directory, and the repository root (the
-parent of the ``watermark`` package). The shipped default config therefore finds the committed
+Relative paths (the mapper folder, or model folders) follow the project's one rule,
+:func:`data.paths.resolve_path`: next to the JSON file the config was loaded from, the current
+directory, then the repository root. The shipped default config therefore finds the committed
 ``checkpoints/mapper-minilm`` from an editable install wherever it is run from.
 
 The secret key and opening sentence never appear in ``repr`` or logs.
@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from data.paths import REPO_ROOT, resolve_path
+
 PACKAGE_DIR = Path(__file__).resolve().parent
-REPO_ROOT = PACKAGE_DIR.parent
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 
 STRENGTH_FIELD = {"paper": "delta", "floor": "delta", "additive": "bias", "tournament": "layers"}
@@ -31,12 +32,35 @@ NULL_MODELS = ("vocab", "mm")
 # fields added after others were cached: left out of the cache views while off, so that
 # earlier cached results keep their keys
 LATER_FIELDS_OFF = {"fresh_only": False}
+DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
+# JSON types of the fields (bool is not an int here; an int is a float)
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "vocab_size": (int, type(None)),
+    "mm_start_token": (str, type(None)),
+    "alpha": (float, int),
+    "delta": (float, int),
+    "bias": (float, int),
+    "top_p": (float, int),
+    "target_fpr": (float, int),
+    "layers": (int,),
+    "opening_steps": (int,),
+    "top_k": (int,),
+    "context_guard": (int,),
+    "embed_batch_size": (int,),
+    "filter_first": (bool,),
+    "fresh_only": (bool,),
+    "unique_tokens": (bool,),
+    "allowed_scripts": (list,),
+}
 GENERATION_ONLY = ("delta", "bias", "scaling", "filter_first", "top_k", "top_p", "embed_batch_size")
 
 
 @dataclass
 class WatermarkConfig:
     """Shared settings of watermarked generation and detection.
+
+    The defaults are the shipped defaults (``watermark/default_config.json`` holds the same
+    values, including the public demo key and opening sentence: set your own secrets).
 
     Attributes:
         mapper: Folder of an exported :class:`mapper.semantic_mapper.SemanticMapper`.
@@ -86,8 +110,8 @@ class WatermarkConfig:
     measurement_model: str = "smollm2-135m"
     mm_start_token: str | None = None
     embedder: str = "minilm"
-    key: str = field(default="change-me", repr=False)
-    opening_sentence: str = field(default="", repr=False)
+    key: str = field(default="adaptive-watermark-demo-key-not-secret", repr=False)
+    opening_sentence: str = field(default=DEMO_OPENING, repr=False)
     alpha: float = 2.0
     delta: float = 1.5
     bias: float = 2.0
@@ -108,7 +132,9 @@ class WatermarkConfig:
     source: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        problems = []
+        problems = self._type_problems()
+        if problems:  # ranges below assume the types
+            raise ValueError("invalid watermark config: " + "; ".join(problems))
         if self.scaling not in SCALINGS:
             problems.append(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
         if self.token_map not in TOKEN_MAPS:
@@ -135,8 +161,26 @@ class WatermarkConfig:
             problems.append(f"need top_k >= 0 and 0 < top_p <= 1, got {self.top_k}, {self.top_p}")
         if not self.key:
             problems.append("key must be a non-empty string")
+        if self.vocab_size is not None and self.vocab_size < 1:
+            problems.append(f"vocab_size must be >= 1 or null, got {self.vocab_size}")
+        if self.embed_batch_size < 1:
+            problems.append(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
+        if not self.allowed_scripts or not all(isinstance(x, str) for x in self.allowed_scripts):
+            problems.append("allowed_scripts must be a non-empty list of strings, e.g. ['LATIN']")
         if problems:
             raise ValueError("invalid watermark config: " + "; ".join(problems))
+
+    def _type_problems(self) -> list[str]:
+        problems = []
+        for f in fields(self):
+            if f.name == "source":
+                continue
+            value, types = getattr(self, f.name), FIELD_TYPES.get(f.name, (str,))
+            ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+            if not ok:
+                names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+                problems.append(f"{f.name} must be {names}, got {value!r}")
+        return problems
 
     @property
     def strength(self) -> float:
@@ -179,9 +223,30 @@ class WatermarkConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> WatermarkConfig:
-        """Reads a config from a JSON file."""
+        """Reads a config from a JSON file.
+
+        Raises:
+            FileNotFoundError: If the file does not exist.
+            ValueError: If it is not a JSON object of valid fields (the message names the file).
+        """
         path = Path(path).expanduser().resolve()
-        return cls.from_dict(json.loads(path.read_text()), source=str(path))
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"watermark config {path} not found; give a JSON file written by "
+                "WatermarkConfig.save (watermark/default_config.json is the shipped one)"
+            )
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"watermark config {path} is not UTF-8 text") from err
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
+        if not isinstance(data, dict):
+            raise ValueError(f"watermark config {path} must hold a JSON object of fields")
+        try:
+            return cls.from_dict(data, source=str(path))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{path}: {err}") from err
 
     @classmethod
     def default(cls) -> WatermarkConfig:
@@ -189,20 +254,9 @@ class WatermarkConfig:
         return cls.load(DEFAULT_CONFIG_PATH)
 
     def resolve_path(self, value: str) -> str:
-        """Resolves a relative path against the config's folder, the cwd, then the repo root.
-
-        Values that do not exist as paths in any of those places (short names, hub ids) are
-        returned unchanged.
-        """
-        path = Path(value).expanduser()
-        if path.is_absolute():
-            return str(path)
-        bases = [Path(self.source).parent] if self.source else []
-        bases += [Path.cwd(), REPO_ROOT]
-        for base in bases:
-            if (base / path).exists():
-                return str((base / path).resolve())
-        return value
+        """A path-valued field resolved by :func:`data.paths.resolve_path` (next to the config,
+        the current directory, the repository root); short names and hub ids are unchanged."""
+        return resolve_path(value, Path(self.source).parent if self.source else None)
 
     def mapper_dir(self) -> Path:
         """The mapper folder, resolved; raises a clear error if it does not exist."""

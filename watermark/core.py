@@ -14,7 +14,7 @@ For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}
 
 The logits processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the
 whole batch; the detector calls :meth:`WatermarkCore.text_gate` and
-:meth:`WatermarkCore.green_dims_for` per text. Both go through :meth:`gate` and
+:meth:`WatermarkCore.green_lists` per text. Both go through :meth:`gate` and
 :meth:`embedding_input`, so they cannot disagree about which steps are watermarked or which text
 is embedded.
 """
@@ -27,10 +27,12 @@ from dataclasses import dataclass
 import torch
 
 from watermark.config import WatermarkConfig
+from watermark.green_lists import GreenLists
 from watermark.measurement import MeasurementModel, MMGenerationState, entropy_from_logits
 from watermark.rules import apply_rule
 from watermark.semantic import SemanticScorer
 from watermark.text import decode_ids
+from watermark.timer import StageTimer
 
 
 def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
@@ -70,14 +72,14 @@ class StepDecision:
         step: The 1-based step t.
         gated: Bool (B,): rows watermarked at this step.
         entropy: Float (B,): MM entropy (NaN where not computed, e.g. t <= M).
-        green_dims: Bool (B, D): mapper signs for gated rows (all False elsewhere).
+        green: Green lists of the B rows (meaningful for gated rows only).
         neutral: Bool (B, V): tokens whose v_hat is 1/2 (``fresh_only``), else None.
     """
 
     step: int
     gated: torch.Tensor
     entropy: torch.Tensor
-    green_dims: torch.Tensor
+    green: GreenLists
     neutral: torch.Tensor | None = None
 
 
@@ -104,6 +106,7 @@ class WatermarkCore:
         tokenizer: Generator tokenizer.
         measurement: The measurement model.
         semantic: SE + mapper + token map.
+        fixed_semantics: Use the opening sentence's green list at every step (spoofing study).
     """
 
     def __init__(
@@ -112,16 +115,23 @@ class WatermarkCore:
         tokenizer: object,
         measurement: MeasurementModel,
         semantic: SemanticScorer,
+        fixed_semantics: bool = False,
     ) -> None:
         self.config = config
         self.tokenizer = tokenizer
         self.measurement = measurement
         self.semantic = semantic
+        self.fixed_semantics = fixed_semantics
         self._opening: torch.Tensor | None = None
 
     @property
     def vocab_size(self) -> int:
         return self.semantic.vocab_size
+
+    @property
+    def timer(self) -> StageTimer:
+        """Seconds per stage: measurement model ``mm``, embedder ``embed``, mapper ``map``."""
+        return self.semantic.timer
 
     @property
     def opening_steps(self) -> int:
@@ -142,16 +152,16 @@ class WatermarkCore:
             return self.config.opening_sentence
         return decode_ids(self.tokenizer, prefix_ids)
 
-    def opening_dims(self) -> torch.Tensor:
+    def _opening_signs(self) -> torch.Tensor:
         """Mapper signs of the opening sentence, bool (D,), computed once."""
         if self._opening is None:
-            self._opening = self.semantic.green_dims([self.config.opening_sentence])[0]
+            self._opening = self.semantic.green_lists([self.config.opening_sentence]).signs[0]
         return self._opening
 
-    def green_dims_for(
+    def green_lists(
         self, steps: Sequence[int], prefixes: Sequence[Sequence[int]], progress: bool = False
-    ) -> torch.Tensor:
-        """Mapper signs for many (step, prefix) pairs, embedding the prefixes in batches.
+    ) -> GreenLists:
+        """The green lists of many (step, prefix) pairs, embedding the prefixes in batches.
 
         Args:
             steps: 1-based steps t.
@@ -159,17 +169,25 @@ class WatermarkCore:
             progress: Show an embedding progress bar on stderr.
 
         Returns:
-            Bool tensor (N, D).
+            Green lists of N = len(steps) steps.
         """
-        out = torch.zeros(len(steps), self.semantic.num_dims, dtype=torch.bool)
-        late = [i for i, t in enumerate(steps) if t > self.opening_steps]
-        early = [i for i, t in enumerate(steps) if t <= self.opening_steps]
+        signs = torch.zeros(len(steps), self.semantic.num_dims, dtype=torch.bool)
+        fixed = self.fixed_semantics
+        late = [i for i, t in enumerate(steps) if t > self.opening_steps and not fixed]
+        early = [i for i, t in enumerate(steps) if t <= self.opening_steps or fixed]
         if early:
-            out[early] = self.opening_dims()
+            signs[early] = self._opening_signs()
         if late:
             texts = [self.embedding_input(steps[i], prefixes[i]) for i in late]
-            out[late] = self.semantic.green_dims(texts, progress=progress)
-        return out
+            signs[late] = self.semantic.green_lists(texts, progress=progress).signs
+        return self.semantic.from_signs(signs)
+
+    def with_fixed_semantics(self) -> WatermarkCore:
+        """A core whose green list is the opening sentence's at every step, gate unchanged.
+
+        The paper's strengthened spoofing attack: the sentence embedding is held fixed.
+        """
+        return WatermarkCore(self.config, self.tokenizer, self.measurement, self.semantic, True)
 
     def generation_step(
         self,
@@ -198,26 +216,25 @@ class WatermarkCore:
         repeated = repeated_context(gen, self.config.context_guard).cpu()
         gated = self.gate(steps, entropy, repeated) & active.cpu()
         rows = [int(r) for r in torch.nonzero(gated).flatten()]
-        dims = torch.zeros(batch, self.semantic.num_dims, dtype=torch.bool)
+        signs = torch.zeros(batch, self.semantic.num_dims, dtype=torch.bool)
         if rows:
             gen_cpu = gen.cpu()
-            dims[rows] = self.green_dims_for(
-                [step] * len(rows), [gen_cpu[r].tolist() for r in rows]
-            )
+            lists = self.green_lists([step] * len(rows), [gen_cpu[r].tolist() for r in rows])
+            signs[rows] = lists.signs
         neutral = None
         if self.config.fresh_only:
             neutral = torch.zeros(batch, self.vocab_size, dtype=torch.bool, device=gen.device)
             neutral.scatter_(1, gen.long(), True)
             neutral[:, list(eos_ids)] = True
-        return StepDecision(step, gated, entropy, dims, neutral)
+        return StepDecision(step, gated, entropy, self.semantic.from_signs(signs), neutral)
 
     def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
         """The logits to sample from, (B, V): the strength rule on gated rows, then filters."""
         cfg = self.config
         return apply_rule(
             scores,
-            decision.green_dims.to(scores.device),
-            self.semantic.token_maps.to(scores.device),
+            decision.green.signs.to(scores.device),
+            decision.green.token_maps.to(scores.device),
             decision.gated,
             rule=cfg.scaling,
             strength=cfg.strength,

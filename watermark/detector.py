@@ -2,7 +2,7 @@
 
 For each text: tokenize with the generator tokenizer (no special tokens), run the measurement
 model once to get every step's gate (:meth:`WatermarkCore.text_gate`), embed the prefixes of all
-scored steps in batches (:meth:`WatermarkCore.green_dims_for`), and read whether each scored
+scored steps in batches (:meth:`WatermarkCore.green_lists`), and read whether each scored
 token is green under its v_hat.
 
 * ``score`` is the paper's ``sum_{t in W} delta * v_hat_t[s_t] / |W|``; ``green_fraction`` the same
@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from watermark.core import WatermarkCore
+from watermark.core import TextGate, WatermarkCore
+from watermark.green_lists import GreenLists
 from watermark.stats import green_test
 from watermark.text import decode_ids, encode_text, unsupported_reason
 
@@ -181,28 +182,29 @@ class Detector:
                 steps.append(t)
                 prefixes.append(ids[: t - 1])
                 owner.append(n)
-        dims = core.green_dims_for(steps, prefixes)
+        lists = core.green_lists(steps, prefixes)
         results = []
         for n, ids in enumerate(ids_list):
             if n not in gates:
                 results.append(DetectionResult(reason=reasons[n] or "no tokens", token_ids=ids))
                 continue
             rows = [i for i, o in enumerate(owner) if o == n]
-            results.append(self._assemble(ids, gates[n], dims[rows], [steps[i] for i in rows]))
+            results.append(
+                self._assemble(ids, gates[n], lists.select(rows), [steps[i] for i in rows])
+            )
         return results
 
     def _assemble(
-        self, ids: list[int], gate, dims: torch.Tensor, steps: list[int]
+        self, ids: list[int], gate: TextGate, lists: GreenLists, steps: list[int]
     ) -> DetectionResult:
         core, cfg = self.core, self.config
         T = len(ids)
         tokens = torch.tensor([ids[t - 1] for t in steps], dtype=torch.long)
-        green_scored = core.semantic.token_green(dims, tokens)  # (N, L)
-        vocab = core.semantic.vocab_fraction(dims)  # (N, L)
+        green_scored = lists.contains(tokens)  # (N, L)
+        vocab = lists.vocab_fraction()  # (N, L)
         gammas = vocab
         if cfg.null_model == "mm" and steps:
-            probs = torch.softmax(gate.mm_logits[torch.tensor(steps) - 1].double(), dim=-1)
-            gammas = torch.einsum("nv,nlv->nl", probs, core.semantic.expand(dims).double())
+            gammas = lists.green_mass(torch.softmax(gate.mm_logits[torch.tensor(steps) - 1], -1))
         scored = [False] * T
         green = [False] * T
         green_bits = [0] * T

@@ -20,12 +20,12 @@ changes earlier MM tokens).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import torch
 
 from watermark.text import decode_ids, encode_text
+from watermark.timer import StageTimer
 
 
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -67,13 +67,14 @@ class MeasurementModel:
         gen_tokenizer: object,
         same_tokenizer: bool,
         start_id: int,
+        timer: StageTimer | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.gen_tokenizer = gen_tokenizer
         self.same_tokenizer = same_tokenizer
         self.start_id = int(start_id)
-        self.seconds = 0.0
+        self.timer = timer or StageTimer()
         self.extra_forwards = 0
 
     @property
@@ -92,11 +93,9 @@ class MeasurementModel:
     @torch.inference_mode()
     def _logits(self, ids: Sequence[int]) -> torch.Tensor:
         """Float32 logits (L, V_mm) of one full forward over ``ids``."""
-        start = time.perf_counter()
-        x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=x, use_cache=False).logits[0].float().cpu()
-        self.seconds += time.perf_counter() - start
-        return out
+        with self.timer.stage("mm"):
+            x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+            return self.model(input_ids=x, use_cache=False).logits[0].float().cpu()
 
     def text_logits(self, gen_ids: Sequence[int], steps: Sequence[int]) -> torch.Tensor:
         """MM next-token logits for the given steps of one generated text (detection path).
@@ -167,16 +166,14 @@ class SameTokenizerState(MMGenerationState):
         out = torch.full((gen.shape[0],), float("nan"))
         if len(rows) == 0:
             return out
-        start = time.perf_counter()
-        starts = torch.full((gen.shape[0], 1), self.mm.start_id, dtype=torch.long)
-        ctx = torch.cat([starts, gen.cpu().long()], dim=1)  # (B, t)
-        new = ctx[:, self.fed :].to(self.mm.device)
-        result = self.mm.model(input_ids=new, past_key_values=self.cache, use_cache=True)
-        self.cache = result.past_key_values
-        self.fed = ctx.shape[1]
-        out = entropy_from_logits(result.logits[:, -1]).cpu()
-        self.mm.seconds += time.perf_counter() - start
-        return out
+        with self.mm.timer.stage("mm"):
+            starts = torch.full((gen.shape[0], 1), self.mm.start_id, dtype=torch.long)
+            ctx = torch.cat([starts, gen.cpu().long()], dim=1)  # (B, t)
+            new = ctx[:, self.fed :].to(self.mm.device)
+            result = self.mm.model(input_ids=new, past_key_values=self.cache, use_cache=True)
+            self.cache = result.past_key_values
+            self.fed = ctx.shape[1]
+            return entropy_from_logits(result.logits[:, -1]).cpu()
 
 
 class CrossTokenizerState(MMGenerationState):
@@ -213,8 +210,7 @@ class CrossTokenizerState(MMGenerationState):
 
     def entropies(self, gen: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
         out = torch.full((gen.shape[0],), float("nan"))
-        start = time.perf_counter()
-        for row in rows:
-            out[row] = self._row(row, self.mm.context_ids(gen[row].tolist()))
-        self.mm.seconds += time.perf_counter() - start
+        with self.mm.timer.stage("mm"):
+            for row in rows:
+                out[row] = self._row(row, self.mm.context_ids(gen[row].tolist()))
         return out

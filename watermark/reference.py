@@ -72,10 +72,9 @@ def mm_entropy(wm: object, prefix: list[int]) -> float:
 @torch.inference_mode()
 def slsve(wm: object, text: str) -> torch.Tensor:
     """v_hat over the vocabulary for one text, one row per layer: bool tensor (L, V)."""
-    sem = wm.core.semantic
-    u = sem.embedder.encode([text], convert_to_tensor=True, normalize_embeddings=False).float()
-    v = sem.mapper(u.cpu())[0]
-    return torch.stack([(v > 0)[token_map] for token_map in sem.token_maps])
+    u = wm.embedder.encode([text], convert_to_tensor=True, normalize_embeddings=False).float()
+    v = wm.mapper(u.cpu())[0]
+    return torch.stack([(v > 0)[token_map] for token_map in wm.token_maps])
 
 
 def repeated(prefix: list[int], h: int) -> bool:

@@ -46,12 +46,24 @@ def _load_tokenizer(name: str) -> object:
 
 
 def _config_vocab(name: str) -> int:
-    from transformers import AutoConfig
+    """LM-head width from a causal LM's config (no weights are loaded)."""
+    from data.packaged_models import causal_lm_config
 
-    from data.packaged_models import resolve_lm
+    return int(causal_lm_config(name).get_text_config().vocab_size)
 
-    cfg = AutoConfig.from_pretrained(str(resolve_lm(name)))
-    return int(cfg.get_text_config().vocab_size)
+
+def check_prompts(prompts: Sequence[str]) -> None:
+    """Raises ``ValueError`` unless every prompt is a string with some non-blank text."""
+    if not prompts:
+        raise ValueError("no prompts given")
+    for n, prompt in enumerate(prompts):
+        if not isinstance(prompt, str):
+            raise ValueError(f"prompt {n} is a {type(prompt).__name__}, not a string")
+        if not prompt.strip():
+            raise ValueError(
+                f"prompt {n} is empty; the model needs some text to continue (a title or a "
+                "first sentence)"
+            )
 
 
 def same_vocabulary(a: object, b: object) -> bool:
@@ -73,6 +85,21 @@ class Watermark:
 
     def __repr__(self) -> str:
         return f"Watermark({self.config!r})"
+
+    @property
+    def embedder(self) -> object:
+        """The sentence embedder (SE)."""
+        return self.core.semantic.embedder
+
+    @property
+    def mapper(self) -> SemanticMapper:
+        """The semantic mapper (SM)."""
+        return self.core.semantic.mapper
+
+    @property
+    def token_maps(self) -> torch.Tensor:
+        """Long (L, V): the keyed token maps, token id -> mapper output, one per green list."""
+        return self.core.semantic.token_maps
 
     @classmethod
     def load(
@@ -112,9 +139,10 @@ class Watermark:
                 f"{cfg.mapper!r} expects input_dim={m_in} (trained with "
                 f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
             )
+        tokenizer_given = tokenizer is not None
         if tokenizer is None:
             tokenizer = _load_tokenizer(cfg.resolve_path(cfg.generator))
-        vocab = cls._vocab_size(cfg, generator)
+        vocab = cls._vocab_size(cfg, generator, tokenizer_given)
         if len(tokenizer) > vocab:
             raise ValueError(
                 f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
@@ -126,7 +154,9 @@ class Watermark:
         except ValueError as err:
             raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
         mm = cls._measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab)
-        semantic = SemanticScorer(embedder, mapper, token_maps, batch_size=cfg.embed_batch_size)
+        semantic = SemanticScorer(
+            embedder, mapper, token_maps, batch_size=cfg.embed_batch_size, timer=mm.timer
+        )
         logger.info(
             "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s",
             cfg.generator,
@@ -139,17 +169,21 @@ class Watermark:
         return cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic))
 
     @staticmethod
-    def _vocab_size(cfg: WatermarkConfig, generator: torch.nn.Module | None) -> int:
+    def _vocab_size(
+        cfg: WatermarkConfig, generator: torch.nn.Module | None, tokenizer_given: bool
+    ) -> int:
+        """V: checked against the generator's LM head, or its config when loaded by name."""
         if generator is not None:
             actual = head_width(generator)
-        elif cfg.vocab_size is None:
+        elif cfg.vocab_size is None or not tokenizer_given:
             actual = _config_vocab(cfg.resolve_path(cfg.generator))
-        else:
+        else:  # components passed in without the generator: the caller vouches for V
             return int(cfg.vocab_size)
         if cfg.vocab_size is not None and int(cfg.vocab_size) != actual:
             raise ValueError(
                 f"config vocab_size={cfg.vocab_size} but the generator {cfg.generator!r} has an "
-                f"LM head of width {actual}; the token map must match the LM head"
+                f"LM head of width {actual}; the token map must match the LM head (set "
+                f"vocab_size to {actual}, or to null to read it from the generator)"
             )
         return actual
 
@@ -190,14 +224,24 @@ class Watermark:
     def generate(
         self,
         model: torch.nn.Module,
-        prompts: Sequence[str],
+        prompts: Sequence[str] | str,
         max_new_tokens: int = 200,
         seed: int | None = None,
         watermark: bool = True,
         record: bool = True,
         **kwargs: object,
     ) -> list[Generation]:
-        """Watermarked continuations of ``prompts`` (rule and top-k / top-p from the config)."""
+        """Watermarked continuations of ``prompts`` (rule and top-k / top-p from the config).
+
+        A single string is one prompt. Raises ``ValueError`` for an empty or blank prompt, or
+        ``max_new_tokens < 1``, before any generation work.
+        """
+        prompts = [prompts] if isinstance(prompts, str) else list(prompts)
+        check_prompts(prompts)
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         width = head_width(model)
         if width != self.core.vocab_size:
             raise ValueError(
@@ -223,6 +267,8 @@ class Watermark:
 
     def detect(self, texts: Sequence[str] | str, progress: bool = False) -> list[DetectionResult]:
         """Detects the watermark in each text; see :class:`watermark.detector.Detector`."""
-        if isinstance(texts, str):
-            texts = [texts]
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        for n, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"text {n} is a {type(text).__name__}, not a string")
         return self.detector.detect(texts, progress=progress)

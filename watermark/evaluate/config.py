@@ -2,7 +2,7 @@
 
 A YAML file sets any field of :class:`EvalConfig`; its optional ``quick:`` mapping holds the
 overrides that ``--quick`` applies on top (fewer prompts, shorter texts, smaller ablations).
-Relative paths resolve against the YAML file's folder, then the repository root.
+Relative paths follow :func:`data.paths.resolve_path` (YAML folder, cwd, repo root).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from watermark.config import REPO_ROOT, WatermarkConfig
+from data.paths import resolve_path
+from watermark.config import WatermarkConfig
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste")
@@ -147,11 +148,8 @@ class EvalConfig:
         return cls(**data)
 
     def resolve(self, value: str) -> str:
-        """A relative path against the YAML folder, then the repository root; else unchanged."""
-        for base in (Path(self.source_dir) if self.source_dir else None, REPO_ROOT):
-            if base is not None and (base / value).exists():
-                return str((base / value).resolve())
-        return value
+        """A path resolved by :func:`data.paths.resolve_path` (YAML folder, cwd, repo root)."""
+        return resolve_path(value, self.source_dir)
 
     def output_path(self) -> Path:
         """The output folder (relative paths against the working directory)."""

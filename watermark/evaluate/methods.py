@@ -225,7 +225,7 @@ class OursMethod(Method):
 
     def green_mask(self, context_ids: Sequence[int]) -> torch.Tensor:
         """The first green list of the fixed (opening-sentence) embedding, whatever the context."""
-        return self.wm.core.semantic.expand(self.wm.core.opening_dims()[None])[0, 0]
+        return self.wm.core.with_fixed_semantics().green_lists([1], [[]]).mask()[0, 0]
 
     def detect(self, texts: Sequence[str]) -> list[dict]:
         out = []

@@ -286,8 +286,8 @@ class Evaluation:
             if key not in table:
                 ids = encode_text(core.tokenizer, text)
                 steps = list(range(1, len(ids) + 1))
-                dims = core.green_dims_for(steps, [ids[: t - 1] for t in steps])
-                green = core.semantic.token_green(dims, torch.tensor(ids, dtype=torch.long))[:, 0]
+                lists = core.green_lists(steps, [ids[: t - 1] for t in steps])
+                green = lists.contains(torch.tensor(ids, dtype=torch.long))[:, 0]
                 self.store.put("green_all", [{"key": key, "share": float(green.float().mean())}])
             shares.append(table[key]["share"])
         return sum(shares) / max(1, len(shares))

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 import torch
 
-from watermark.core import WatermarkCore
 from watermark.evaluate.methods import Method, OursMethod
 from watermark.text import encode_text
 from watermark.watermark import Watermark
@@ -30,19 +29,11 @@ from watermark.watermark import Watermark
 CONTEXT_WIDTH = {"kgw0": 0, "kgw1": 1, "kgw2": 2, "ours": 0}
 
 
-class FixedSemanticsCore(WatermarkCore):
-    """A core whose green list is the opening sentence's at every step (gate unchanged)."""
-
-    def green_dims_for(self, steps, prefixes, progress: bool = False) -> torch.Tensor:
-        return self.opening_dims()[None].expand(len(steps), -1).clone()
-
-
 def fixed_semantics(method: OursMethod) -> OursMethod:
     """Our method with the sentence embedding held fixed (the strengthened spoofing attack)."""
     core = method.wm.core
-    fixed = FixedSemanticsCore(core.config, core.tokenizer, core.measurement, core.semantic)
     return OursMethod(
-        Watermark(core.config, fixed),
+        Watermark(core.config, core.with_fixed_semantics()),
         method.model,
         method.key + "-fixedsem",
         method.detect_key + "-fixedsem",

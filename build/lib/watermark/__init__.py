@@ -1,0 +1,48 @@
+"""Adaptive text watermark (Liu & Bu, ICML 2024): watermarked generation and detection.
+
+Typical use::
+
+    import watermark
+    wm = watermark.Watermark.load()                 # shipped default config
+    model, _ = watermark.load_lm("smollm2-135m")
+    texts = [g.text for g in wm.generate(model, ["The storm hit the coast on Monday."])]
+    result = wm.detect(texts)[0]                    # DetectionResult: score, z_score, p_value, ...
+
+``wm.logits_processor()`` gives a ``LogitsProcessor`` for ``model.generate`` directly.
+See ``docs/watermark.md`` for the design decisions and measurements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from watermark.config import WatermarkConfig
+
+__all__ = [
+    "AdaptiveWatermarkLogitsProcessor",
+    "DetectionResult",
+    "Watermark",
+    "WatermarkConfig",
+    "load_lm",
+    "resolve_lm",
+]
+
+
+def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
+    if name == "Watermark":
+        from watermark.watermark import Watermark
+
+        return Watermark
+    if name == "DetectionResult":
+        from watermark.detector import DetectionResult
+
+        return DetectionResult
+    if name == "AdaptiveWatermarkLogitsProcessor":
+        from watermark.processor import AdaptiveWatermarkLogitsProcessor
+
+        return AdaptiveWatermarkLogitsProcessor
+    if name in ("load_lm", "resolve_lm"):
+        from data import packaged_models as models
+
+        return getattr(models, name)
+    raise AttributeError(f"module 'watermark' has no attribute {name!r}")

@@ -1,0 +1,279 @@
+"""The watermark configuration: everything generation and detection must share.
+
+A :class:`WatermarkConfig` is a plain dataclass saved and loaded as JSON. Generation and detection
+derive the entropy gate, the green lists and the statistics from the same fields, so a text can
+only be checked with the configuration (and secret key) it was generated with.
+
+Relative paths (the mapper folder, or model folders) follow the project's one rule,
+:func:`data.paths.resolve_path`: next to the JSON file the config was loaded from, the current
+directory, then the repository root. The shipped default config therefore finds the committed
+``checkpoints/mapper-minilm`` from an editable install wherever it is run from.
+
+The secret key and opening sentence never appear in ``repr`` or logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from data.paths import REPO_ROOT, resolve_path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
+
+STRENGTH_FIELD = {"paper": "delta", "floor": "delta", "additive": "bias", "tournament": "layers"}
+SCALINGS = tuple(STRENGTH_FIELD)  # the strength rules, see watermark.rules
+TOKEN_MAPS = ("keyed", "identity")
+NULL_MODELS = ("vocab", "mm")
+# fields added after others were cached: left out of the cache views while off, so that
+# earlier cached results keep their keys
+LATER_FIELDS_OFF = {"fresh_only": False}
+DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
+# JSON types of the fields (bool is not an int here; an int is a float)
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "vocab_size": (int, type(None)),
+    "mm_start_token": (str, type(None)),
+    "alpha": (float, int),
+    "delta": (float, int),
+    "bias": (float, int),
+    "top_p": (float, int),
+    "target_fpr": (float, int),
+    "layers": (int,),
+    "opening_steps": (int,),
+    "top_k": (int,),
+    "context_guard": (int,),
+    "embed_batch_size": (int,),
+    "filter_first": (bool,),
+    "fresh_only": (bool,),
+    "unique_tokens": (bool,),
+    "allowed_scripts": (list,),
+}
+GENERATION_ONLY = ("delta", "bias", "scaling", "filter_first", "top_k", "top_p", "embed_batch_size")
+
+
+@dataclass
+class WatermarkConfig:
+    """Shared settings of watermarked generation and detection.
+
+    The defaults are the shipped defaults (``watermark/default_config.json`` holds the same
+    values, including the public demo key and opening sentence: set your own secrets).
+
+    Attributes:
+        mapper: Folder of an exported :class:`mapper.semantic_mapper.SemanticMapper`.
+        generator: Generator tokenizer / model name (short name, folder or hub id). Detection
+            tokenizes texts with its tokenizer; ``python -m watermark generate`` also loads the
+            model.
+        vocab_size: LM-head width V of the generator (the token map's length). ``None`` reads it
+            from the generator's model config at load time; a stored value is checked against it.
+        measurement_model: Measurement model (MM) for the entropy gate (AWTI).
+        mm_start_token: Token the MM conditions on before the first generated token (the empty
+            prefix). ``None`` uses the MM tokenizer's BOS token, else its EOS token.
+        embedder: Sentence embedder (SE) name, see :func:`data.packaged_models.load_embedder`.
+        key: Secret key of the token map. Secret: never logged.
+        opening_sentence: Secret opening sentence embedded for the first ``opening_steps`` steps.
+        alpha: Entropy threshold in nats: steps t > M are watermarked iff H(P_MM) >= alpha.
+        delta: Strength of the multiplicative rules ``paper`` and ``floor`` (AWTS).
+        bias: Strength of the ``additive`` rule (added to green logits).
+        layers: Green lists per step of the ``tournament`` rule (its strength).
+        opening_steps: M; generated steps t = 1..M use the opening sentence and skip the gate.
+        top_k: Top-k of sampling; also sets the floor of ``floor``.
+        top_p: Nucleus mass of sampling.
+        scaling: The strength rule (see :mod:`watermark.rules`): ``"paper"`` is the paper's
+            ``l * (1 + delta * v_hat)``, ``"floor"`` the same measured from the smallest top-k
+            logit, ``"additive"`` ``l + bias * v_hat``, ``"tournament"`` distribution-preserving
+            tournament sampling over ``layers`` green lists.
+        filter_first: Apply top-k / top-p before the rule (else after it, the paper's order).
+        context_guard: h; a step whose last h generated tokens already occurred as a contiguous
+            run earlier in the generated text is neither watermarked nor scored (0: off).
+        fresh_only: The rule acts only on tokens that do not occur yet in the generated text;
+            tokens already there (and EOS) get the neutral v_hat = 1/2, and detection tests each
+            token at its first occurrence only (if that step is scored). Needs ``unique_tokens``.
+        token_map: ``"keyed"`` (balanced, keyed permutation of tokens onto the D mapper outputs)
+            or ``"identity"`` (requires D == V).
+        null_model: Probability gamma_t that a scored token is green under H0: ``"vocab"`` is the
+            green fraction of the vocabulary, ``"mm"`` the MM's probability mass on green tokens
+            (same-tokenizer MM only).
+        unique_tokens: Count each token id once (its first scored occurrence) in the z-test.
+        target_fpr: False-positive rate of ``is_watermarked`` (``p_value < target_fpr``).
+        embed_batch_size: Batch size of the sentence embedder.
+        allowed_scripts: Unicode scripts (first word of the character name) the detector accepts;
+            texts whose letters are mostly in other scripts are not scored.
+    """
+
+    mapper: str = "checkpoints/mapper-minilm"
+    generator: str = "smollm2-135m"
+    vocab_size: int | None = None
+    measurement_model: str = "smollm2-135m"
+    mm_start_token: str | None = None
+    embedder: str = "minilm"
+    key: str = field(default="adaptive-watermark-demo-key-not-secret", repr=False)
+    opening_sentence: str = field(default=DEMO_OPENING, repr=False)
+    alpha: float = 2.0
+    delta: float = 1.5
+    bias: float = 2.0
+    layers: int = 1
+    opening_steps: int = 50
+    top_k: int = 50
+    top_p: float = 0.9
+    scaling: str = "additive"
+    filter_first: bool = True
+    context_guard: int = 0
+    fresh_only: bool = True
+    token_map: str = "keyed"
+    null_model: str = "vocab"
+    unique_tokens: bool = True
+    target_fpr: float = 0.01
+    embed_batch_size: int = 32
+    allowed_scripts: list[str] = field(default_factory=lambda: ["LATIN"])
+    source: str | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        problems = self._type_problems()
+        if problems:  # ranges below assume the types
+            raise ValueError("invalid watermark config: " + "; ".join(problems))
+        if self.scaling not in SCALINGS:
+            problems.append(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
+        if self.token_map not in TOKEN_MAPS:
+            problems.append(f"token_map must be one of {TOKEN_MAPS}, got {self.token_map!r}")
+        if self.null_model not in NULL_MODELS:
+            problems.append(f"null_model must be one of {NULL_MODELS}, got {self.null_model!r}")
+        if self.delta <= 0 or self.bias <= 0:
+            problems.append(f"delta and bias must be > 0, got {self.delta}, {self.bias}")
+        if self.layers < 1 or (self.layers > 1 and self.scaling != "tournament"):
+            problems.append(
+                f"layers must be 1, or >= 1 with scaling='tournament', got {self.layers}"
+            )
+        if self.fresh_only and not self.unique_tokens:
+            problems.append("fresh_only needs unique_tokens=true (repeats are never tested)")
+        if self.context_guard < 0:
+            problems.append(f"context_guard must be >= 0, got {self.context_guard}")
+        if self.opening_steps < 0:
+            problems.append(f"opening_steps must be >= 0, got {self.opening_steps}")
+        if self.opening_steps > 0 and not self.opening_sentence.strip():
+            problems.append("opening_sentence must be set when opening_steps > 0")
+        if not 0 < self.target_fpr < 1:
+            problems.append(f"target_fpr must be in (0, 1), got {self.target_fpr}")
+        if self.top_k < 0 or not 0 < self.top_p <= 1:
+            problems.append(f"need top_k >= 0 and 0 < top_p <= 1, got {self.top_k}, {self.top_p}")
+        if not self.key:
+            problems.append("key must be a non-empty string")
+        if self.vocab_size is not None and self.vocab_size < 1:
+            problems.append(f"vocab_size must be >= 1 or null, got {self.vocab_size}")
+        if self.embed_batch_size < 1:
+            problems.append(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
+        if not self.allowed_scripts or not all(isinstance(x, str) for x in self.allowed_scripts):
+            problems.append("allowed_scripts must be a non-empty list of strings, e.g. ['LATIN']")
+        if problems:
+            raise ValueError("invalid watermark config: " + "; ".join(problems))
+
+    def _type_problems(self) -> list[str]:
+        problems = []
+        for f in fields(self):
+            if f.name == "source":
+                continue
+            value, types = getattr(self, f.name), FIELD_TYPES.get(f.name, (str,))
+            ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+            if not ok:
+                names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+                problems.append(f"{f.name} must be {names}, got {value!r}")
+        return problems
+
+    @property
+    def strength(self) -> float:
+        """The strength parameter of the configured rule (``delta``, ``bias`` or ``layers``)."""
+        return getattr(self, STRENGTH_FIELD[self.scaling])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Returns the JSON-able fields (including the secrets; keep the file private)."""
+        data = asdict(self)
+        data.pop("source")
+        return data
+
+    def generation_dict(self) -> dict[str, Any]:
+        """The fields generation depends on (all but the strengths of the other rules)."""
+        unused = set(STRENGTH_FIELD.values()) - {STRENGTH_FIELD[self.scaling]}
+        return {k: v for k, v in self._cache_view().items() if k not in unused}
+
+    def detection_dict(self) -> dict[str, Any]:
+        """The fields detection depends on (all but the rule, its strength and the filters)."""
+        return {k: v for k, v in self._cache_view().items() if k not in GENERATION_ONLY}
+
+    def _cache_view(self) -> dict[str, Any]:
+        data = self.to_dict()
+        return {k: v for k, v in data.items() if LATER_FIELDS_OFF.get(k, object()) != v}
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Writes the config as JSON to ``path``."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str | None = None) -> WatermarkConfig:
+        """Builds a config from a dict; unknown keys are an error (they are usually typos)."""
+        known = {f.name for f in fields(cls)} - {"source"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown watermark config keys {unknown}; known: {sorted(known)}")
+        return cls(**data, source=source)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> WatermarkConfig:
+        """Reads a config from a JSON file.
+
+        Raises:
+            FileNotFoundError: If the file does not exist.
+            ValueError: If it is not a JSON object of valid fields (the message names the file).
+        """
+        path = Path(path).expanduser().resolve()
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"watermark config {path} not found; give a JSON file written by "
+                "WatermarkConfig.save (watermark/default_config.json is the shipped one)"
+            )
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"watermark config {path} is not UTF-8 text") from err
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
+        if not isinstance(data, dict):
+            raise ValueError(f"watermark config {path} must hold a JSON object of fields")
+        try:
+            return cls.from_dict(data, source=str(path))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{path}: {err}") from err
+
+    @classmethod
+    def default(cls) -> WatermarkConfig:
+        """The configuration shipped with the package (``watermark/default_config.json``)."""
+        return cls.load(DEFAULT_CONFIG_PATH)
+
+    def resolve_path(self, value: str) -> str:
+        """A path-valued field resolved by :func:`data.paths.resolve_path` (next to the config,
+        the current directory, the repository root); short names and hub ids are unchanged."""
+        return resolve_path(value, Path(self.source).parent if self.source else None)
+
+    def mapper_dir(self) -> Path:
+        """The mapper folder, resolved; raises a clear error if it does not exist."""
+        resolved = Path(self.resolve_path(self.mapper))
+        if not resolved.is_dir():
+            raise FileNotFoundError(
+                f"mapper folder {self.mapper!r} not found (looked next to the config, in the "
+                f"current directory and in {REPO_ROOT}); train and export one with "
+                "`python -m mapper.train` or point `mapper` at an exported folder"
+            )
+        return resolved
+
+
+def as_config(config: WatermarkConfig | str | os.PathLike[str] | None) -> WatermarkConfig:
+    """Accepts a config, a JSON path, or ``None`` (the shipped default)."""
+    if config is None:
+        return WatermarkConfig.default()
+    if isinstance(config, WatermarkConfig):
+        return config
+    return WatermarkConfig.load(config)

@@ -1,0 +1,263 @@
+"""The one scoring core shared by the logits processor and the detector.
+
+For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}):
+
+* gate: always open for t = 1..M (exactly M steps, M = ``opening_steps``); for t > M open iff the
+  measurement model's entropy H(P_MM(. | S_{0:t-1})) >= alpha (see :mod:`watermark.measurement`);
+  with the context guard h > 0, closed at any step whose last h generated tokens (the end of
+  S_{0:t-1}) already occurred as a contiguous run earlier in S_{0:t-1};
+* embedding input: the secret opening sentence for t <= M, else the decoded prefix
+  ``decode_ids(S_{0:t-1})`` (see :mod:`watermark.text`);
+* v_hat: mapper signs of the embedding, expanded over the full LM-head width V by the keyed token
+  maps, one per layer (see :mod:`watermark.semantic`);
+* sampling logits: the configured strength rule and sampling filters (see :mod:`watermark.rules`).
+
+The logits processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the
+whole batch; the detector calls :meth:`WatermarkCore.text_gate` and
+:meth:`WatermarkCore.green_lists` per text. Both go through :meth:`gate` and
+:meth:`embedding_input`, so they cannot disagree about which steps are watermarked or which text
+is embedded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from watermark.config import WatermarkConfig
+from watermark.green_lists import GreenLists
+from watermark.measurement import MeasurementModel, MMGenerationState, entropy_from_logits
+from watermark.rules import apply_rule
+from watermark.semantic import SemanticScorer
+from watermark.text import decode_ids
+from watermark.timer import StageTimer
+
+
+def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
+    """Context guard for the next step of a batch: bool (B,).
+
+    Args:
+        gen: Long tensor (B, n): generated ids so far (the prefix S_{0:t-1} of step t = n + 1).
+        h: Guard length (0: never repeated).
+
+    Returns:
+        Whether each row's last h ids already occurred as a contiguous run starting earlier.
+    """
+    if h <= 0 or gen.shape[1] <= h:
+        return torch.zeros(gen.shape[0], dtype=torch.bool, device=gen.device)
+    windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
+    return (windows[:, :-1] == windows[:, -1:]).all(-1).any(-1)
+
+
+def repeated_steps(ids: Sequence[int], h: int) -> torch.Tensor:
+    """Context guard of every step of one text of T ids: bool (T,), entry t-1 for step t."""
+    out = torch.zeros(len(ids), dtype=torch.bool)
+    if h <= 0:
+        return out
+    seen: set[tuple[int, ...]] = set()
+    for start in range(len(ids) - h):  # the window ids[start:start+h] is step start+h+1's context
+        window = tuple(ids[start : start + h])
+        out[start + h] = window in seen
+        seen.add(window)
+    return out
+
+
+@dataclass
+class StepDecision:
+    """What the core decided for one generation step of a batch.
+
+    Attributes:
+        step: The 1-based step t.
+        gated: Bool (B,): rows watermarked at this step.
+        entropy: Float (B,): MM entropy (NaN where not computed, e.g. t <= M).
+        green: Green lists of the B rows (meaningful for gated rows only).
+        neutral: Bool (B, V): tokens whose v_hat is 1/2 (``fresh_only``), else None.
+    """
+
+    step: int
+    gated: torch.Tensor
+    entropy: torch.Tensor
+    green: GreenLists
+    neutral: torch.Tensor | None = None
+
+
+@dataclass
+class TextGate:
+    """Gate of every step of one text (detection path).
+
+    Attributes:
+        entropy: Float (T,): MM entropy per step (NaN where not needed).
+        gated: Bool (T,): steps in the scored set W.
+        mm_logits: Float (T, V_mm) MM logits of every step when requested, else None.
+    """
+
+    entropy: torch.Tensor
+    gated: torch.Tensor
+    mm_logits: torch.Tensor | None
+
+
+class WatermarkCore:
+    """Gate, embedding input and v_hat for generated prefixes.
+
+    Args:
+        config: The watermark config (alpha, delta, M, scaling, ...).
+        tokenizer: Generator tokenizer.
+        measurement: The measurement model.
+        semantic: SE + mapper + token map.
+        fixed_semantics: Use the opening sentence's green list at every step (spoofing study).
+    """
+
+    def __init__(
+        self,
+        config: WatermarkConfig,
+        tokenizer: object,
+        measurement: MeasurementModel,
+        semantic: SemanticScorer,
+        fixed_semantics: bool = False,
+    ) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.measurement = measurement
+        self.semantic = semantic
+        self.fixed_semantics = fixed_semantics
+        self._opening: torch.Tensor | None = None
+
+    @property
+    def vocab_size(self) -> int:
+        return self.semantic.vocab_size
+
+    @property
+    def timer(self) -> StageTimer:
+        """Seconds per stage: measurement model ``mm``, embedder ``embed``, mapper ``map``."""
+        return self.semantic.timer
+
+    @property
+    def opening_steps(self) -> int:
+        return int(self.config.opening_steps)
+
+    def gate(
+        self, steps: torch.Tensor, entropies: torch.Tensor, repeated: torch.Tensor
+    ) -> torch.Tensor:
+        """Bool (N,): step t is watermarked iff (t <= M or H_t >= alpha) and its context is new.
+
+        NaN entropy closes the gate (past M); ``repeated`` is the context guard of each step.
+        """
+        return ((steps <= self.opening_steps) | (entropies >= self.config.alpha)) & ~repeated
+
+    def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
+        """The text the SE embeds at step t: the opening sentence for t <= M, else S_{0:t-1}."""
+        if step <= self.opening_steps:
+            return self.config.opening_sentence
+        return decode_ids(self.tokenizer, prefix_ids)
+
+    def _opening_signs(self) -> torch.Tensor:
+        """Mapper signs of the opening sentence, bool (D,), computed once."""
+        if self._opening is None:
+            self._opening = self.semantic.green_lists([self.config.opening_sentence]).signs[0]
+        return self._opening
+
+    def green_lists(
+        self, steps: Sequence[int], prefixes: Sequence[Sequence[int]], progress: bool = False
+    ) -> GreenLists:
+        """The green lists of many (step, prefix) pairs, embedding the prefixes in batches.
+
+        Args:
+            steps: 1-based steps t.
+            prefixes: The generated prefixes S_{0:t-1} (generator ids), one per step.
+            progress: Show an embedding progress bar on stderr.
+
+        Returns:
+            Green lists of N = len(steps) steps.
+        """
+        signs = torch.zeros(len(steps), self.semantic.num_dims, dtype=torch.bool)
+        fixed = self.fixed_semantics
+        late = [i for i, t in enumerate(steps) if t > self.opening_steps and not fixed]
+        early = [i for i, t in enumerate(steps) if t <= self.opening_steps or fixed]
+        if early:
+            signs[early] = self._opening_signs()
+        if late:
+            texts = [self.embedding_input(steps[i], prefixes[i]) for i in late]
+            signs[late] = self.semantic.green_lists(texts, progress=progress).signs
+        return self.semantic.from_signs(signs)
+
+    def with_fixed_semantics(self) -> WatermarkCore:
+        """A core whose green list is the opening sentence's at every step, gate unchanged.
+
+        The paper's strengthened spoofing attack: the sentence embedding is held fixed.
+        """
+        return WatermarkCore(self.config, self.tokenizer, self.measurement, self.semantic, True)
+
+    def generation_step(
+        self,
+        gen: torch.Tensor,
+        active: torch.Tensor,
+        state: MMGenerationState,
+        eos_ids: Sequence[int] = (),
+    ) -> StepDecision:
+        """Decides one decoding step for a batch.
+
+        Args:
+            gen: Long tensor (B, t-1): the ids generated so far (prompt excluded).
+            active: Bool (B,): rows still generating (finished rows are never gated).
+            state: The MM's incremental state for this generation.
+            eos_ids: Ids that end a text (never tested, so neutral with ``fresh_only``).
+
+        Returns:
+            The step decision for step t = gen.shape[1] + 1.
+        """
+        batch, step = gen.shape[0], gen.shape[1] + 1
+        entropy = torch.full((batch,), float("nan"))
+        if step > self.opening_steps:
+            rows = [int(r) for r in torch.nonzero(active).flatten()]
+            entropy = state.entropies(gen, rows)
+        steps = torch.full((batch,), step, dtype=torch.long)
+        repeated = repeated_context(gen, self.config.context_guard).cpu()
+        gated = self.gate(steps, entropy, repeated) & active.cpu()
+        rows = [int(r) for r in torch.nonzero(gated).flatten()]
+        signs = torch.zeros(batch, self.semantic.num_dims, dtype=torch.bool)
+        if rows:
+            gen_cpu = gen.cpu()
+            lists = self.green_lists([step] * len(rows), [gen_cpu[r].tolist() for r in rows])
+            signs[rows] = lists.signs
+        neutral = None
+        if self.config.fresh_only:
+            neutral = torch.zeros(batch, self.vocab_size, dtype=torch.bool, device=gen.device)
+            neutral.scatter_(1, gen.long(), True)
+            neutral[:, list(eos_ids)] = True
+        return StepDecision(step, gated, entropy, self.semantic.from_signs(signs), neutral)
+
+    def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
+        """The logits to sample from, (B, V): the strength rule on gated rows, then filters."""
+        cfg = self.config
+        return apply_rule(
+            scores,
+            decision.green.signs.to(scores.device),
+            decision.green.token_maps.to(scores.device),
+            decision.gated,
+            rule=cfg.scaling,
+            strength=cfg.strength,
+            top_k=cfg.top_k,
+            top_p=cfg.top_p,
+            filter_first=cfg.filter_first,
+            neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
+        )
+
+    def text_gate(self, ids: Sequence[int], all_logits: bool = False) -> TextGate:
+        """Gate of every step of one text of T generator tokens (one MM forward).
+
+        Args:
+            ids: Generator token ids s_1..s_T.
+            all_logits: Also return MM logits for every step (for the ``mm`` null model).
+        """
+        T = len(ids)
+        entropy = torch.full((T,), float("nan"))
+        steps = list(range(1, T + 1)) if all_logits else list(range(self.opening_steps + 1, T + 1))
+        logits = None
+        if steps:
+            logits = self.measurement.text_logits(ids, steps)
+            entropy[torch.tensor(steps) - 1] = entropy_from_logits(logits)
+        repeated = repeated_steps(ids, self.config.context_guard)
+        gated = self.gate(torch.arange(1, T + 1), entropy, repeated)
+        return TextGate(entropy=entropy, gated=gated, mm_logits=logits if all_logits else None)

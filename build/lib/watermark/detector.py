@@ -1,0 +1,259 @@
+"""Detection from text alone: scored set W, the paper's score, and a calibrated p-value.
+
+For each text: tokenize with the generator tokenizer (no special tokens), run the measurement
+model once to get every step's gate (:meth:`WatermarkCore.text_gate`), embed the prefixes of all
+scored steps in batches (:meth:`WatermarkCore.green_lists`), and read whether each scored
+token is green under its v_hat.
+
+* ``score`` is the paper's ``sum_{t in W} delta * v_hat_t[s_t] / |W|``; ``green_fraction`` the same
+  without delta; ``awr`` = |W| / T.
+* The z-test uses the scored tokens' green bits (one per green list: L = ``layers`` bits per
+  token for the tournament, else 1), each token id counted once (its first scored occurrence)
+  when ``unique_tokens`` is set: consecutive prefixes have nearly the same embedding, hence
+  nearly the same green list, so repeats of a token are not independent evidence (the first M
+  steps even share one green list). With ``fresh_only`` a token is tested at its first
+  occurrence in the text only, and only if that step is scored: generation leaves tokens that
+  are already in the text neutral. gamma_t is the vocabulary's green fraction under v_hat_t
+  (``vocab``) or the MM's probability mass on green tokens (``mm``). See :mod:`watermark.stats`.
+
+Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
+``num_scored = 0``, ``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from watermark.core import TextGate, WatermarkCore
+from watermark.green_lists import GreenLists
+from watermark.stats import green_test
+from watermark.text import decode_ids, encode_text, unsupported_reason
+
+SUMMARY_FIELDS = (
+    "score",
+    "green_fraction",
+    "num_scored",
+    "num_tokens",
+    "awr",
+    "num_tested",
+    "num_green_tested",
+    "expected_green",
+    "z_score",
+    "p_value",
+    "is_watermarked",
+    "reason",
+)
+
+
+@dataclass
+class DetectionResult:
+    """Detection result for one text.
+
+    Attributes:
+        score: Paper's score, mean of delta * v_hat over the scored tokens (0 if none).
+        green_fraction: Fraction of scored tokens that are green.
+        num_scored: |W|, the number of scored tokens.
+        num_tokens: T, the number of generator tokens of the text.
+        awr: Adaptive watermark rate |W| / T.
+        num_tested: Tokens entering the z-test (scored, each id once if ``unique_tokens``).
+        num_green_tested: Green bits among them (G; one bit per token and green list).
+        expected_green: sum of gamma over the tested bits (E[G] under H0).
+        z_score: (G - E[G]) / sd(G) under H0.
+        p_value: Exact one-sided p-value P(G' >= G) under H0.
+        is_watermarked: ``p_value < target_fpr``.
+        reason: Why the text was not scored, else ``None``.
+        token_ids: Generator token ids s_1..s_T.
+        tokens: Text piece of each token (concatenation = decoded text).
+        scored: Per token, whether it is in W.
+        green: Per token, whether it is green in the first green list (False when not scored).
+        green_bits: Per token, in how many of the L green lists it is green (0 if not scored).
+        tested: Per token, whether it entered the z-test.
+        entropy: Per token, MM entropy of its step (None where not computed).
+        gamma: Per scored token, its null probability of being green in the first green list
+            (None if not scored).
+        vocab_green: Per scored token, the green fraction of the vocabulary at its step in the
+            first green list (the ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
+    """
+
+    score: float = 0.0
+    green_fraction: float = 0.0
+    num_scored: int = 0
+    num_tokens: int = 0
+    awr: float = 0.0
+    num_tested: int = 0
+    num_green_tested: int = 0
+    expected_green: float = 0.0
+    z_score: float = 0.0
+    p_value: float = 1.0
+    is_watermarked: bool = False
+    reason: str | None = None
+    token_ids: list[int] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    scored: list[bool] = field(default_factory=list)
+    green: list[bool] = field(default_factory=list)
+    green_bits: list[int] = field(default_factory=list)
+    tested: list[bool] = field(default_factory=list)
+    entropy: list[float | None] = field(default_factory=list)
+    gamma: list[float | None] = field(default_factory=list)
+    vocab_green: list[float | None] = field(default_factory=list)
+
+    def scored_steps(self) -> list[int]:
+        """1-based steps in W."""
+        return [i + 1 for i, s in enumerate(self.scored) if s]
+
+    def to_dict(self, per_token: bool = False) -> dict:
+        """JSON-able dict: the summary fields, plus per-token lists if ``per_token``."""
+        data = asdict(self)
+        if per_token:
+            return data
+        return {k: data[k] for k in SUMMARY_FIELDS}
+
+
+def token_pieces(tokenizer: object, ids: Sequence[int]) -> list[str]:
+    """Text piece of each token such that the pieces concatenate to ``decode_ids(ids)``."""
+    pieces, previous = [], ""
+    for t in range(1, len(ids) + 1):
+        text = decode_ids(tokenizer, ids[:t])
+        if text.startswith(previous):
+            pieces.append(text[len(previous) :])
+        else:  # a partial multi-byte character resolved: show the token on its own
+            pieces.append(decode_ids(tokenizer, ids[t - 1 : t]))
+        previous = text
+    return pieces
+
+
+class Detector:
+    """Batched detector over a :class:`WatermarkCore`."""
+
+    def __init__(self, core: WatermarkCore) -> None:
+        self.core = core
+        self.config = core.config
+
+    def detect(
+        self, texts: Sequence[str], progress: bool = False, chunk_size: int = 8
+    ) -> list[DetectionResult]:
+        """Detects the watermark in each text (results in input order)."""
+        ids_list: list[list[int] | None] = []
+        reasons: list[str | None] = []
+        for text in texts:
+            reason = unsupported_reason(text, self.config.allowed_scripts)
+            ids = [] if reason else encode_text(self.core.tokenizer, text)
+            if reason is None and not ids:
+                reason = "no tokens"
+            ids_list.append(ids)
+            reasons.append(reason)
+        return self.detect_ids(ids_list, reasons, progress=progress, chunk_size=chunk_size)
+
+    def detect_ids(
+        self,
+        ids_list: Sequence[Sequence[int]],
+        reasons: Sequence[str | None] | None = None,
+        progress: bool = False,
+        chunk_size: int = 8,
+    ) -> list[DetectionResult]:
+        """Detects the watermark in texts given as generator token ids."""
+        from tqdm.auto import tqdm
+
+        reasons = list(reasons) if reasons is not None else [None] * len(ids_list)
+        results: list[DetectionResult] = []
+        bar = tqdm(total=len(ids_list), desc="detect", unit="text", disable=not progress)
+        for start in range(0, len(ids_list), chunk_size):
+            chunk = range(start, min(start + chunk_size, len(ids_list)))
+            results.extend(
+                self._chunk([list(ids_list[i]) for i in chunk], [reasons[i] for i in chunk])
+            )
+            bar.update(len(chunk))
+        bar.close()
+        return results
+
+    def _chunk(self, ids_list: list[list[int]], reasons: list[str | None]) -> list[DetectionResult]:
+        core, use_mm = self.core, self.config.null_model == "mm"
+        gates = {}
+        steps, prefixes, owner = [], [], []
+        for n, ids in enumerate(ids_list):
+            if reasons[n] is not None or not ids:
+                continue
+            gates[n] = core.text_gate(ids, all_logits=use_mm)
+            for t in torch.nonzero(gates[n].gated).flatten().add(1).tolist():
+                steps.append(t)
+                prefixes.append(ids[: t - 1])
+                owner.append(n)
+        lists = core.green_lists(steps, prefixes)
+        results = []
+        for n, ids in enumerate(ids_list):
+            if n not in gates:
+                results.append(DetectionResult(reason=reasons[n] or "no tokens", token_ids=ids))
+                continue
+            rows = [i for i, o in enumerate(owner) if o == n]
+            results.append(
+                self._assemble(ids, gates[n], lists.select(rows), [steps[i] for i in rows])
+            )
+        return results
+
+    def _assemble(
+        self, ids: list[int], gate: TextGate, lists: GreenLists, steps: list[int]
+    ) -> DetectionResult:
+        core, cfg = self.core, self.config
+        T = len(ids)
+        tokens = torch.tensor([ids[t - 1] for t in steps], dtype=torch.long)
+        green_scored = lists.contains(tokens)  # (N, L)
+        vocab = lists.vocab_fraction()  # (N, L)
+        gammas = vocab
+        if cfg.null_model == "mm" and steps:
+            gammas = lists.green_mass(torch.softmax(gate.mm_logits[torch.tensor(steps) - 1], -1))
+        scored = [False] * T
+        green = [False] * T
+        green_bits = [0] * T
+        tested = [False] * T
+        gamma: list[float | None] = [None] * T
+        vocab_green: list[float | None] = [None] * T
+        seen: set[int] = set()
+        first = {}  # token id -> its first step in the text
+        for t, tok in enumerate(ids, start=1):
+            first.setdefault(tok, t)
+        test_green, test_gamma = [], []
+        for i, t in enumerate(steps):
+            scored[t - 1] = True
+            green[t - 1] = bool(green_scored[i, 0])
+            green_bits[t - 1] = int(green_scored[i].sum())
+            gamma[t - 1] = float(gammas[i, 0])
+            vocab_green[t - 1] = float(vocab[i, 0])
+            if cfg.unique_tokens and ids[t - 1] in seen:
+                continue
+            seen.add(ids[t - 1])
+            if cfg.fresh_only and first[ids[t - 1]] != t:
+                continue
+            tested[t - 1] = True
+            test_green.extend(green_scored[i].tolist())
+            test_gamma.extend(gammas[i].tolist())
+        z, p = green_test(test_green, test_gamma)
+        num_scored = len(steps)
+        num_green = int(green_scored[:, 0].sum()) if steps else 0
+        entropy = [None if math.isnan(h) else float(h) for h in gate.entropy.tolist()]
+        return DetectionResult(
+            score=cfg.delta * num_green / num_scored if num_scored else 0.0,
+            green_fraction=num_green / num_scored if num_scored else 0.0,
+            num_scored=num_scored,
+            num_tokens=T,
+            awr=num_scored / T if T else 0.0,
+            num_tested=sum(tested),
+            num_green_tested=int(sum(test_green)),
+            expected_green=float(sum(test_gamma)),
+            z_score=z,
+            p_value=p,
+            is_watermarked=bool(p < cfg.target_fpr),
+            reason=None if num_scored else "no scored tokens",
+            token_ids=list(ids),
+            tokens=token_pieces(core.tokenizer, ids),
+            scored=scored,
+            green=green,
+            green_bits=green_bits,
+            tested=tested,
+            entropy=entropy,
+            gamma=gamma,
+            vocab_green=vocab_green,
+        )

@@ -1,0 +1,110 @@
+"""Attacks on watermarked text, each with a strength knob in [0, 1].
+
+* ``deletion``: delete that share of the words (uniformly at random).
+* ``synonym``: replace that share of the content words with close Moby-thesaurus synonyms
+  (:class:`data.synonyms.Thesaurus`); words without one stay.
+* ``paraphrase``: paraphrase that share of the sentences, one sentence at a time, with the
+  instruction model of :mod:`data.paraphrase` (greedy, cached per sentence on disk); rejected
+  outputs keep the sentence.
+* ``copy_paste``: the watermarked text makes up that share of the result's words, inserted as one
+  span at a random word position of the human text (whose words fill the rest).
+
+Every attack is deterministic given its seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from data.sources import split_sentences
+
+
+def _rng(seed: int, text: str) -> random.Random:
+    digest = hashlib.sha256(f"{seed}|{text}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "little"))
+
+
+def _sentence_id(sentence: str) -> str:
+    return hashlib.sha256(sentence.encode()).hexdigest()[:20]
+
+
+def delete_words(text: str, strength: float, seed: int = 0) -> str:
+    """Delete ``round(strength * n)`` of the n words of ``text``."""
+    words = text.split()
+    k = round(strength * len(words))
+    drop = set(_rng(seed, text).sample(range(len(words)), k))
+    return " ".join(w for i, w in enumerate(words) if i not in drop)
+
+
+def substitute_synonyms(text: str, strength: float, thesaurus, seed: int = 0) -> str:
+    """Replace about ``strength`` of the content words with close synonyms, sentence by sentence."""
+    rng = _rng(seed, text)
+    out = []
+    for sentence in split_sentences(text.strip()) or [text.strip()]:
+        variants = thesaurus.variants(sentence, rng, rate=strength)
+        out.append(variants[0] if variants else sentence)
+    return (" " if text[:1].isspace() else "") + " ".join(out)
+
+
+def copy_paste(marked: str, human: str, strength: float, seed: int = 0) -> str:
+    """Insert the first ``strength`` share of words (from ``marked``) into ``human``.
+
+    The result has as many words as ``human`` (or as ``marked`` if that is shorter).
+    """
+    wm_words, human_words = marked.split(), human.split()
+    total = min(len(wm_words), len(human_words)) if human_words else len(wm_words)
+    k = round(strength * total)
+    host = human_words[: total - k]
+    at = _rng(seed, marked).randint(0, len(host))
+    return " ".join(host[:at] + wm_words[:k] + host[at:])
+
+
+def paraphrase_texts(
+    texts: Sequence[str],
+    strength: float,
+    cache_path: Path,
+    model_name: str,
+    seed: int = 0,
+    batch_size: int = 16,
+) -> list[str]:
+    """Paraphrase ``strength`` of each text's sentences with the LLM paraphraser (cached).
+
+    Args:
+        texts: Texts to attack.
+        strength: Share of sentences (chosen at random per text) to paraphrase.
+        cache_path: JSONL cache of sentence paraphrases, shared by all runs of the evaluation.
+        model_name: The paraphrasing instruction model.
+        seed: Which sentences are chosen.
+        batch_size: Sentences per generation batch.
+    """
+    from data.paraphrase import run_paraphrases
+
+    plans = []
+    for text in texts:
+        sentences = split_sentences(text.strip()) or [text.strip()]
+        k = round(strength * len(sentences))
+        chosen = set(_rng(seed, text).sample(range(len(sentences)), k))
+        plans.append((sentences, chosen))
+    items = {
+        _sentence_id(s): s
+        for sentences, chosen in plans
+        for i, s in enumerate(sentences)
+        if i in chosen
+    }
+    # float32: bfloat16 matmuls are emulated (slow) on CPUs without AVX512-BF16
+    done = run_paraphrases(
+        sorted(items.items()), cache_path, batch_size, model_name, dtype=torch.float32
+    )
+    out = []
+    for sentences, chosen in plans:
+        parts = []
+        for i, s in enumerate(sentences):
+            new = done.get(_sentence_id(s)) if i in chosen else None
+            parts.append(new or s)
+        out.append(" " + " ".join(parts))
+    return out

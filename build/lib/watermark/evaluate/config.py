@@ -1,0 +1,168 @@
+"""The evaluation experiment description: a dataclass of JSON-able fields, read from YAML.
+
+A YAML file sets any field of :class:`EvalConfig`; its optional ``quick:`` mapping holds the
+overrides that ``--quick`` applies on top (fewer prompts, shorter texts, smaller ablations).
+Relative paths follow :func:`data.paths.resolve_path` (YAML folder, cwd, repo root).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from data.paths import resolve_path
+from watermark.config import WatermarkConfig
+
+METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
+ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste")
+
+
+@dataclass
+class EvalConfig:
+    """One evaluation run.
+
+    Attributes:
+        name: Run name (report title).
+        out_dir: Where results, caches, the report and plots go.
+        watermark_config: Our method's watermark config JSON (``None``: the shipped default).
+        generator: Generator for every method (short name, folder or hub id).
+        oracle: Perplexity oracle LM; must not be the generator.
+        paraphraser: Instruction model of the LLM paraphrase attack.
+        heldout: Held-out corpus (JSONL.gz with ``doc``, ``source``, ``text``), never trained on.
+        sources: Corpus sources to draw documents from (``news``, ``wiki``).
+        num_prompts: Documents evaluated: prompt = first two sentences, human = what follows.
+        human_tokens: Human text = the next this many generator tokens (at least 0.75 of it).
+        new_tokens: Generated tokens per text (at most).
+        min_new_tokens: EOS is blocked before this many tokens (same for every method).
+        batch_size: Generation batch size (rows share one sampling seed per batch).
+        seed: Base seed; batch ``b`` is sampled with ``seed + b``.
+        methods: Methods to run, a subset of ``METHODS``.
+        kgw_gamma: Green-list fraction of KGW-0/1/2.
+        kgw_delta: Logit bias of KGW-0/1/2.
+        kgw_key: Integer key of KGW-0/1/2 (SynthID's layer keys are derived from it).
+        synthid_layers: Tournament layers (keys) of SynthID-Text.
+        synthid_ngram_len: n of SynthID-Text's hashed n-grams (context of n - 1 tokens).
+        attacks: ``{"kind", "strength"}`` mappings, ``kind`` in ``ATTACKS``. Strength: share of
+            words deleted / of content words replaced / of sentences paraphrased / of the final
+            text that is watermarked (copy-paste).
+        paraphrase_limit: Texts per method given to the paraphrase attack (``None``: all).
+        green_share_texts: Our watermarked texts whose every token's greenness is computed for
+            |G| / |U + W| (an extra embedding pass over all prefixes; 0 skips it).
+        spoof_texts: Texts generated per method for the spoofing experiment (0 skips it).
+        spoof_tokens: Tokens per spoofing text.
+        spoof_common: Size of the common-token set C (most frequent tokens of human text).
+        spoof_top: Size of H, the most frequent tokens of C in watermarked text.
+        ablation_prompts: Prompts per ablation variant (first ones of the main set).
+        ablation_tokens: New tokens per ablation text (``None``: ``new_tokens``).
+        ablation_attack: An attack (as in ``attacks``) also scored for each ablation variant, as
+            the paper scores its ablations under paraphrase (``None``: no attack).
+        ablations: ``{field: [values]}`` of our watermark config to vary one at a time.
+        frontier_prompts: Prompts of the quality / power frontier (0 skips it); the first
+            ``num_prompts`` of them are the main table's.
+        frontier_baselines: Methods drawn on the frontier next to ours (any of ``METHODS``).
+        frontier: Cells of our method, as mappings of watermark config fields; a list value
+            expands into one cell per element (all combinations), e.g.
+            ``{scaling: additive, bias: [1.0, 2.0], context_guard: [0, 4]}``.
+        threads: torch threads (0: torch's default).
+        quick: Overrides applied by ``--quick``.
+    """
+
+    name: str = "default"
+    out_dir: str = "runs/eval/default"
+    watermark_config: str | None = None
+    generator: str = "smollm2-135m"
+    oracle: str = "gemma3-270m"
+    paraphraser: str = "smollm2-135m"
+    heldout: str = "data/corpus/heldout.jsonl.gz"
+    sources: list[str] = field(default_factory=lambda: ["news", "wiki"])
+    num_prompts: int = 48
+    human_tokens: int = 200
+    new_tokens: int = 200
+    min_new_tokens: int = 170
+    batch_size: int = 8
+    seed: int = 0
+    methods: list[str] = field(default_factory=lambda: list(METHODS[:5]))
+    kgw_gamma: float = 0.5
+    kgw_delta: float = 2.0
+    kgw_key: int = 15485863
+    synthid_layers: int = 30
+    synthid_ngram_len: int = 5
+    attacks: list[dict[str, Any]] = field(default_factory=list)
+    paraphrase_limit: int | None = None
+    green_share_texts: int = 0
+    spoof_texts: int = 0
+    spoof_tokens: int = 100
+    spoof_common: int = 181
+    spoof_top: int = 50
+    ablation_prompts: int = 0
+    ablation_tokens: int | None = None
+    ablation_attack: dict[str, Any] | None = None
+    ablations: dict[str, list[Any]] = field(default_factory=dict)
+    frontier_prompts: int = 0
+    frontier_baselines: list[str] = field(default_factory=list)
+    frontier: list[dict[str, Any]] = field(default_factory=list)
+    threads: int = 0
+    quick: dict[str, Any] = field(default_factory=dict)
+    source_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; known: {list(METHODS)}")
+        for attack in self.attacks + ([self.ablation_attack] if self.ablation_attack else []):
+            if attack.get("kind") not in ATTACKS or "strength" not in attack:
+                raise ValueError(
+                    f"bad attack {attack!r}: need a kind in {list(ATTACKS)} and a strength"
+                )
+        known = {f.name for f in fields(WatermarkConfig)} - {"source"}
+        for spec in [self.ablations] + self.frontier:
+            bad = sorted(set(spec) - known)
+            if bad:
+                raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")
+        if self.oracle == self.generator:
+            raise ValueError("the perplexity oracle must not be the generator")
+        if not 0 < self.min_new_tokens <= self.new_tokens:
+            raise ValueError("need 0 < min_new_tokens <= new_tokens")
+
+    @classmethod
+    def load(cls, path: str | Path, quick: bool = False) -> EvalConfig:
+        """Read a YAML file (unknown keys fail); apply its ``quick`` overrides if asked."""
+        path = Path(path)
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{path}: unknown keys {unknown}; known: {sorted(known)}")
+        if quick:
+            overrides = data.get("quick") or {}
+            bad = sorted(set(overrides) - known)
+            if bad:
+                raise ValueError(f"{path}: unknown quick keys {bad}")
+            data = {**data, **overrides}
+        data["source_dir"] = str(path.resolve().parent)
+        return cls(**data)
+
+    def resolve(self, value: str) -> str:
+        """A path resolved by :func:`data.paths.resolve_path` (YAML folder, cwd, repo root)."""
+        return resolve_path(value, self.source_dir)
+
+    def output_path(self) -> Path:
+        """The output folder (relative paths against the working directory)."""
+        return Path(self.out_dir)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able fields (without ``quick`` and ``source_dir``)."""
+        data = asdict(self)
+        data.pop("quick")
+        data.pop("source_dir")
+        return data
+
+
+def digest(obj: Any) -> str:
+    """Short stable hash of a JSON-able object (cache keys)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]

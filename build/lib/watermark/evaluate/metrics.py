@@ -1,0 +1,100 @@
+"""Evaluation metrics: detection (torchmetrics), repetition, oracle perplexity, summaries.
+
+Detection metrics treat watermarked texts as positives and human texts as negatives, with a score
+where larger means "more likely watermarked" (the z-score for every method).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torchmetrics.classification import BinaryAUROC, BinaryPrecisionRecallCurve, BinaryROC
+
+
+def _scores_and_labels(positives, negatives) -> tuple[torch.Tensor, torch.Tensor]:
+    if not positives or not negatives:
+        raise ValueError("detection metrics need at least one positive and one negative score")
+    scores = torch.tensor(list(positives) + list(negatives), dtype=torch.float64)
+    labels = torch.tensor([1] * len(positives) + [0] * len(negatives))
+    return scores, labels
+
+
+def roc_curve(positives: Sequence[float], negatives: Sequence[float]) -> tuple[list, list]:
+    """ROC points (fpr, tpr) over all thresholds."""
+    scores, labels = _scores_and_labels(positives, negatives)
+    fpr, tpr, _ = BinaryROC(thresholds=None)(scores, labels)
+    return fpr.tolist(), tpr.tolist()
+
+
+def _tpr_at(fpr: list, tpr: list, fpr_max: float) -> float:
+    return max(t for f, t in zip(fpr, tpr) if f <= fpr_max + 1e-12)
+
+
+def tpr_at_fpr(positives: Sequence[float], negatives: Sequence[float], fpr_max: float) -> float:
+    """Largest TPR among thresholds whose FPR is at most ``fpr_max``."""
+    return _tpr_at(*roc_curve(positives, negatives), fpr_max)
+
+
+def best_f1(positives: Sequence[float], negatives: Sequence[float]) -> float:
+    """Best F1 over all thresholds."""
+    scores, labels = _scores_and_labels(positives, negatives)
+    precision, recall, _ = BinaryPrecisionRecallCurve(thresholds=None)(scores, labels)
+    f1 = 2 * precision * recall / (precision + recall).clamp_min(1e-12)
+    return float(f1.max())
+
+
+def detection_metrics(positives: Sequence[float], negatives: Sequence[float]) -> dict:
+    """ROC-AUC, best F1, TPR at 1% and 10% FPR of positives vs negatives."""
+    scores, labels = _scores_and_labels(positives, negatives)
+    fpr, tpr = roc_curve(positives, negatives)
+    return {
+        "roc_auc": float(BinaryAUROC(thresholds=None)(scores, labels)),
+        "best_f1": best_f1(positives, negatives),
+        "tpr@1%fpr": _tpr_at(fpr, tpr, 0.01),
+        "tpr@10%fpr": _tpr_at(fpr, tpr, 0.10),
+        "positives": len(positives),
+        "negatives": len(negatives),
+    }
+
+
+def ngram_repetition(ids: Sequence[int], n: int) -> float:
+    """Share of repeated n-grams: 1 - distinct n-grams / n-grams (0 if there are none)."""
+    grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
+    return 1 - len(set(grams)) / len(grams) if grams else 0.0
+
+
+def median(values: Sequence[float]) -> float:
+    """Median of the finite values (NaN if none)."""
+    vals = sorted(v for v in values if v == v and not math.isinf(v))
+    if not vals:
+        return float("nan")
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+class OraclePerplexity:
+    """Perplexity of a continuation given its prompt under an oracle causal LM.
+
+    The prompt and continuation are tokenized together with the oracle's tokenizer; the
+    perplexity averages the negative log-likelihood of the tokens after the prompt's tokens.
+
+    Args:
+        model: The oracle causal LM.
+        tokenizer: Its tokenizer.
+    """
+
+    def __init__(self, model: torch.nn.Module, tokenizer: object) -> None:
+        self.model, self.tokenizer = model.eval(), tokenizer
+
+    @torch.inference_mode()
+    def __call__(self, prompt: str, text: str) -> float:
+        """exp(mean NLL of the continuation's tokens); NaN if it has none."""
+        n_prompt = len(self.tokenizer(prompt)["input_ids"])
+        full = self.tokenizer(prompt + text, return_tensors="pt")["input_ids"]
+        if full.shape[1] <= n_prompt:
+            return float("nan")
+        logits = self.model(input_ids=full).logits[0, :-1].float()
+        nll = torch.nn.functional.cross_entropy(logits, full[0, 1:], reduction="none")
+        return float(torch.exp(nll[n_prompt - 1 :].mean()))

@@ -1,0 +1,293 @@
+"""The evaluation pipeline: generate, attack, detect and measure, every result cached on disk.
+
+:class:`Evaluation` loads the generator, the methods and the oracle once, and computes each stage
+through :class:`watermark.evaluate.store.Store`, so a re-run (after an interruption, or with a new
+attack or metric) only computes what is missing. Cache keys hold everything a result depends on
+(method settings, generator, seed, lengths, the text itself).
+
+Generation: units are cut into fixed batches in order; batch ``b`` samples with seed
+``seed + b`` for every method, with top-k / top-p after the watermark and EOS blocked before
+``min_new_tokens`` (:func:`watermark.generation.generate`, the same for every method).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import replace
+
+import torch
+from tqdm.auto import tqdm
+
+from data.packaged_models import load_lm
+from watermark.config import as_config
+from watermark.evaluate import attacks as atk
+from watermark.evaluate.config import EvalConfig, digest
+from watermark.evaluate.heldout import units as load_units
+from watermark.evaluate.methods import (
+    KGWMethod,
+    Method,
+    OursMethod,
+    TransformersKGW,
+)
+from watermark.evaluate.metrics import OraclePerplexity, detection_metrics, ngram_repetition
+from watermark.evaluate.store import Store
+from watermark.evaluate.synthid import SynthIDMethod
+from watermark.generation import generate
+from watermark.text import encode_text
+from watermark.watermark import Watermark
+
+logger = logging.getLogger(__name__)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def interleave(items: list[dict], key: str) -> list[dict]:
+    """Round-robin over the values of ``items[i][key]`` (keeps each group's order)."""
+    groups: dict[str, list[dict]] = {}
+    for item in items:
+        groups.setdefault(item[key], []).append(item)
+    out, queues = [], [list(g) for g in groups.values()]
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+def score_detections(pos: list[dict], neg: list[dict]) -> dict:
+    """Detection metrics of positives vs negatives, their z-scores, mean AWR and green share."""
+    pos_z = [d["z"] for d in pos]
+    res = detection_metrics(pos_z, [d["z"] for d in neg])
+    res["z"] = pos_z
+    res["awr"] = sum(d["awr"] for d in pos) / len(pos)
+    res["green_fraction"] = sum(d["green_fraction"] for d in pos) / len(pos)
+    return res
+
+
+def words_kept(originals: list[str], attacked: list[str]) -> float:
+    """Mean share of each original's distinct words that are still in its attacked text."""
+    shares = []
+    for a, b in zip(originals, attacked):
+        words = set(a.split())
+        shares.append(len(words & set(b.split())) / len(words) if words else 1.0)
+    return sum(shares) / max(1, len(shares))
+
+
+class Evaluation:
+    """Models, methods and cached stages of one :class:`EvalConfig`."""
+
+    def __init__(self, cfg: EvalConfig, progress: bool = True) -> None:
+        self.cfg, self.progress = cfg, progress
+        self.out = cfg.output_path()
+        self.store = Store(self.out / "cache")
+        self.model, self.tokenizer = load_lm(cfg.resolve(cfg.generator))
+        self.model.eval()
+        wm_cfg = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
+        if wm_cfg.generator != cfg.generator:
+            wm_cfg = replace(wm_cfg, generator=cfg.resolve(cfg.generator), vocab_size=None)
+        self.wm_config = wm_cfg
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        self.methods = {name: self._method(name) for name in cfg.methods}
+        self._extra: dict[str, Method] = {}  # methods built for the frontier only
+        n_min = int(0.75 * cfg.human_tokens)
+        found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, n_min,
+                           cfg.human_tokens)  # fmt: skip
+        self.all_units = interleave(found, "source")
+        self.units = self.all_units[: cfg.num_prompts]
+        for wanted in (cfg.num_prompts, cfg.frontier_prompts):
+            if len(self.all_units) < wanted:
+                logger.warning("only %d of %d units available", len(self.all_units), wanted)
+        self._oracle: OraclePerplexity | None = None
+
+    def method(self, name: str) -> Method:
+        """A method of the run by name (built on first use)."""
+        if name in self.methods:
+            return self.methods[name]
+        if name not in self._extra:
+            self._extra[name] = self._method(name)
+        return self._extra[name]
+
+    def _method(self, name: str, **overrides: object) -> Method:
+        cfg = self.cfg
+        if name == "unwatermarked":
+            return Method()
+        if name == "ours":
+            wm_cfg = replace(self.wm_config, **overrides)
+            wm = Watermark.load(wm_cfg, tokenizer=self.tokenizer, generator=self.model)
+            return OursMethod(
+                wm,
+                self.model,
+                "ours-" + digest(wm_cfg.generation_dict()),
+                "ours-det-" + digest(wm_cfg.detection_dict()),
+            )
+        if name == "kgw1":
+            return TransformersKGW(
+                self.model.config, self.tokenizer, cfg.kgw_gamma, cfg.kgw_delta, cfg.kgw_key
+            )
+        if name == "synthid":
+            keys = [(cfg.kgw_key * 7919 + layer) % 2**31 for layer in range(cfg.synthid_layers)]
+            return SynthIDMethod(keys, cfg.synthid_ngram_len, self.tokenizer,
+                                 self.wm_config.top_k, self.wm_config.top_p)  # fmt: skip
+        context = {"kgw0": 0, "kgw2": 2}[name]
+        return KGWMethod(name, self.tokenizer, self.vocab_size, cfg.kgw_gamma, cfg.kgw_delta,
+                         cfg.kgw_key, context)  # fmt: skip
+
+    def ours_variant(self, **overrides: object) -> OursMethod:
+        """Our method with watermark-config fields overridden (ablations)."""
+        return self._method("ours", **overrides)
+
+    # ---- generation -------------------------------------------------------------------------
+
+    def generations(
+        self, method: Method, units: list[dict], new_tokens: int | None = None, tag: str = ""
+    ) -> list[dict]:
+        """``{"text", "ids", "seconds"}`` per unit (``seconds``: batch time / batch size)."""
+        cfg = self.cfg
+        new = new_tokens or cfg.new_tokens
+        low = min(cfg.min_new_tokens, new)
+        prefix = f"{tag}{method.key}|{cfg.generator}|{cfg.seed}|{new}|{low}|{cfg.batch_size}"
+        table = self.store.table("generations")
+        keys = [f"{prefix}|{u['id']}" for u in units]
+        batches = range(0, len(units), cfg.batch_size)
+        todo = [b for b in batches if any(k not in table for k in keys[b : b + cfg.batch_size])]
+        bar = tqdm(total=len(todo) * cfg.batch_size, desc=f"generate {tag}{method.name}",
+                   unit="text", disable=not self.progress or not todo)  # fmt: skip
+        for b in todo:
+            batch = units[b : b + cfg.batch_size]
+            start = time.perf_counter()
+            outs = generate(
+                self.model, self.tokenizer, [u["prompt"] for u in batch], method.processor(),
+                max_new_tokens=new, top_k=self.wm_config.top_k, top_p=self.wm_config.top_p,
+                seed=cfg.seed + b // cfg.batch_size, min_new_tokens=low,
+            )  # fmt: skip
+            seconds = (time.perf_counter() - start) / len(batch)
+            self.store.put("generations", [
+                {"key": keys[b + i], "text": o.text, "ids": o.token_ids, "seconds": seconds}
+                for i, o in enumerate(outs)
+            ])  # fmt: skip
+            bar.update(len(batch))
+        bar.close()
+        return [table[k] for k in keys]
+
+    # ---- detection --------------------------------------------------------------------------
+
+    def detections(self, method: Method, texts: list[str], chunk: int = 8) -> list[dict]:
+        """Detection dicts (``z``, ``p``, ...; ``seconds`` per text) for ``texts``."""
+        table = self.store.table("detections")
+        keys = [f"{method.detect_key}|{text_hash(t)}" for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts) if k not in table}.items())
+        bar = tqdm(total=len(todo), desc=f"detect {method.name}", unit="text",
+                   disable=not self.progress or not todo)  # fmt: skip
+        for i in range(0, len(todo), chunk):
+            part = todo[i : i + chunk]
+            start = time.perf_counter()
+            results = method.detect([t for _, t in part])
+            seconds = (time.perf_counter() - start) / len(part)
+            self.store.put("detections", [
+                {"key": k, **r, "seconds": seconds} for (k, _), r in zip(part, results)
+            ])  # fmt: skip
+            bar.update(len(part))
+        bar.close()
+        return [table[k] for k in keys]
+
+    # ---- attacks ----------------------------------------------------------------------------
+
+    def attacked(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
+        """``texts`` after ``attack`` (``humans``: the host texts of copy-paste)."""
+        kind, strength, seed = attack["kind"], float(attack["strength"]), self.cfg.seed
+        table = self.store.table("attacks")
+        keys = [f"{kind}|{strength}|{seed}|{text_hash(t)}" for t in texts]
+        if kind == "paraphrase" and any(k not in table for k in keys):
+            outs = atk.paraphrase_texts(
+                texts, strength, self.out / "cache" / "paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.paraphraser), seed=seed,
+            )  # fmt: skip
+            self.store.put("attacks", [{"key": k, "text": o} for k, o in zip(keys, outs)])
+        todo = [i for i, k in enumerate(keys) if k not in table]
+        if todo and kind == "synonym":
+            from data.synonyms import Thesaurus
+
+            thesaurus = Thesaurus.load()
+        records = []
+        for i in todo:
+            if kind == "deletion":
+                new = atk.delete_words(texts[i], strength, seed)
+            elif kind == "synonym":
+                new = atk.substitute_synonyms(texts[i], strength, thesaurus, seed)
+            else:
+                new = atk.copy_paste(texts[i], humans[i], strength, seed)
+            records.append({"key": keys[i], "text": new})
+        self.store.put("attacks", records)
+        return [table[k]["text"] for k in keys]
+
+    # ---- quality ----------------------------------------------------------------------------
+
+    def perplexities(self, prompts: list[str], texts: list[str]) -> list[float]:
+        """Oracle perplexity of each continuation given its prompt (cached)."""
+        table = self.store.table("perplexity")
+        keys = [f"{self.cfg.oracle}|{text_hash(p + chr(0) + t)}" for p, t in zip(prompts, texts)]
+        todo = [i for i, k in enumerate(keys) if k not in table]
+        if todo and self._oracle is None:
+            self._oracle = OraclePerplexity(*load_lm(self.cfg.resolve(self.cfg.oracle)))
+        for i in tqdm(todo, desc="oracle ppl", unit="text", disable=not self.progress):
+            ppl = self._oracle(prompts[i], texts[i])
+            self.store.put("perplexity", [{"key": keys[i], "ppl": ppl}])
+        return [table[k]["ppl"] for k in keys]
+
+    def quality(self, units: list[dict], gens: list[dict]) -> dict:
+        """Perplexity list and mean 1-4-gram repetition of generations."""
+        ppl = self.perplexities([u["prompt"] for u in units], [g["text"] for g in gens])
+        rep = {
+            f"rep{n}": sum(ngram_repetition(g["ids"], n) for g in gens) / max(1, len(gens))
+            for n in (1, 2, 3, 4)
+        }
+        return {"ppl": ppl, **rep, "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens)}
+
+    # ---- one method -------------------------------------------------------------------------
+
+    def evaluate_method(self, method: Method) -> dict:
+        """Quality, detection (no attack and each attack) and timing of one method."""
+        units = self.units
+        gens = self.generations(method, units)
+        out = {"quality": self.quality(units, gens)}
+        out["seconds_per_text"] = sum(g["seconds"] for g in gens) / len(gens)
+        if method.name == "unwatermarked":
+            return out
+        humans = [u["human"] for u in units]
+        neg = self.detections(method, humans)
+        pos = self.detections(method, [g["text"] for g in gens])
+        out["human_z"] = [d["z"] for d in neg]
+        out["seconds_per_detection"] = sum(d["seconds"] for d in neg + pos) / len(neg + pos)
+        out["fpr@p<0.01"] = sum(d["p"] < 0.01 for d in neg) / len(neg)
+        out["tpr@p<0.01"] = sum(d["p"] < 0.01 for d in pos) / len(pos)
+        out["attacks"] = {"none": score_detections(pos, neg)}
+        for attack in self.cfg.attacks:
+            name = f"{attack['kind']}@{attack['strength']}"
+            n = len(gens)
+            if attack["kind"] == "paraphrase" and self.cfg.paraphrase_limit:
+                n = min(n, self.cfg.paraphrase_limit)
+            originals = [g["text"] for g in gens[:n]]
+            texts = self.attacked(attack, originals, humans[:n])
+            out["attacks"][name] = score_detections(self.detections(method, texts), neg)
+            out["attacks"][name]["words_kept"] = words_kept(originals, texts)
+        return out
+
+    def green_share_all(self, method: OursMethod, texts: list[str]) -> float:
+        """|G| / |U + W| for our method: green share of every token, scored or not (cached)."""
+        table = self.store.table("green_all")
+        core = method.wm.core
+        shares = []
+        for text in texts:
+            key = f"{method.key}|{text_hash(text)}"
+            if key not in table:
+                ids = encode_text(core.tokenizer, text)
+                steps = list(range(1, len(ids) + 1))
+                lists = core.green_lists(steps, [ids[: t - 1] for t in steps])
+                green = lists.contains(torch.tensor(ids, dtype=torch.long))[:, 0]
+                self.store.put("green_all", [{"key": key, "share": float(green.float().mean())}])
+            shares.append(table[key]["share"])
+        return sum(shares) / max(1, len(shares))

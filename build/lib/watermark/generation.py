@@ -1,0 +1,123 @@
+"""Convenience watermarked generation: prompts in, continuations out.
+
+:func:`generate` tokenizes a batch of prompts with left padding, runs ``model.generate`` and
+returns only the continuations, decoded with :func:`watermark.text.decode_ids` and cut at the
+first EOS. Our watermark processor applies the sampling filters itself (in its rule's order);
+any other processor (a baseline) runs first and top-k / top-p are passed after it as explicit
+warpers. The built-in warpers are switched off either way, so the order does not depend on the
+transformers version.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList, TopKLogitsWarper, TopPLogitsWarper
+
+from watermark.text import decode_ids
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Generation:
+    """One continuation.
+
+    Attributes:
+        prompt: The prompt text.
+        text: The continuation only (decoded, unstripped).
+        token_ids: Generated ids up to (excluding) the first EOS.
+        watermarked_steps: 1-based steps that were watermarked (empty without a watermark).
+    """
+
+    prompt: str
+    text: str
+    token_ids: list[int]
+    watermarked_steps: list[int]
+
+
+def eos_ids(model: torch.nn.Module, tokenizer: object) -> list[int]:
+    """EOS ids of the model's generation config and the tokenizer."""
+    ids = set()
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for value in eos if isinstance(eos, list | tuple) else [eos]:
+        if value is not None:
+            ids.add(int(value))
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return sorted(ids)
+
+
+@torch.inference_mode()
+def generate(
+    model: torch.nn.Module,
+    tokenizer: object,
+    prompts: Sequence[str],
+    processor: LogitsProcessor | None,
+    max_new_tokens: int = 200,
+    top_k: int = 50,
+    top_p: float = 0.9,
+    do_sample: bool = True,
+    seed: int | None = None,
+    **generate_kwargs: object,
+) -> list[Generation]:
+    """Generates one continuation per prompt in a single left-padded batch.
+
+    Args:
+        model: A causal LM.
+        tokenizer: Its tokenizer.
+        prompts: Prompt texts.
+        processor: The watermark processor (ours, or any other ``LogitsProcessor``), or ``None``
+            for unwatermarked text.
+        max_new_tokens: Number of new tokens per prompt.
+        top_k: Top-k after a baseline processor (0 disables; ours applies its config's).
+        top_p: Nucleus mass after a baseline processor (1 disables; ours applies its config's).
+        do_sample: Sample (True) or greedy.
+        seed: Seed of torch's global RNG before sampling.
+        generate_kwargs: Passed to ``model.generate``.
+
+    Returns:
+        One :class:`Generation` per prompt, in order.
+    """
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    enc = tokenizer(list(prompts), return_tensors="pt", padding=True, padding_side="left")
+    device = next(model.parameters()).device
+    enc = {k: v.to(device) for k, v in enc.items()}
+    processors = LogitsProcessorList()
+    if processor is not None:
+        if hasattr(processor, "reset"):
+            processor.reset()
+        processors.append(processor)
+    filtered = getattr(processor, "applies_sampling_filters", False)
+    if do_sample and top_k > 0 and not filtered:
+        processors.append(TopKLogitsWarper(top_k=top_k))
+    if do_sample and top_p < 1.0 and not filtered:
+        processors.append(TopPLogitsWarper(top_p=top_p))
+    if seed is not None:
+        torch.manual_seed(seed)
+    if do_sample:  # switch off the built-in warpers: ours run after the watermark
+        generate_kwargs = {"top_k": 0, "top_p": 1.0, "temperature": 1.0, **generate_kwargs}
+    out = model.generate(
+        **enc,
+        logits_processor=processors,
+        do_sample=do_sample,
+        max_new_tokens=max_new_tokens,
+        pad_token_id=tokenizer.pad_token_id,
+        **generate_kwargs,
+    )
+    prompt_len = enc["input_ids"].shape[1]
+    stop = set(eos_ids(model, tokenizer))
+    results = []
+    for row, prompt in enumerate(prompts):
+        ids = out[row, prompt_len:].tolist()
+        cut = next((i for i, tok in enumerate(ids) if tok in stop), len(ids))
+        ids = ids[:cut]
+        steps = []
+        if getattr(processor, "keep_record", False):
+            steps = [s for s in processor.record.watermarked_steps(row) if s <= len(ids)]
+        results.append(Generation(prompt, decode_ids(tokenizer, ids), ids, steps))
+    return results

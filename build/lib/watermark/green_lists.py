@@ -1,0 +1,64 @@
+"""`GreenLists`: the public value of a batch of steps' green lists, as the scoring core returns it.
+
+A step's green lists are its mapper signs v > 0 over the D mapper outputs, read through the L
+keyed token maps (one per list: L = 1 except for the tournament's layers): token i is green in
+list l iff ``signs[token_maps[l, i]]``. The detector, the evaluation and the benchmarks use these
+operations only; how the signs were computed (sentence embedder, mapper) stays inside the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class GreenLists:
+    """Green lists of N steps.
+
+    Attributes:
+        signs: Bool (N, D): mapper signs of each step.
+        token_maps: Long (L, V): mapper output each token reads, per list.
+        dim_counts: Long (L, D): how many tokens read each output, per list.
+    """
+
+    signs: torch.Tensor
+    token_maps: torch.Tensor
+    dim_counts: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.signs.shape[0])
+
+    @property
+    def num_lists(self) -> int:
+        """L, the green lists per step."""
+        return int(self.token_maps.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        """V, the LM-head width the lists cover."""
+        return int(self.token_maps.shape[1])
+
+    def select(self, rows: Sequence[int] | torch.Tensor) -> GreenLists:
+        """The green lists of the steps ``rows``."""
+        return GreenLists(self.signs[rows], self.token_maps, self.dim_counts)
+
+    def contains(self, token_ids: torch.Tensor) -> torch.Tensor:
+        """Whether token ``token_ids[n]`` is green at step n, per list: (N,) -> bool (N, L)."""
+        dims = self.token_maps[:, token_ids.to(self.token_maps.device)].T  # (N, L)
+        return self.signs.gather(1, dims.to(self.signs.device))
+
+    def mask(self) -> torch.Tensor:
+        """The full green indicator v_hat: bool (N, L, V)."""
+        return self.signs[:, self.token_maps.to(self.signs.device)]
+
+    def vocab_fraction(self) -> torch.Tensor:
+        """Share of the V tokens that are green, per step and list: float64 (N, L)."""
+        counts = self.dim_counts.to(self.signs.device, torch.float64)
+        return (self.signs.to(torch.float64) @ counts.T) / self.vocab_size
+
+    def green_mass(self, probs: torch.Tensor) -> torch.Tensor:
+        """Probability mass on green tokens under ``probs`` (N, V): float64 (N, L)."""
+        return torch.einsum("nv,nlv->nl", probs.double(), self.mask().double())

@@ -1,0 +1,153 @@
+"""HTML page highlighting scored, tested and green tokens (like the paper's appendix example).
+
+Every token is its own ``<span class="t ...">`` with a thin outline, so token boundaries show
+and the span texts concatenate to the original text. Scored tokens (the set W) hold an inner
+``<span class="g">`` (green) or ``<span class="r">`` (red) by their first green list. Tokens
+that entered the z-test get a solid underline, tokens only scored (repeats left out by
+``unique_tokens`` / ``fresh_only``) a dashed one. With ``opening_steps`` M, tokens at steps
+1..M (green list from the secret opening sentence, no entropy gate) get an overline. Hovering
+a token shows its step, MM entropy and gamma. An optional prompt is shown above each text, and
+a summary table (with the z-test counts) below it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import TypeVar
+
+from watermark.detector import DetectionResult
+
+T = TypeVar("T")
+
+STYLE = """
+body { font-family: Georgia, serif; max-width: 52em; margin: 2em auto; line-height: 1.9; }
+.prompt { border-left: 4px solid #999; background: #f3f3f3; color: #444; padding: 0.4em 1em;
+  margin-bottom: 0.3em; font-style: italic; }
+.prompt .label { font: bold 0.75em sans-serif; text-transform: uppercase; color: #777; }
+.text, .prompt .body { white-space: pre-wrap; }
+.text { border: 1px solid #ccc; padding: 1em; margin-bottom: 0.5em; }
+.t { border: 1px solid #e2e2e2; border-radius: 2px; }
+.t:nth-child(even) { border-color: #c9d3e0; }
+.g { background: #9be39b; } .r { background: #ffb3a7; }
+.t.tested { border-bottom: 2px solid #222; } .t.scored-only { border-bottom: 2px dashed #888; }
+.t.opening { border-top: 2px solid #1565c0; }
+table { border-collapse: collapse; font-family: sans-serif; font-size: 0.85em; }
+td, th { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+.legend { font-family: sans-serif; font-size: 0.9em; } .legend li { margin: 0.2em 0; }
+"""
+
+
+def _at(values: Sequence[T], i: int, default: T) -> T:
+    """``values[i]``, or ``default`` where the per-token list is shorter (hand-built results)."""
+    return values[i] if i < len(values) else default
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _summary(result: DetectionResult) -> str:
+    cells = [
+        ("score", f"{result.score:.3f}"),
+        ("green fraction", f"{result.green_fraction:.3f}"),
+        ("scored / tokens", f"{result.num_scored} / {result.num_tokens}"),
+        ("AWR", f"{result.awr:.3f}"),
+        ("tested", str(result.num_tested)),
+        ("green tested (G)", str(result.num_green_tested)),
+        ("expected green (E[G])", f"{result.expected_green:.2f}"),
+        ("z", f"{result.z_score:.2f}"),
+        ("p-value", f"{result.p_value:.3g}"),
+        ("watermarked", "yes" if result.is_watermarked else "no"),
+    ]
+    if result.reason:
+        cells.append(("reason", result.reason))
+    head = "".join(f"<th>{html.escape(k)}</th>" for k, _ in cells)
+    row = "".join(f"<td>{html.escape(v)}</td>" for _, v in cells)
+    return f"<table class='summary'><tr>{head}</tr><tr>{row}</tr></table>"
+
+
+def _token(result: DetectionResult, i: int, opening_steps: int | None) -> str:
+    """One token's span: classes for its marks, a hover title, the escaped text."""
+    step = i + 1
+    classes, notes = ["t"], [f"step {step}"]
+    if opening_steps is not None and step <= opening_steps:
+        classes.append("opening")
+        notes.append("opening step")
+    notes.append(f"H={_number(_at(result.entropy, i, None))}")
+    if _at(result.scored, i, False):
+        green = _at(result.green, i, False)
+        tested = _at(result.tested, i, False)
+        classes.append("tested" if tested else "scored-only")
+        colour = "g" if green else "r"
+        notes += [
+            f"gamma={_number(_at(result.gamma, i, None), 3)}",
+            "green" if green else "red",
+            f"green bits={_at(result.green_bits, i, int(green))}",
+            "tested" if tested else "scored, not tested",
+        ]
+    else:
+        classes.append("unscored")
+        notes.append("not scored")
+        colour = None
+    title = html.escape(", ".join(notes))
+    text = html.escape(result.tokens[i])
+    if colour:
+        text = f'<span class="{colour}">{text}</span>'
+    return f'<span class="{" ".join(classes)}" title="{title}">{text}</span>'
+
+
+def _sample(marks: str, colour: str | None) -> str:
+    inner = f"<span class='{colour}'>token</span>" if colour else "token"
+    return f"<span class='t {marks}'>{inner}</span>"
+
+
+def _legend(opening_steps: int | None) -> str:
+    items = [
+        ("tested", "g", "scored, green: in the green list of its step"),
+        ("tested", "r", "scored, red: not in the green list"),
+        ("tested", "g", "solid underline: tested (entered the z-test)"),
+        ("scored-only", "g", "dashed underline: only scored, a repeat left out of the test"),
+        ("unscored", None, "no background: not scored (MM entropy below alpha)"),
+    ]
+    if opening_steps is not None:
+        note = "use the secret opening sentence's green list and skip the entropy gate"
+        items.append(("opening tested", "g", f"overline: steps 1..{opening_steps} {note}"))
+    rows = "".join(f"<li>{_sample(m, c)} {html.escape(text)}</li>" for m, c, text in items)
+    hover = "<li>Hover a token to see its step, MM entropy H and gamma (null green chance).</li>"
+    return f"<ul class='legend'>{rows}{hover}</ul>"
+
+
+def _prompt(prompt: str | None) -> str:
+    if not prompt:
+        return ""
+    return (
+        "<div class='prompt'><div class='label'>prompt</div>"
+        f"<div class='body'>{html.escape(prompt)}</div></div>"
+    )
+
+
+def render(
+    results: Sequence[DetectionResult],
+    titles: Sequence[str] | None = None,
+    prompts: Sequence[str | None] | None = None,
+    opening_steps: int | None = None,
+) -> str:
+    """A standalone HTML page for detection results (computed with per-token flags).
+
+    ``prompts[n]``, when a non-empty string, is shown above text n; ``opening_steps`` (the
+    config's M) marks the tokens at steps 1..M.
+    """
+    sections = []
+    for n, result in enumerate(results):
+        title = titles[n] if titles and n < len(titles) and titles[n] else f"Text {n + 1}"
+        prompt = prompts[n] if prompts and n < len(prompts) else None
+        tokens = "".join(_token(result, i, opening_steps) for i in range(len(result.tokens)))
+        body = f"<div class='text'>{tokens}</div>" if tokens else "<p><em>no tokens</em></p>"
+        sections.append(f"<h2>{html.escape(title)}</h2>{_prompt(prompt)}{body}{_summary(result)}")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Watermark detection</title>"
+        f"<style>{STYLE}</style></head><body><h1>Watermark detection</h1>{_legend(opening_steps)}"
+        + "".join(sections)
+        + "</body></html>\n"
+    )

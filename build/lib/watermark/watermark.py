@@ -1,0 +1,274 @@
+"""Loading a watermark: config -> tokenizer, measurement model, embedder, mapper, token map.
+
+:class:`Watermark` bundles everything generation and detection share and checks that the parts
+fit together at load time (embedder width vs mapper input, mapper output vs token map, tokenizer
+vs LM-head width, null model vs MM), failing with a message that names the mismatch. Components
+can be passed in already loaded (tests use tiny random models; the CLI reuses the generator as
+the MM when both names are equal).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+
+import torch
+
+from data.packaged_models import embedder_dim, load_embedder
+from mapper.semantic_mapper import SemanticMapper
+from watermark.config import WatermarkConfig, as_config
+from watermark.core import WatermarkCore
+from watermark.detector import DetectionResult, Detector
+from watermark.generation import Generation, eos_ids, generate
+from watermark.measurement import MeasurementModel, resolve_start_id
+from watermark.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.semantic import SemanticScorer
+from watermark.token_map import build_token_maps
+
+logger = logging.getLogger(__name__)
+
+
+def head_width(model: torch.nn.Module) -> int:
+    """LM-head width (number of logits) of a causal LM."""
+    head = model.get_output_embeddings()
+    if head is not None and getattr(head, "weight", None) is not None:
+        return int(head.weight.shape[0])
+    return int(model.config.vocab_size)
+
+
+def _load_tokenizer(name: str) -> object:
+    from transformers import AutoTokenizer
+
+    from data.packaged_models import resolve_lm  # lazy: converts packaged GGUF models on first use
+
+    return AutoTokenizer.from_pretrained(str(resolve_lm(name)))
+
+
+def _config_vocab(name: str) -> int:
+    """LM-head width from a causal LM's config (no weights are loaded)."""
+    from data.packaged_models import causal_lm_config
+
+    return int(causal_lm_config(name).get_text_config().vocab_size)
+
+
+def check_prompts(prompts: Sequence[str]) -> None:
+    """Raises ``ValueError`` unless every prompt is a string with some non-blank text."""
+    if not prompts:
+        raise ValueError("no prompts given")
+    for n, prompt in enumerate(prompts):
+        if not isinstance(prompt, str):
+            raise ValueError(f"prompt {n} is a {type(prompt).__name__}, not a string")
+        if not prompt.strip():
+            raise ValueError(
+                f"prompt {n} is empty; the model needs some text to continue (a title or a "
+                "first sentence)"
+            )
+
+
+def same_vocabulary(a: object, b: object) -> bool:
+    """Whether two tokenizers map the same strings to the same ids."""
+    return a is b or a.get_vocab() == b.get_vocab()
+
+
+class Watermark:
+    """A loaded watermark: the shared core, a logits processor factory and the detector.
+
+    Use :meth:`load`; the constructor takes ready components.
+    """
+
+    def __init__(self, config: WatermarkConfig, core: WatermarkCore) -> None:
+        self.config = config
+        self.core = core
+        self.tokenizer = core.tokenizer
+        self.detector = Detector(core)
+
+    def __repr__(self) -> str:
+        return f"Watermark({self.config!r})"
+
+    @property
+    def embedder(self) -> object:
+        """The sentence embedder (SE)."""
+        return self.core.semantic.embedder
+
+    @property
+    def mapper(self) -> SemanticMapper:
+        """The semantic mapper (SM)."""
+        return self.core.semantic.mapper
+
+    @property
+    def token_maps(self) -> torch.Tensor:
+        """Long (L, V): the keyed token maps, token id -> mapper output, one per green list."""
+        return self.core.semantic.token_maps
+
+    @classmethod
+    def load(
+        cls,
+        config: WatermarkConfig | str | os.PathLike[str] | None = None,
+        *,
+        tokenizer: object | None = None,
+        generator: torch.nn.Module | None = None,
+        measurement_model: torch.nn.Module | None = None,
+        mm_tokenizer: object | None = None,
+        embedder: object | None = None,
+        mapper: SemanticMapper | None = None,
+    ) -> Watermark:
+        """Loads every component named in the config (or uses the ones passed) and checks them.
+
+        Args:
+            config: A config, a JSON path, or ``None`` for the shipped default.
+            tokenizer: Generator tokenizer (default: loaded from ``config.generator``).
+            generator: The generator model, if loaded; used to check the LM-head width and reused
+                as the MM when ``config.measurement_model == config.generator``.
+            measurement_model: MM model (default: loaded from ``config.measurement_model``).
+            mm_tokenizer: MM tokenizer (default: the generator's when the names are equal).
+            embedder: Sentence-transformers model (default: ``load_embedder(config.embedder)``).
+            mapper: Semantic mapper (default: loaded from ``config.mapper``).
+
+        Raises:
+            ValueError: If the parts do not fit together.
+        """
+        cfg = as_config(config)
+        mapper = mapper if mapper is not None else SemanticMapper.from_pretrained(cfg.mapper_dir())
+        if embedder is None:
+            embedder = load_embedder(cfg.resolve_path(cfg.embedder))
+        e_dim, m_in = embedder_dim(embedder), int(mapper.config.input_dim)
+        if e_dim != m_in:
+            raise ValueError(
+                f"embedder {cfg.embedder!r} outputs {e_dim}-d embeddings but the mapper "
+                f"{cfg.mapper!r} expects input_dim={m_in} (trained with "
+                f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
+            )
+        tokenizer_given = tokenizer is not None
+        if tokenizer is None:
+            tokenizer = _load_tokenizer(cfg.resolve_path(cfg.generator))
+        vocab = cls._vocab_size(cfg, generator, tokenizer_given)
+        if len(tokenizer) > vocab:
+            raise ValueError(
+                f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
+                f"width) is {vocab}; the token map would not cover every token id"
+            )
+        D = int(mapper.config.output_dim)
+        try:
+            token_maps = build_token_maps(cfg.key, vocab, D, cfg.layers, cfg.token_map)
+        except ValueError as err:
+            raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
+        mm = cls._measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab)
+        semantic = SemanticScorer(
+            embedder, mapper, token_maps, batch_size=cfg.embed_batch_size, timer=mm.timer
+        )
+        logger.info(
+            "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s",
+            cfg.generator,
+            vocab,
+            D,
+            cfg.measurement_model,
+            "same" if mm.same_tokenizer else "cross",
+            cfg.embedder,
+        )
+        return cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic))
+
+    @staticmethod
+    def _vocab_size(
+        cfg: WatermarkConfig, generator: torch.nn.Module | None, tokenizer_given: bool
+    ) -> int:
+        """V: checked against the generator's LM head, or its config when loaded by name."""
+        if generator is not None:
+            actual = head_width(generator)
+        elif cfg.vocab_size is None or not tokenizer_given:
+            actual = _config_vocab(cfg.resolve_path(cfg.generator))
+        else:  # components passed in without the generator: the caller vouches for V
+            return int(cfg.vocab_size)
+        if cfg.vocab_size is not None and int(cfg.vocab_size) != actual:
+            raise ValueError(
+                f"config vocab_size={cfg.vocab_size} but the generator {cfg.generator!r} has an "
+                f"LM head of width {actual}; the token map must match the LM head (set "
+                f"vocab_size to {actual}, or to null to read it from the generator)"
+            )
+        return actual
+
+    @staticmethod
+    def _measurement(cfg, tokenizer, generator, model, mm_tokenizer, vocab) -> MeasurementModel:
+        same_name = cfg.measurement_model == cfg.generator
+        if model is None:
+            if same_name and generator is not None:
+                model = generator
+            else:
+                from data.packaged_models import load_lm
+
+                model, loaded_tok = load_lm(cfg.resolve_path(cfg.measurement_model))
+                mm_tokenizer = mm_tokenizer or loaded_tok
+        if mm_tokenizer is None:
+            if not same_name:
+                raise ValueError(
+                    "pass mm_tokenizer together with a measurement_model of another name"
+                )
+            mm_tokenizer = tokenizer
+        same = same_vocabulary(tokenizer, mm_tokenizer)
+        if cfg.null_model == "mm" and (not same or head_width(model) != vocab):
+            raise ValueError(
+                "null_model='mm' needs a measurement model with the generator's tokenizer and "
+                f"LM-head width {vocab}; use null_model='vocab' with {cfg.measurement_model!r}"
+            )
+        start = resolve_start_id(mm_tokenizer, cfg.mm_start_token)
+        return MeasurementModel(model.eval(), mm_tokenizer, tokenizer, same, start)
+
+    def logits_processor(
+        self, record: bool = False, eos_token_ids: Sequence[int] | None = None
+    ) -> AdaptiveWatermarkLogitsProcessor:
+        """A new logits processor for ``model.generate`` (one per concurrent generation)."""
+        return AdaptiveWatermarkLogitsProcessor(
+            self.core, eos_token_ids=eos_token_ids, record=record
+        )
+
+    def generate(
+        self,
+        model: torch.nn.Module,
+        prompts: Sequence[str] | str,
+        max_new_tokens: int = 200,
+        seed: int | None = None,
+        watermark: bool = True,
+        record: bool = True,
+        **kwargs: object,
+    ) -> list[Generation]:
+        """Watermarked continuations of ``prompts`` (rule and top-k / top-p from the config).
+
+        A single string is one prompt. Raises ``ValueError`` for an empty or blank prompt, or
+        ``max_new_tokens < 1``, before any generation work.
+        """
+        prompts = [prompts] if isinstance(prompts, str) else list(prompts)
+        check_prompts(prompts)
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        width = head_width(model)
+        if width != self.core.vocab_size:
+            raise ValueError(
+                f"model LM head has width {width} but the watermark was built for "
+                f"V={self.core.vocab_size}"
+            )
+        processor = None
+        if watermark:
+            processor = self.logits_processor(
+                record=record, eos_token_ids=eos_ids(model, self.tokenizer)
+            )
+        return generate(
+            model,
+            self.tokenizer,
+            prompts,
+            processor,
+            max_new_tokens=max_new_tokens,
+            top_k=self.config.top_k,
+            top_p=self.config.top_p,
+            seed=seed,
+            **kwargs,
+        )
+
+    def detect(self, texts: Sequence[str] | str, progress: bool = False) -> list[DetectionResult]:
+        """Detects the watermark in each text; see :class:`watermark.detector.Detector`."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        for n, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"text {n} is a {type(text).__name__}, not a string")
+        return self.detector.detect(texts, progress=progress)

@@ -1,0 +1,22 @@
+"""Tests for EvalConfig validation errors (watermark.evaluate.config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from watermark.evaluate.config import EvalConfig
+
+
+def test_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text("num_prompt: 3\n")
+    with pytest.raises(ValueError, match="unknown keys"):
+        EvalConfig.load(path)
+    with pytest.raises(ValueError, match="unknown methods"):
+        EvalConfig(methods=["kgw9"])
+    with pytest.raises(ValueError, match="bad attack"):
+        EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
+    with pytest.raises(ValueError, match="oracle"):
+        EvalConfig(oracle="smollm2-135m")

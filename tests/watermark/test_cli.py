@@ -1,0 +1,57 @@
+"""Tests for the watermark CLI: generate, detect and show round trip on tiny models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from watermark.config import WatermarkConfig
+
+
+def test_cli_generate_detect_show(
+    tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path: Path, capsys
+) -> None:
+    from watermark.cli import main
+
+    tiny.gen.save_pretrained(tmp_path / "gen")
+    tiny.gtok.save_pretrained(tmp_path / "gen")
+    tiny.mapper.save_pretrained(tmp_path / "mapper")
+    cfg = WatermarkConfig(
+        mapper="mapper",  # relative to the config file
+        generator="gen",
+        measurement_model="gen",
+        embedder=str(tiny_embedder_dir),
+        key="cli-key",
+        opening_sentence="opening",
+        alpha=1.0,
+        opening_steps=4,
+        top_k=10,
+    ).save(tmp_path / "wm.json")
+    assert main(["generate", "--config", str(cfg), "--prompt", "river city", "--prompt", "bank",
+                 "--max-new-tokens", "10", "--seed", "1"]) == 0  # fmt: skip
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["prompt"] for x in lines] == ["river city", "bank"] and all(
+        "text" in x for x in lines
+    )
+    gen_file = tmp_path / "gen.jsonl"
+    gen_file.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert main(["detect", "--config", str(cfg), "--file", str(gen_file), "--text", ""]) == 0
+    detected = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(detected) == 3 and detected[0]["reason"] == "empty text"  # --text first, then --file
+    for key in (
+        "score",
+        "green_fraction",
+        "num_scored",
+        "awr",
+        "z_score",
+        "p_value",
+        "is_watermarked",
+    ):
+        assert key in detected[1]
+    page = tmp_path / "page.html"
+    assert main(["show", "--config", str(cfg), "--file", str(gen_file), "--out", str(page)]) == 0
+    html = page.read_text()
+    assert html.count('class="g"') + html.count('class="r"') == sum(
+        d["num_scored"] for d in detected[1:]
+    )

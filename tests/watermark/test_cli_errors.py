@@ -1,0 +1,160 @@
+"""Tests for the CLI on user mistakes: one `error:` line on stderr, exit status 2."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from watermark.cli import USAGE_ERROR, UsageError, main
+from watermark.config import WatermarkConfig
+
+
+@pytest.fixture(scope="module")
+def folders(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) -> SimpleNamespace:
+    """Tiny generator and mapper folders and a config file that uses them."""
+    root = tmp_path_factory.mktemp("cli_errors")
+    tiny.gen.save_pretrained(root / "gen")
+    tiny.gtok.save_pretrained(root / "gen")
+    tiny.mapper.save_pretrained(root / "mapper")
+    fields = dict(mapper="mapper", generator="gen", measurement_model="gen",
+                  embedder=str(tiny_embedder_dir), key="k", opening_sentence="opening",
+                  alpha=1.0, opening_steps=4, top_k=10)  # fmt: skip
+    WatermarkConfig(**fields).save(root / "wm.json")
+    return SimpleNamespace(root=root, fields=fields, config=str(root / "wm.json"))
+
+
+def write_config(folders: SimpleNamespace, name: str, **changes: object) -> str:
+    data = {**WatermarkConfig(**folders.fields).to_dict(), **changes}
+    path = folders.root / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def fails(capsys, argv: list[str], *expected: str) -> str:
+    """Runs the CLI, checks status 2, one stderr line (besides progress bars) starting with
+    ``error:`` and holding each of ``expected``, and nothing on stdout."""
+    assert main(argv) == USAGE_ERROR
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip() and "it/s]" not in line]
+    assert out == "" and len(lines) == 1 and lines[0].startswith("error: "), err
+    for part in expected:
+        assert part in lines[0], lines[0]
+    return lines[0]
+
+
+def test_missing_binary_and_malformed_files(folders, tmp_path: Path, capsys) -> None:
+    cfg = ["--config", folders.config]
+    fails(capsys, ["detect", "--file", str(tmp_path / "nope.jsonl"), *cfg], "no such file")
+    binary = tmp_path / "bin.dat"
+    binary.write_bytes(b"\x00\xff\xfe\x80")
+    fails(capsys, ["detect", "--file", str(binary), *cfg], "not UTF-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n\n{"text": oops}\n')
+    fails(capsys, ["detect", "--file", str(bad), *cfg], f"{bad}:3:", "not valid JSON")
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text('{"text": "fine"}\n{"prompt": "no text field"}\n')
+    fails(capsys, ["detect", "--file", str(wrong), *cfg], f"{wrong}:2:", "'text'")
+    fails(capsys, ["generate", "--file", str(wrong), *cfg], f"{wrong}:1:", "'prompt'")
+
+
+def test_config_mistakes_are_reported_before_models_load(
+    folders, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    import watermark.watermark as wm_module
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("models were loaded before the config was checked")
+
+    monkeypatch.setattr(wm_module.Watermark, "load", no_load)
+    text = ["detect", "--text", "some text"]
+    fails(capsys, [*text, "--config", str(tmp_path / "none.json")], "none.json not found")
+    fails(capsys, [*text, "--config", write_config(folders, "a.json", alpha="two")],
+          "alpha must be float or int, got 'two'")  # fmt: skip
+    fails(capsys, [*text, "--config", write_config(folders, "d.json", delta=-1)], "delta")
+    fails(capsys, [*text, "--config", write_config(folders, "u.json", alhpa=2)], "'alhpa'")
+    fails(capsys, [*text, "--config", write_config(folders, "m.json", mapper="no/such")],
+          "mapper folder 'no/such' not found")  # fmt: skip
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"alpha": 2.0,\n "delta": }')
+    fails(capsys, [*text, "--config", str(broken)], f"{broken}:2:", "not valid JSON")
+
+
+def test_vocab_size_mismatch_refuses_detect_and_generate(folders, capsys) -> None:
+    config = write_config(folders, "v.json", vocab_size=999)
+    fails(capsys, ["detect", "--text", "river bank", "--config", config], "vocab_size=999")
+    fails(capsys, ["generate", "--prompt", "river", "--config", config], "vocab_size=999")
+
+
+def test_generator_that_is_not_a_causal_lm_is_refused(folders, tiny_embedder_dir, capsys) -> None:
+    bert = next(p.parent for p in Path(tiny_embedder_dir).rglob("config.json")
+                if "BertModel" in p.read_text())  # fmt: skip
+    config = write_config(folders, "b.json", generator=str(bert), measurement_model=str(bert))
+    fails(capsys, ["detect", "--text", "river bank", "--config", config], "not a causal")
+    fails(capsys, ["generate", "--prompt", "river", "--config", config], "not a causal")
+
+
+def test_bad_generate_arguments(folders, capsys) -> None:
+    cfg = ["--config", folders.config]
+    fails(capsys, ["generate", "--prompt", "", *cfg], "prompt 1 is empty")
+    fails(capsys, ["generate", "--prompt", "river", "--prompt", "  ", *cfg], "prompt 2 is empty")
+    for bad in ("0", "-5", "ten"):
+        fails(capsys, ["generate", "--prompt", "river", "--max-new-tokens", bad, *cfg],
+              "--max-new-tokens")  # fmt: skip
+    fails(capsys, ["generate", *cfg], "nothing to do")
+    fails(capsys, ["detect", "--bogus"], "unrecognized arguments")
+
+
+def test_show_checks_the_output_folder_before_detecting(folders, tmp_path, capsys, monkeypatch):
+    import watermark.watermark as wm_module
+
+    monkeypatch.setattr(wm_module.Watermark, "load", lambda *a, **k: pytest.fail("loaded"))
+    out = tmp_path / "no" / "such" / "page.html"
+    fails(capsys, ["show", "--text", "x", "--out", str(out), "--config", folders.config],
+          "does not exist")  # fmt: skip
+    fails(capsys, ["show", "--text", "x", "--out", str(tmp_path), "--config", folders.config],
+          "is a folder")  # fmt: skip
+
+
+def test_verbose_shows_the_traceback(folders, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file"):
+        main(["-v", "detect", "--file", str(tmp_path / "nope.jsonl")])
+
+
+def test_first_use_conversion_is_logged_by_default(folders, capsys) -> None:
+    main(["detect", "--text", "river", "--config", "/no/such/config.json"])
+    capsys.readouterr()
+    assert logging.getLogger("data.packaged_models").isEnabledFor(logging.INFO)
+
+
+def test_help_shows_defaults_and_an_example(capsys) -> None:
+    for command in ("generate", "detect", "show"):
+        assert main([command, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert f"example:\n  python -m watermark {command}" in out
+    main_help = build_help()
+    assert "(default: 200)" in main_help
+
+
+def build_help() -> str:
+    from watermark.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sub.choices["generate"].format_help()
+
+
+def test_library_prompt_checks(tiny: SimpleNamespace) -> None:
+    wm = tiny.make()
+    outs = wm.generate(tiny.gen, "river bank city", max_new_tokens=3, seed=0)
+    assert len(outs) == 1 and outs[0].prompt == "river bank city"  # a string is one prompt
+    with pytest.raises(ValueError, match="prompt 1 is empty"):
+        wm.generate(tiny.gen, ["river", ""], max_new_tokens=3)
+    for bad in (0, -5, 2.5):
+        with pytest.raises(ValueError, match="max_new_tokens"):
+            wm.generate(tiny.gen, ["river"], max_new_tokens=bad)
+    with pytest.raises(ValueError, match="text 1 is a NoneType"):
+        wm.detect(["river", None])

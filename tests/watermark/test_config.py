@@ -1,0 +1,66 @@
+"""Tests for WatermarkConfig: JSON round trip, rule strengths, defaults (watermark.config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from watermark.config import REPO_ROOT, WatermarkConfig
+
+
+def test_config_json_roundtrip_and_secrets_hidden(tmp_path: Path) -> None:
+    cfg = WatermarkConfig(key="s3cret", opening_sentence="hidden words", alpha=1.5, scaling="paper")
+    path = cfg.save(tmp_path / "wm.json")
+    loaded = WatermarkConfig.load(path)
+    assert loaded == cfg and loaded.source == str(path.resolve())
+    assert "s3cret" not in repr(loaded) and "hidden words" not in repr(loaded)
+    with pytest.raises(ValueError, match="unknown watermark config keys"):
+        WatermarkConfig.from_dict({**cfg.to_dict(), "alhpa": 2})
+    with pytest.raises(ValueError, match="scaling"):
+        WatermarkConfig(scaling="linear", opening_sentence="x")
+
+
+def test_config_rules_strengths_and_cache_views() -> None:
+    base = WatermarkConfig(opening_sentence="x", scaling="additive", bias=3.0, filter_first=True)
+    assert base.strength == 3.0
+    assert WatermarkConfig(opening_sentence="x", scaling="tournament", layers=4).strength == 4
+    assert WatermarkConfig(opening_sentence="x", scaling="paper", delta=0.5).strength == 0.5
+    # generation ignores the strengths of other rules; detection ignores the rule altogether
+    other_delta = WatermarkConfig(**{**base.to_dict(), "delta": 9.0})
+    assert other_delta.generation_dict() == base.generation_dict()
+    assert WatermarkConfig(**{**base.to_dict(), "bias": 1.0}).generation_dict() != (
+        base.generation_dict()
+    )
+    floor = WatermarkConfig(**{**base.to_dict(), "scaling": "floor", "filter_first": False})
+    assert floor.detection_dict() == base.detection_dict()
+    guarded = WatermarkConfig(**{**base.to_dict(), "context_guard": 4})
+    assert guarded.detection_dict() != base.detection_dict()
+    for bad, match in (({"layers": 3}, "layers"), ({"bias": -1.0}, "bias"),
+                       ({"context_guard": -1}, "context_guard")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            WatermarkConfig(opening_sentence="x", **bad)
+
+
+def test_default_config_points_at_committed_mapper(tmp_path: Path, monkeypatch) -> None:
+    cfg = WatermarkConfig.default()
+    assert cfg.mapper == "checkpoints/mapper-minilm" and cfg.generator == "smollm2-135m"
+    assert (cfg.alpha, cfg.delta, cfg.opening_steps, cfg.top_k, cfg.top_p) == (2, 1.5, 50, 50, 0.9)
+    assert (cfg.scaling, cfg.bias, cfg.filter_first, cfg.fresh_only) == ("additive", 2, True, True)
+    # the dataclass defaults are the shipped rule (secrets and paths aside)
+    plain = WatermarkConfig(opening_sentence="x")
+    rule = ("scaling", "bias", "delta", "layers", "filter_first", "context_guard", "fresh_only")
+    assert all(getattr(plain, f) == getattr(cfg, f) for f in rule)
+    monkeypatch.chdir(tmp_path)  # resolution does not depend on the working directory
+    expected = REPO_ROOT / "checkpoints" / "mapper-minilm"
+    if expected.is_dir():
+        assert cfg.mapper_dir() == expected.resolve()
+    else:
+        with pytest.raises(FileNotFoundError, match="mapper-minilm"):
+            cfg.mapper_dir()
+    # a relative path next to a user's config file wins
+    (tmp_path / "cfgdir" / "my-mapper").mkdir(parents=True)
+    user = WatermarkConfig(mapper="my-mapper", opening_sentence="x").save(
+        tmp_path / "cfgdir" / "c.json"
+    )
+    assert WatermarkConfig.load(user).mapper_dir() == (tmp_path / "cfgdir" / "my-mapper").resolve()

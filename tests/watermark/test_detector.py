@@ -1,0 +1,65 @@
+"""Tests for detection with tiny models: unscorable texts, the gate, fast path vs reference."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from tests.helpers import sentences
+from watermark import reference
+
+
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("", "empty text"),
+        ("   \n\t ", "whitespace only"),
+        ("12345 678", "no letters"),
+        ("河流城市议会投票预算学校", "unsupported script"),
+        ("Река городской совет", "unsupported script"),
+    ],
+)
+def test_unscorable_texts(tiny: SimpleNamespace, text: str, reason: str) -> None:
+    result = tiny.make().detect([text])[0]
+    assert (result.num_scored, result.p_value, result.is_watermarked) == (0, 1.0, False)
+    assert result.reason == reason
+    json.dumps(result.to_dict(per_token=True), allow_nan=False)  # never NaN
+
+
+def test_gate_first_m_steps_exactly(tiny: SimpleNamespace) -> None:
+    text = sentences(1, seed=3, length=12)[0]
+    closed = tiny.make(alpha=1e9, opening_steps=5).detect([text])[0]
+    assert closed.scored_steps() == [1, 2, 3, 4, 5]  # exactly M steps, not M + 1
+    assert closed.awr == pytest.approx(5 / 12)
+    assert tiny.make(alpha=-1.0, opening_steps=5).detect([text])[0].num_scored == 12
+    none = tiny.make(alpha=1e9, opening_steps=0, opening_sentence="").detect([text])[0]
+    assert none.num_scored == 0 and none.reason == "no scored tokens" and none.p_value == 1.0
+
+
+@pytest.mark.parametrize(
+    "cross,null,guard,layers,fresh",
+    [(False, "vocab", 0, 1, False), (False, "mm", 0, 1, False), (True, "vocab", 0, 1, False),
+     (False, "vocab", 2, 3, False), (False, "mm", 1, 2, True), (True, "vocab", 3, 1, True)],
+)  # fmt: skip
+def test_fast_detection_matches_reference(
+    tiny: SimpleNamespace, cross: bool, null: str, guard: int, layers: int, fresh: bool
+) -> None:
+    scaling = "tournament" if layers > 1 else "floor"
+    wm = tiny.make(cross=cross, null_model=null, context_guard=guard, layers=layers,
+                   scaling=scaling, fresh_only=fresh)  # fmt: skip
+    texts = sentences(3, seed=7, length=20) + ["river"]
+    fast = wm.detect(texts)
+    for text, res in zip(texts, fast):
+        ref = reference.detect(wm, text)
+        assert res.token_ids == ref.ids
+        assert res.scored == ref.scored
+        assert 0 < sum(res.scored[5:]) < len(res.scored) - 5 or len(res.scored) <= 5  # gate mixes
+        assert res.green == ref.green
+        assert res.score == ref.score
+        assert res.p_value == pytest.approx(ref.p_value, rel=1e-5, abs=1e-12)  # MM float noise
+        for h_fast, h_ref in zip(res.entropy[5:], ref.entropy[5:]):
+            assert h_fast == pytest.approx(h_ref, abs=1e-4)
+    if cross:
+        assert wm.core.measurement.extra_forwards > 0  # boundary re-encodings were exercised

@@ -1,0 +1,55 @@
+"""Tests for batched watermarked generation vs the reference, and generate/detect round trips."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS
+from watermark import reference
+
+
+@pytest.mark.parametrize(
+    "cross,rule", [(False, RULE_CASES[1]), (True, RULE_CASES[1]), (False, RULE_CASES[4]),
+                   (True, RULE_CASES[6])]
+)  # fmt: skip
+def test_greedy_batch_generation_matches_reference(
+    tiny: SimpleNamespace, cross: bool, rule: dict
+) -> None:
+    wm = tiny.make(cross=cross, **rule)
+    proc = wm.logits_processor(record=True)
+    from watermark.generation import generate
+
+    outs = generate(tiny.gen, tiny.gtok, PROMPTS, proc, max_new_tokens=24, do_sample=False)
+    closed = 0
+    for row, (prompt, out) in enumerate(zip(PROMPTS, outs)):
+        ids, steps = reference.generate(wm, tiny.gen, prompt, 24, greedy=True)
+        assert out.token_ids == ids
+        # steps past the text (the one that drew EOS) are not part of it
+        assert out.watermarked_steps == [
+            t for t, s in enumerate(steps, 1) if s.gated and t <= len(ids)
+        ]
+        closed += len(ids) - len(out.watermarked_steps)
+        for decision, ref_step in zip(proc.record.decisions, steps):
+            if ref_step.gated:  # same green list, row by row
+                got = decision.green.select([row]).mask()[0]
+                assert torch.equal(got, ref_step.green)
+    assert closed > 0  # the entropy gate closed at some steps
+
+
+@pytest.mark.parametrize("cross,rule", [(False, RULE_CASES[1]), (True, RULE_CASES[1])] + [
+    (False, rule) for rule in RULE_CASES[2:]])  # fmt: skip
+def test_round_trip_positions(tiny: SimpleNamespace, cross: bool, rule: dict) -> None:
+    wm = tiny.make(cross=cross, **rule)
+    prompts = PROMPTS + ["the price of water", "police said"]
+    outs = wm.generate(tiny.gen, prompts, max_new_tokens=40, seed=3, suppress_tokens=SPECIAL_IDS)
+    results = wm.detect([o.text for o in outs])
+    for out, res in zip(outs, results):
+        assert res.token_ids == out.token_ids  # word-level tokens re-tokenize exactly
+        assert res.scored_steps() == out.watermarked_steps
+    assert sum(len(o.watermarked_steps) for o in outs) > 25
+    # the watermark is visible: green fraction above the null expectation on average
+    wm_green = sum(r.num_green_tested for r in results) - sum(r.expected_green for r in results)
+    assert wm_green > 0

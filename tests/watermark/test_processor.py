@@ -1,0 +1,76 @@
+"""Tests for the logits processor inside model.generate: per-step output vs reference, reuse."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS
+from watermark import reference
+
+
+class Tap(LogitsProcessor):
+    """Records the scores it sees, per step."""
+
+    def __init__(self) -> None:
+        self.seen: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        self.seen.append(scores.clone())
+        return scores
+
+
+@pytest.mark.parametrize("rule", RULE_CASES)
+def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: dict) -> None:
+    """At every step of a sampled batch the processor's output equals the reference's."""
+    wm = tiny.make(**rule)
+    before, after = Tap(), Tap()
+    processors = LogitsProcessorList([before, wm.logits_processor(), after])
+    enc = tiny.gtok(PROMPTS, return_tensors="pt", padding=True, padding_side="left")
+    torch.manual_seed(0)
+    out = tiny.gen.generate(**enc, logits_processor=processors, do_sample=True, top_k=0,
+                            top_p=1.0, max_new_tokens=24, suppress_tokens=SPECIAL_IDS)  # fmt: skip
+    gen = out[:, enc["input_ids"].shape[1] :]
+    eos = tiny.gtok.eos_token_id
+    gated = guarded = 0
+    for t, (raw, got) in enumerate(zip(before.seen, after.seen), start=1):
+        for row in range(len(PROMPTS)):
+            prefix = gen[row, : t - 1].tolist()
+            if eos in prefix:
+                continue
+            step = reference.step(wm, prefix)
+            gated += step.gated
+            guarded += reference.repeated(prefix, wm.config.context_guard)
+            want = reference.sampling_logits(raw[row], step, wm.config, prefix, {eos})
+            assert torch.equal(torch.isfinite(got[row]), torch.isfinite(want))
+            finite = torch.isfinite(want)
+            assert torch.allclose(got[row][finite], want[finite], atol=1e-4)
+    assert gated > 10
+    assert guarded > 0 or wm.config.context_guard == 0
+
+
+def test_processor_with_model_generate_and_reuse(tiny: SimpleNamespace) -> None:
+    from transformers import LogitsProcessorList
+
+    wm = tiny.make()
+    proc = wm.logits_processor(record=True)
+    enc = tiny.gtok(PROMPTS, return_tensors="pt", padding=True, padding_side="left")
+    for seed, new in ((0, 12), (1, 9)):
+        torch.manual_seed(seed)
+        out = tiny.gen.generate(
+            **enc,
+            logits_processor=LogitsProcessorList([proc]),
+            do_sample=True,
+            top_k=10,
+            top_p=0.9,
+            max_new_tokens=new,
+            suppress_tokens=SPECIAL_IDS,
+        )
+        assert proc.record.prompt_length == enc["input_ids"].shape[1]  # a new generation was seen
+        assert [d.step for d in proc.record.decisions] == list(range(1, new + 1))
+        assert out.shape[1] == enc["input_ids"].shape[1] + new
+    with pytest.raises(ValueError, match="width"):
+        proc(enc["input_ids"], torch.zeros(3, len(tiny.gtok) + 1))
