@@ -129,6 +129,14 @@ class Watermark:
             ValueError: If the parts do not fit together.
         """
         cfg = as_config(config)
+        vocab = cls._vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
+        if tokenizer is None:
+            tokenizer = _load_tokenizer(cfg.resolve_path(cfg.generator))
+        if len(tokenizer) > vocab:
+            raise ValueError(
+                f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
+                f"width) is {vocab}; the token map would not cover every token id"
+            )
         mapper = mapper if mapper is not None else SemanticMapper.from_pretrained(cfg.mapper_dir())
         if embedder is None:
             embedder = load_embedder(cfg.resolve_path(cfg.embedder))
@@ -138,15 +146,6 @@ class Watermark:
                 f"embedder {cfg.embedder!r} outputs {e_dim}-d embeddings but the mapper "
                 f"{cfg.mapper!r} expects input_dim={m_in} (trained with "
                 f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
-            )
-        tokenizer_given = tokenizer is not None
-        if tokenizer is None:
-            tokenizer = _load_tokenizer(cfg.resolve_path(cfg.generator))
-        vocab = cls._vocab_size(cfg, generator, tokenizer_given)
-        if len(tokenizer) > vocab:
-            raise ValueError(
-                f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
-                f"width) is {vocab}; the token map would not cover every token id"
             )
         D = int(mapper.config.output_dim)
         try:

@@ -64,3 +64,44 @@ def test_default_config_points_at_committed_mapper(tmp_path: Path, monkeypatch) 
         tmp_path / "cfgdir" / "c.json"
     )
     assert WatermarkConfig.load(user).mapper_dir() == (tmp_path / "cfgdir" / "my-mapper").resolve()
+
+
+def test_dataclass_defaults_are_the_shipped_default() -> None:
+    assert WatermarkConfig() == WatermarkConfig.default()
+    assert WatermarkConfig().to_dict() == WatermarkConfig.default().to_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"alpha": "two"}, "alpha must be float or int, got 'two'"),
+        ({"opening_steps": 2.5}, "opening_steps must be int"),
+        ({"fresh_only": 1}, "fresh_only must be bool"),
+        ({"top_k": True}, "top_k must be int"),
+        ({"vocab_size": "49152"}, "vocab_size must be int or null"),
+        ({"mapper": None}, "mapper must be str"),
+        ({"allowed_scripts": "LATIN"}, "allowed_scripts must be list"),
+        ({"allowed_scripts": []}, "allowed_scripts must be a non-empty list"),
+        ({"embed_batch_size": 0}, "embed_batch_size must be >= 1"),
+        ({"vocab_size": 0}, "vocab_size must be >= 1"),
+        ({"delta": -1.0}, "delta and bias must be > 0"),
+    ],
+)
+def test_types_and_ranges_are_checked_when_read(change: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        WatermarkConfig(**change)
+
+
+def test_load_names_the_file_and_line(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not found"):
+        WatermarkConfig.load(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n "alpha": 2.0,\n "delta": oops\n}')
+    with pytest.raises(ValueError, match=r"bad.json:3: not valid JSON"):
+        WatermarkConfig.load(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="JSON object"):
+        WatermarkConfig.load(bad)
+    bad.write_text('{"alpha": "two"}')
+    with pytest.raises(ValueError, match=r"bad.json: invalid watermark config: alpha"):
+        WatermarkConfig.load(bad)
