@@ -31,6 +31,8 @@ EXAMPLES = {
     "generate": "python -m watermark generate --prompt 'The storm hit the coast.' > gen.jsonl",
     "detect": "python -m watermark detect --file gen.jsonl",
     "show": "python -m watermark show --file gen.jsonl --out page.html",
+    "detect-corpus": "python -m watermark detect-corpus --input docs.jsonl --output scores.jsonl "
+    "--devices 2 --accelerator cpu",
 }
 
 
@@ -95,15 +97,20 @@ def _config(args: argparse.Namespace):
     return cfg
 
 
-def _load(cfg, with_generator: bool = False):
+def _load(cfg, args: argparse.Namespace, with_generator: bool = False):
+    from watermark.parts import DTYPES, resolve_device
     from watermark.watermark import Watermark
 
+    device = resolve_device(args.device)
     if not with_generator:
-        return Watermark.load(cfg), None
+        return Watermark.load(cfg, device=device, dtype=args.dtype), None
     from data.packaged_models import load_lm
 
-    model, tokenizer = load_lm(cfg.resolve_path(cfg.generator))
-    return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model
+    dtype = DTYPES[args.dtype or cfg.compute_dtype]
+    model, tokenizer = load_lm(cfg.resolve_path(cfg.generator), dtype=dtype)
+    model = model.to(device)
+    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model, device=device, dtype=args.dtype)
+    return wm, model
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -113,7 +120,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for n, prompt in enumerate(prompts):
         if not prompt.strip():
             raise UsageError(f"prompt {n + 1} is empty; give some text for the model to continue")
-    wm, model = _load(_config(args), with_generator=True)
+    wm, model = _load(_config(args), args, with_generator=True)
     batches = range(0, len(prompts), args.batch_size)
     for b, start in enumerate(tqdm(batches, desc="generate", unit="batch", file=sys.stderr)):
         batch = prompts[start : start + args.batch_size]
@@ -133,7 +140,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
     texts = [row["text"] for row in _inputs(args.text, args.file, "text")]
-    wm, _ = _load(_config(args))
+    wm, _ = _load(_config(args), args)
     for result in wm.detect(texts, progress=True):
         _emit(result.to_dict(per_token=args.per_token))
     return 0
@@ -149,7 +156,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     cfg = _config(args)
     from watermark.page import render
 
-    wm, _ = _load(cfg)
+    wm, _ = _load(cfg, args)
     results = wm.detect([row["text"] for row in rows], progress=True)
     page = render(
         results, prompts=[row.get("prompt") for row in rows], opening_steps=cfg.opening_steps
@@ -158,6 +165,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     for result in results:
         _emit(result.to_dict())
     print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_detect_corpus(args: argparse.Namespace) -> int:
+    _config(args)  # checked before any process starts
+    try:
+        from watermark.corpus import detect_corpus
+    except ImportError as err:
+        raise ImportError(
+            f"detect-corpus needs lightning and datasets ({err}); pip install '.[bulk]'"
+        ) from err
+    summary = detect_corpus(args.input, args.output, field=args.field, config=args.config,
+                            accelerator=args.accelerator, devices=args.devices,
+                            num_nodes=args.num_nodes, shard_size=args.shard_size,
+                            dtype=args.dtype, per_token=args.per_token)  # fmt: skip
+    if summary:
+        _emit(summary)
     return 0
 
 
@@ -201,6 +225,16 @@ def _subparser(sub, name: str, helptext: str, func) -> argparse.ArgumentParser:
     return p
 
 
+def _device_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
+    p.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16", "float16"],
+        help="compute dtype of the models (default: the config's compute_dtype); detect with "
+        "the dtype the text was generated with",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m watermark``."""
     parser = Parser(
@@ -220,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--batch-size", type=positive_int, default=8, help="prompts per batch")
     gen.add_argument("--no-watermark", action="store_true", help="generate without watermark")
     gen.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _device_options(gen)
 
     for name, func, helptext in (
         ("detect", cmd_detect, "detect the watermark in texts"),
@@ -229,10 +264,24 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--text", action="append", help="a text (repeatable)")
         p.add_argument("--file", help="JSONL file with a 'text' field per line ('-' = stdin)")
         p.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+        _device_options(p)
         if name == "detect":
             p.add_argument("--per-token", action="store_true", help="add per-token flags")
         else:
             p.add_argument("--out", default="watermark.html", help="HTML file to write")
+    bulk = _subparser(sub, "detect-corpus", "detect a whole corpus on several devices or nodes "
+                      "(Lightning), resumable", cmd_detect_corpus)  # fmt: skip
+    bulk.add_argument("--input", required=True, help="JSONL or Parquet file")
+    bulk.add_argument("--output", required=True, help="JSONL file, one result per input row")
+    bulk.add_argument("--field", default="text", help="column holding the texts")
+    bulk.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    bulk.add_argument("--accelerator", default="auto", choices=["auto", "cpu", "gpu"])
+    bulk.add_argument("--devices", type=positive_int, default=1, help="processes per node")
+    bulk.add_argument("--num-nodes", type=positive_int, default=1, help="nodes")
+    bulk.add_argument("--shard-size", type=positive_int, default=64, help="rows per shard")
+    bulk.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
+                      help="compute dtype (default: the config's)")  # fmt: skip
+    bulk.add_argument("--per-token", action="store_true", help="add per-token flags")
     return parser
 
 
@@ -247,7 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    logging.getLogger("data.packaged_models").setLevel(logging.INFO)  # first-use conversions
+    for name in ("data.packaged_models", "watermark.corpus"):  # first-use work, resumes
+        logging.getLogger(name).setLevel(logging.INFO)
     try:
         return int(args.func(args))
     except (ValueError, OSError, ImportError) as err:

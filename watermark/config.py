@@ -29,9 +29,16 @@ STRENGTH_FIELD = {"paper": "delta", "floor": "delta", "additive": "bias", "tourn
 SCALINGS = tuple(STRENGTH_FIELD)  # the strength rules, see watermark.rules
 TOKEN_MAPS = ("keyed", "identity")
 NULL_MODELS = ("vocab", "mm")
-# fields added after others were cached: left out of the cache views while off, so that
-# earlier cached results keep their keys
-LATER_FIELDS_OFF = {"fresh_only": False}
+# fields added after results were cached, at the values that leave those results unchanged
+# (fresh_only off; the long-text limits never reached by texts of <= 512 tokens): left out of
+# the cache views at these values, so that earlier cached results keep their keys
+LATER_FIELDS_OFF = {
+    "fresh_only": False,
+    "mm_window": 2048,
+    "embed_prefix_tokens": 512,
+    "compute_dtype": "float32",
+}
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
 # JSON types of the fields (bool is not an int here; an int is a float)
 FIELD_TYPES: dict[str, tuple[type, ...]] = {
@@ -47,6 +54,8 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "top_k": (int,),
     "context_guard": (int,),
     "embed_batch_size": (int,),
+    "mm_window": (int,),
+    "embed_prefix_tokens": (int,),
     "filter_first": (bool,),
     "fresh_only": (bool,),
     "unique_tokens": (bool,),
@@ -100,6 +109,15 @@ class WatermarkConfig:
         unique_tokens: Count each token id once (its first scored occurrence) in the z-test.
         target_fpr: False-positive rate of ``is_watermarked`` (``p_value < target_fpr``).
         embed_batch_size: Batch size of the sentence embedder.
+        mm_window: W: the MM sees at most the last W-1 generated tokens, cut at multiples of W/2
+            (see :func:`watermark.measurement.window_start`); texts shorter than W are not cut.
+        embed_prefix_tokens: P: the SE embeds at most the first P generated tokens of a prefix
+            (MiniLM reads only 256 word pieces anyway), so long texts cost one embedding per
+            step up to P and one for all later steps.
+        compute_dtype: dtype of the MM and the SE (``float32``, ``bfloat16``, ``float16``);
+            bfloat16 roughly halves their CPU time on CPUs with bfloat16 units, and moves the
+            entropies and embeddings slightly, so texts are detected with the dtype they were
+            generated with. The mapper always runs in float32.
         allowed_scripts: Unicode scripts (first word of the character name) the detector accepts;
             texts whose letters are mostly in other scripts are not scored.
     """
@@ -128,6 +146,9 @@ class WatermarkConfig:
     unique_tokens: bool = True
     target_fpr: float = 0.01
     embed_batch_size: int = 32
+    mm_window: int = 2048
+    embed_prefix_tokens: int = 512
+    compute_dtype: str = "float32"
     allowed_scripts: list[str] = field(default_factory=lambda: ["LATIN"])
     source: str | None = field(default=None, repr=False, compare=False)
 
@@ -163,6 +184,13 @@ class WatermarkConfig:
             problems.append("key must be a non-empty string")
         if self.vocab_size is not None and self.vocab_size < 1:
             problems.append(f"vocab_size must be >= 1 or null, got {self.vocab_size}")
+        if self.compute_dtype not in COMPUTE_DTYPES:
+            problems.append(f"compute_dtype must be one of {COMPUTE_DTYPES}")
+        if self.mm_window < 2 or self.embed_prefix_tokens < 1:
+            problems.append(
+                f"need mm_window >= 2 and embed_prefix_tokens >= 1, got {self.mm_window}, "
+                f"{self.embed_prefix_tokens}"
+            )
         if self.embed_batch_size < 1:
             problems.append(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
         if not self.allowed_scripts or not all(isinstance(x, str) for x in self.allowed_scripts):

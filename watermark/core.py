@@ -28,7 +28,7 @@ import torch
 
 from watermark.config import WatermarkConfig
 from watermark.green_lists import GreenLists
-from watermark.measurement import MeasurementModel, MMGenerationState, entropy_from_logits
+from watermark.measurement import MeasurementModel, MMGenerationState
 from watermark.rules import apply_rule
 from watermark.semantic import SemanticScorer
 from watermark.text import decode_ids
@@ -90,12 +90,10 @@ class TextGate:
     Attributes:
         entropy: Float (T,): MM entropy per step (NaN where not needed).
         gated: Bool (T,): steps in the scored set W.
-        mm_logits: Float (T, V_mm) MM logits of every step when requested, else None.
     """
 
     entropy: torch.Tensor
     gated: torch.Tensor
-    mm_logits: torch.Tensor | None
 
 
 class WatermarkCore:
@@ -147,10 +145,11 @@ class WatermarkCore:
         return ((steps <= self.opening_steps) | (entropies >= self.config.alpha)) & ~repeated
 
     def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
-        """The text the SE embeds at step t: the opening sentence for t <= M, else S_{0:t-1}."""
+        """The text the SE embeds at step t: the opening sentence for t <= M, else the decoded
+        prefix S_{0:t-1} cut to its first P = ``embed_prefix_tokens`` tokens."""
         if step <= self.opening_steps:
             return self.config.opening_sentence
-        return decode_ids(self.tokenizer, prefix_ids)
+        return decode_ids(self.tokenizer, prefix_ids[: self.config.embed_prefix_tokens])
 
     def _opening_signs(self) -> torch.Tensor:
         """Mapper signs of the opening sentence, bool (D,), computed once."""
@@ -159,27 +158,38 @@ class WatermarkCore:
         return self._opening
 
     def green_lists(
-        self, steps: Sequence[int], prefixes: Sequence[Sequence[int]], progress: bool = False
+        self, steps: Sequence[int], texts: Sequence[Sequence[int]], progress: bool = False
     ) -> GreenLists:
-        """The green lists of many (step, prefix) pairs, embedding the prefixes in batches.
+        """The green lists of many steps, embedding each distinct SE input once, in batches.
 
         Args:
             steps: 1-based steps t.
-            prefixes: The generated prefixes S_{0:t-1} (generator ids), one per step.
+            texts: Per step, the generated ids of its text (at least t - 1 of them; the prefix
+                S_{0:t-1} is their start). Steps of one text may share one list object.
             progress: Show an embedding progress bar on stderr.
 
         Returns:
             Green lists of N = len(steps) steps.
         """
-        signs = torch.zeros(len(steps), self.semantic.num_dims, dtype=torch.bool)
+        signs = self.semantic.no_signs(len(steps))
         fixed = self.fixed_semantics
         late = [i for i, t in enumerate(steps) if t > self.opening_steps and not fixed]
         early = [i for i, t in enumerate(steps) if t <= self.opening_steps or fixed]
         if early:
             signs[early] = self._opening_signs()
         if late:
-            texts = [self.embedding_input(steps[i], prefixes[i]) for i in late]
-            signs[late] = self.semantic.green_lists(texts, progress=progress).signs
+            cap = self.config.embed_prefix_tokens
+            inputs: dict[tuple[int, int], str] = {}  # (text, prefix length) -> SE input
+            keys = []
+            for i in late:
+                key = (id(texts[i]), min(steps[i] - 1, cap))
+                if key not in inputs:
+                    inputs[key] = self.embedding_input(steps[i], texts[i][: key[1]])
+                keys.append(key)
+            unique = sorted(set(inputs.values()))
+            row = {text: n for n, text in enumerate(unique)}
+            found = self.semantic.green_lists(unique, progress=progress).signs
+            signs[late] = found[[row[inputs[k]] for k in keys]]
         return self.semantic.from_signs(signs)
 
     def with_fixed_semantics(self) -> WatermarkCore:
@@ -216,7 +226,7 @@ class WatermarkCore:
         repeated = repeated_context(gen, self.config.context_guard).cpu()
         gated = self.gate(steps, entropy, repeated) & active.cpu()
         rows = [int(r) for r in torch.nonzero(gated).flatten()]
-        signs = torch.zeros(batch, self.semantic.num_dims, dtype=torch.bool)
+        signs = self.semantic.no_signs(batch)
         if rows:
             gen_cpu = gen.cpu()
             lists = self.green_lists([step] * len(rows), [gen_cpu[r].tolist() for r in rows])
@@ -244,20 +254,24 @@ class WatermarkCore:
             neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
         )
 
-    def text_gate(self, ids: Sequence[int], all_logits: bool = False) -> TextGate:
-        """Gate of every step of one text of T generator tokens (one MM forward).
+    def text_gate(self, ids: Sequence[int], progress: bool = False) -> TextGate:
+        """Gate of every step of one text of T generator tokens (one streamed MM pass).
 
         Args:
             ids: Generator token ids s_1..s_T.
-            all_logits: Also return MM logits for every step (for the ``mm`` null model).
+            progress: Show a progress bar over the text's steps.
         """
         T = len(ids)
         entropy = torch.full((T,), float("nan"))
-        steps = list(range(1, T + 1)) if all_logits else list(range(self.opening_steps + 1, T + 1))
-        logits = None
+        steps = list(range(self.opening_steps + 1, T + 1))
         if steps:
-            logits = self.measurement.text_logits(ids, steps)
-            entropy[torch.tensor(steps) - 1] = entropy_from_logits(logits)
+            entropy[self.opening_steps :] = self.measurement.text_entropies(ids, steps, progress)
         repeated = repeated_steps(ids, self.config.context_guard)
         gated = self.gate(torch.arange(1, T + 1), entropy, repeated)
-        return TextGate(entropy=entropy, gated=gated, mm_logits=logits if all_logits else None)
+        return TextGate(entropy=entropy, gated=gated)
+
+    def null_green_mass(
+        self, ids: Sequence[int], steps: Sequence[int], lists: GreenLists
+    ) -> torch.Tensor:
+        """The ``mm`` null: MM probability mass on each step's green lists, float64 (N, L)."""
+        return self.measurement.text_green_mass(ids, steps, lists)

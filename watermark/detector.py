@@ -33,6 +33,7 @@ from watermark.green_lists import GreenLists
 from watermark.stats import green_test
 from watermark.text import decode_ids, encode_text, unsupported_reason
 
+LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 SUMMARY_FIELDS = (
     "score",
     "green_fraction",
@@ -113,16 +114,22 @@ class DetectionResult:
         return {k: data[k] for k in SUMMARY_FIELDS}
 
 
-def token_pieces(tokenizer: object, ids: Sequence[int]) -> list[str]:
-    """Text piece of each token such that the pieces concatenate to ``decode_ids(ids)``."""
-    pieces, previous = [], ""
+def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> list[str]:
+    """Text piece of each token: the text it adds after the ``context`` tokens before it.
+
+    Decoding a short window instead of the whole prefix keeps this linear in the text length;
+    the pieces concatenate to ``decode_ids(ids)`` except where a multi-byte character is split
+    across tokens (that token is then shown on its own).
+    """
+    pieces = []
     for t in range(1, len(ids) + 1):
-        text = decode_ids(tokenizer, ids[:t])
+        start = max(0, t - 1 - context)
+        previous = decode_ids(tokenizer, ids[start : t - 1])
+        text = decode_ids(tokenizer, ids[start:t])
         if text.startswith(previous):
             pieces.append(text[len(previous) :])
         else:  # a partial multi-byte character resolved: show the token on its own
             pieces.append(decode_ids(tokenizer, ids[t - 1 : t]))
-        previous = text
     return pieces
 
 
@@ -164,25 +171,30 @@ class Detector:
         for start in range(0, len(ids_list), chunk_size):
             chunk = range(start, min(start + chunk_size, len(ids_list)))
             results.extend(
-                self._chunk([list(ids_list[i]) for i in chunk], [reasons[i] for i in chunk])
+                self._chunk(
+                    [list(ids_list[i]) for i in chunk], [reasons[i] for i in chunk], progress
+                )
             )
             bar.update(len(chunk))
         bar.close()
         return results
 
-    def _chunk(self, ids_list: list[list[int]], reasons: list[str | None]) -> list[DetectionResult]:
-        core, use_mm = self.core, self.config.null_model == "mm"
+    def _chunk(
+        self, ids_list: list[list[int]], reasons: list[str | None], progress: bool
+    ) -> list[DetectionResult]:
+        core = self.core
         gates = {}
-        steps, prefixes, owner = [], [], []
+        steps, texts, owner = [], [], []
+        long = progress and sum(map(len, ids_list)) >= LONG_TEXT  # show progress within texts
         for n, ids in enumerate(ids_list):
             if reasons[n] is not None or not ids:
                 continue
-            gates[n] = core.text_gate(ids, all_logits=use_mm)
+            gates[n] = core.text_gate(ids, progress=long)
             for t in torch.nonzero(gates[n].gated).flatten().add(1).tolist():
                 steps.append(t)
-                prefixes.append(ids[: t - 1])
+                texts.append(ids)
                 owner.append(n)
-        lists = core.green_lists(steps, prefixes)
+        lists = core.green_lists(steps, texts, progress=long)
         results = []
         for n, ids in enumerate(ids_list):
             if n not in gates:
@@ -200,11 +212,11 @@ class Detector:
         core, cfg = self.core, self.config
         T = len(ids)
         tokens = torch.tensor([ids[t - 1] for t in steps], dtype=torch.long)
-        green_scored = lists.contains(tokens)  # (N, L)
-        vocab = lists.vocab_fraction()  # (N, L)
+        green_scored = lists.contains(tokens).cpu()  # (N, L)
+        vocab = lists.vocab_fraction().cpu()  # (N, L)
         gammas = vocab
         if cfg.null_model == "mm" and steps:
-            gammas = lists.green_mass(torch.softmax(gate.mm_logits[torch.tensor(steps) - 1], -1))
+            gammas = core.null_green_mass(ids, steps, lists).cpu()
         scored = [False] * T
         green = [False] * T
         green_bits = [0] * T

@@ -11,8 +11,15 @@ and the gate entropy H_t is the entropy (nats) of the MM's next-token distributi
 context. ``start`` is ``mm_start_token`` of the config, else the MM tokenizer's BOS, else its EOS:
 the MM never sees the prompt, and at step 1 (empty prefix) it conditions on ``start`` alone.
 
-Fast paths: detection runs the MM once over the longest context and reads every prefix's logits
-from it (cross tokenizer: a prefix whose re-encoding is not a prefix of the full encoding, which
+Long texts (the window W = ``mm_window``): a context body of n tokens (after ``start``) is cut to
+its tokens from :func:`window_start` on, a multiple of W/2 chosen so that W/2 <= kept < W once
+n >= W. Texts shorter than W are never cut. The rule bounds the MM's memory and cost per step
+and is applied identically by generation (the KV cache restarts when the window moves), detection
+and the reference.
+
+Fast paths: detection streams the MM over each window segment in chunks of ``chunk`` tokens with
+a KV cache, keeping entropies (or green mass) rather than logits, so memory does not grow with
+the text (cross tokenizer: a prefix whose re-encoding is not a prefix of the segment's, which
 happens at some token boundaries, gets its own forward). Generation keeps a KV cache per batch
 (same tokenizer) or per row (cross tokenizer, cropped back to the common prefix when re-encoding
 changes earlier MM tokens).
@@ -20,10 +27,12 @@ changes earlier MM tokens).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
+from torch import Tensor
 
+from watermark.green_lists import GreenLists
 from watermark.text import decode_ids, encode_text
 from watermark.timer import StageTimer
 
@@ -32,6 +41,14 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     """Shannon entropy in nats of softmax(logits) along the last axis, computed in float32."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     return -(logp.exp() * logp).nan_to_num(0.0).sum(-1)
+
+
+def window_start(n: int, window: int) -> int:
+    """First kept index of a context body of ``n`` tokens under window W (0: nothing cut)."""
+    if window <= 0 or n < window:
+        return 0
+    half = window // 2
+    return ((n - window) // half + 1) * half
 
 
 def resolve_start_id(tokenizer: object, token: str | None) -> int:
@@ -58,6 +75,9 @@ class MeasurementModel:
         gen_tokenizer: The generator's tokenizer (to decode prefixes in cross-tokenizer mode).
         same_tokenizer: Whether generator ids can be fed to the MM directly.
         start_id: Token id of the empty-prefix context.
+        timer: Adds the MM's time to stage ``mm``.
+        window: W of the long-text rule (0: never cut).
+        chunk: Tokens per forward when detection streams a segment.
     """
 
     def __init__(
@@ -68,6 +88,8 @@ class MeasurementModel:
         same_tokenizer: bool,
         start_id: int,
         timer: StageTimer | None = None,
+        window: int = 0,
+        chunk: int = 256,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -75,20 +97,24 @@ class MeasurementModel:
         self.same_tokenizer = same_tokenizer
         self.start_id = int(start_id)
         self.timer = timer or StageTimer()
+        self.window = int(window)
+        self.chunk = int(chunk)
         self.extra_forwards = 0
 
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def context_ids(self, prefix_ids: Sequence[int]) -> list[int]:
-        """MM context for a generated prefix S_{0:t-1} (generator ids)."""
+    def body_ids(self, prefix_ids: Sequence[int]) -> list[int]:
+        """MM tokens of a generated prefix S_{0:t-1} (generator ids), before the window."""
         if self.same_tokenizer:
-            return [self.start_id, *map(int, prefix_ids)]
-        return [
-            self.start_id,
-            *encode_text(self.tokenizer, decode_ids(self.gen_tokenizer, prefix_ids)),
-        ]
+            return [int(i) for i in prefix_ids]
+        return encode_text(self.tokenizer, decode_ids(self.gen_tokenizer, prefix_ids))
+
+    def context_ids(self, prefix_ids: Sequence[int]) -> list[int]:
+        """MM context for a generated prefix S_{0:t-1}: ``[start]`` + the windowed body."""
+        body = self.body_ids(prefix_ids)
+        return [self.start_id, *body[window_start(len(body), self.window) :]]
 
     @torch.inference_mode()
     def _logits(self, ids: Sequence[int]) -> torch.Tensor:
@@ -97,34 +123,93 @@ class MeasurementModel:
             x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
             return self.model(input_ids=x, use_cache=False).logits[0].float().cpu()
 
-    def text_logits(self, gen_ids: Sequence[int], steps: Sequence[int]) -> torch.Tensor:
-        """MM next-token logits for the given steps of one generated text (detection path).
+    @torch.inference_mode()
+    def _stream(self, ids: list[int], positions: list[int]) -> Iterator[tuple[list[int], Tensor]]:
+        """Logits at ``positions`` (sorted) of one forward over ``ids``, ``chunk`` tokens at a time.
+
+        Yields ``(indices into positions, float32 logits (k, V_mm))`` per chunk.
+        """
+        cache, done, pos = None, 0, 0
+        while pos < len(positions):
+            end = min(len(ids), done + self.chunk)
+            take = []
+            while pos < len(positions) and positions[pos] < end:
+                take.append(pos)
+                pos += 1
+            keep = torch.tensor([positions[i] - done for i in take], dtype=torch.long)
+            with self.timer.stage("mm"):
+                x = torch.tensor([ids[done:end]], dtype=torch.long, device=self.device)
+                out = self.model(input_ids=x, past_key_values=cache, use_cache=True,
+                                 logits_to_keep=keep.to(self.device) if take else 1)  # fmt: skip
+            cache, done = out.past_key_values, end
+            if take:
+                yield take, out.logits[0].float().cpu()
+
+    def step_logits(
+        self, gen_ids: Sequence[int], steps: Sequence[int], progress: bool = False
+    ) -> Iterator[tuple[list[int], Tensor]]:
+        """MM next-token logits of the given steps of one generated text, in bounded chunks.
 
         Args:
             gen_ids: Generator token ids s_1..s_T of the text.
             steps: 1-based steps t (each <= T); step t uses the context of S_{0:t-1}.
+            progress: Show a progress bar over the steps.
 
-        Returns:
-            Float32 tensor (len(steps), V_mm).
+        Yields:
+            ``(indices into steps, float32 logits (k, V_mm))``, every step exactly once.
         """
-        steps = [int(t) for t in steps]
-        if not steps:
-            return torch.zeros(0, 0)
-        last = max(steps)
-        if self.same_tokenizer:
-            logits = self._logits(self.context_ids(gen_ids[: last - 1]))
-            return logits[torch.tensor(steps) - 1]
-        full = self.context_ids(gen_ids[: last - 1])
-        logits = self._logits(full)
-        rows = []
-        for t in steps:
-            ctx = full if t == last else self.context_ids(gen_ids[: t - 1])
-            if full[: len(ctx)] == ctx:
-                rows.append(logits[len(ctx) - 1])
-            else:  # re-encoding changed earlier MM tokens at this boundary
-                self.extra_forwards += 1
-                rows.append(self._logits(ctx)[-1])
-        return torch.stack(rows)
+        from tqdm.auto import tqdm
+
+        bodies = {}  # step -> MM body of its prefix (cross tokenizer only)
+        groups: dict[int, list[int]] = {}
+        for i, t in enumerate(steps):
+            if self.same_tokenizer:
+                n = t - 1
+            else:
+                bodies[i] = self.body_ids(gen_ids[: t - 1])
+                n = len(bodies[i])
+            groups.setdefault(window_start(n, self.window), []).append(i)
+        bar = tqdm(total=len(steps), desc="MM", unit="tok", disable=not progress, leave=False)
+        for s, members in sorted(groups.items()):
+            if self.same_tokenizer:
+                last = max(steps[i] - 1 for i in members)
+                segment = [self.start_id, *map(int, gen_ids[s:last])]
+                length = {i: steps[i] - 1 - s for i in members}
+            else:
+                ref = max((bodies[i] for i in members), key=len)
+                segment = [self.start_id, *ref[s:]]
+                length = {}
+                for i in members:
+                    if ref[: len(bodies[i])] == bodies[i]:
+                        length[i] = len(bodies[i]) - s
+                    else:  # re-encoding changed earlier MM tokens at this boundary
+                        self.extra_forwards += 1
+                        yield [i], self._logits([self.start_id, *bodies[i][s:]])[-1:]
+                        bar.update(1)
+            order = sorted(length, key=length.get)
+            for take, logits in self._stream(segment, [length[i] for i in order]):
+                yield [order[k] for k in take], logits
+                bar.update(len(take))
+        bar.close()
+
+    def text_entropies(
+        self, gen_ids: Sequence[int], steps: Sequence[int], progress: bool = False
+    ) -> torch.Tensor:
+        """Gate entropies H_t of the given steps of one text: float32 (len(steps),)."""
+        out = torch.full((len(steps),), float("nan"))
+        for idx, logits in self.step_logits(gen_ids, steps, progress):
+            out[idx] = entropy_from_logits(logits)
+        return out
+
+    def text_green_mass(
+        self, gen_ids: Sequence[int], steps: Sequence[int], lists: GreenLists
+    ) -> torch.Tensor:
+        """MM probability mass on each step's green tokens: float64 (len(steps), L)."""
+        out = torch.zeros(len(steps), lists.num_lists, dtype=torch.float64)
+        for idx, logits in self.step_logits(gen_ids, steps):
+            probs = torch.softmax(logits.double(), -1).to(lists.signs.device)
+            out[idx] = lists.select(idx).green_mass(probs).cpu()
+        return out
 
     def start(self, batch_size: int) -> MMGenerationState:
         """A fresh incremental state for one ``generate`` call."""
@@ -160,6 +245,7 @@ class SameTokenizerState(MMGenerationState):
         super().__init__(mm, batch_size)
         self.cache = None
         self.fed = 0
+        self.segment = 0  # window start of the cached context
 
     @torch.inference_mode()
     def entropies(self, gen: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
@@ -167,8 +253,11 @@ class SameTokenizerState(MMGenerationState):
         if len(rows) == 0:
             return out
         with self.mm.timer.stage("mm"):
+            s = window_start(gen.shape[1], self.mm.window)
+            if s != self.segment:  # the window moved: restart the cache on the kept tokens
+                self.cache, self.fed, self.segment = None, 0, s
             starts = torch.full((gen.shape[0], 1), self.mm.start_id, dtype=torch.long)
-            ctx = torch.cat([starts, gen.cpu().long()], dim=1)  # (B, t)
+            ctx = torch.cat([starts, gen[:, s:].cpu().long()], dim=1)  # (B, 1 + t - 1 - s)
             new = ctx[:, self.fed :].to(self.mm.device)
             result = self.mm.model(input_ids=new, past_key_values=self.cache, use_cache=True)
             self.cache = result.past_key_values

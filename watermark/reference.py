@@ -10,8 +10,9 @@ For step t (1-based) with generated prefix S_{0:t-1}:
 0. Context guard (h > 0): if the last h tokens of S_{0:t-1} occur as a contiguous run starting
    earlier in S_{0:t-1}, leave the step alone.
 1. t <= M: v_hat = SLSVE(opening sentence); watermark.
-2. t > M: H = entropy of the MM after its context for S_{0:t-1}; if H >= alpha,
-   v_hat = SLSVE(decode(S_{0:t-1})) and watermark; else leave the logits alone.
+2. t > M: H = entropy of the MM after its context for S_{0:t-1} (cut by the window rule of
+   ``mm_window``); if H >= alpha, v_hat = SLSVE(decode(first ``embed_prefix_tokens`` tokens of
+   S_{0:t-1})) and watermark; else leave the logits alone.
 3. Watermark = the strength rule on v_hat (one green list per layer; with ``fresh_only`` a
    token already in S_{0:t-1}, or EOS, has v_hat = 1/2 in every list): ``paper``
    l * (1 + delta v_hat); ``floor`` the same measured from the smallest top-k logit;
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from watermark.measurement import window_start
 from watermark.stats import green_test
 
 
@@ -56,16 +58,22 @@ def _decode(tokenizer: object, ids: list[int]) -> str:
 
 
 @torch.inference_mode()
-def mm_entropy(wm: object, prefix: list[int]) -> float:
-    """Entropy (nats) of the MM's next-token distribution after the context of ``prefix``."""
+def mm_probs(wm: object, prefix: list[int]) -> torch.Tensor:
+    """The MM's next-token distribution (float64, V_mm) after the (windowed) context of
+    ``prefix``."""
     mm = wm.core.measurement
     if mm.same_tokenizer:
-        context = [mm.start_id, *prefix]
+        body = list(prefix)
     else:
-        text = _decode(wm.tokenizer, prefix)
-        context = [mm.start_id, *mm.tokenizer(text, add_special_tokens=False)["input_ids"]]
+        body = mm.tokenizer(_decode(wm.tokenizer, prefix), add_special_tokens=False)["input_ids"]
+    context = [mm.start_id, *body[window_start(len(body), wm.config.mm_window) :]]
     logits = mm.model(input_ids=torch.tensor([context])).logits[0, -1].double()
-    p = torch.softmax(logits, dim=-1)
+    return torch.softmax(logits, dim=-1)
+
+
+def mm_entropy(wm: object, prefix: list[int]) -> float:
+    """Entropy (nats) of the MM's next-token distribution after the context of ``prefix``."""
+    p = mm_probs(wm, prefix)
     return float(-(p[p > 0] * p[p > 0].log()).sum())
 
 
@@ -95,7 +103,7 @@ def step(wm: object, prefix: list[int]) -> RefStep:
         return RefStep(True, float("nan"), slsve(wm, cfg.opening_sentence))
     h = mm_entropy(wm, prefix)
     if h >= cfg.alpha:
-        return RefStep(True, h, slsve(wm, _decode(wm.tokenizer, prefix)))
+        return RefStep(True, h, slsve(wm, _decode(wm.tokenizer, prefix[: cfg.embed_prefix_tokens])))
     return RefStep(False, h, None)
 
 
@@ -186,7 +194,6 @@ def detect(wm: object, text: str) -> RefDetection:
     ids = wm.tokenizer(text, add_special_tokens=False)["input_ids"]
     result = RefDetection(ids=list(ids))
     tested_green, gammas, seen = [], [], set()
-    mm = wm.core.measurement
     for t in range(1, len(ids) + 1):
         decision = step(wm, ids[: t - 1])
         result.scored.append(decision.gated)
@@ -205,9 +212,7 @@ def detect(wm: object, text: str) -> RefDetection:
             tested_green.append(bit)
             green = decision.green[layer].double()
             if cfg.null_model == "mm":
-                context = [mm.start_id, *ids[: t - 1]]
-                logits = mm.model(input_ids=torch.tensor([context])).logits[0, -1].double()
-                gammas.append(float((torch.softmax(logits, -1) * green).sum()))
+                gammas.append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
             else:
                 gammas.append(float(green.mean()))
     n = sum(result.scored)

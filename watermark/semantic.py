@@ -46,7 +46,8 @@ class SemanticScorer:
     ) -> None:
         self.embedder = embedder
         self.mapper = mapper.eval()
-        self.token_maps = token_maps.to(torch.long).cpu().reshape(-1, token_maps.shape[-1])
+        self.device = next(mapper.parameters()).device
+        self.token_maps = token_maps.to(self.device, torch.long).reshape(-1, token_maps.shape[-1])
         self.batch_size = batch_size
         self.timer = timer or StageTimer()
         self.num_dims = int(mapper.config.output_dim)
@@ -66,13 +67,18 @@ class SemanticScorer:
                 normalize_embeddings=False,
                 show_progress_bar=progress,
             )
-        return out.float().cpu()
+        return out.float().to(self.device)
 
     @torch.inference_mode()
     def signs(self, u: torch.Tensor) -> torch.Tensor:
-        """Mapper signs v > 0 for embeddings u (N, E): bool tensor (N, D)."""
+        """Mapper signs v > 0 for embeddings u (N, E): bool tensor (N, D), on the mapper's
+        device."""
         with self.timer.stage("map"):
-            return (self.mapper(u.to(self.mapper.inp.weight.device)) > 0).cpu()
+            return self.mapper(u.to(self.device)) > 0
+
+    def no_signs(self, n: int) -> torch.Tensor:
+        """All-False signs (n, D) on the mapper's device."""
+        return torch.zeros(n, self.num_dims, dtype=torch.bool, device=self.device)
 
     def from_signs(self, signs: torch.Tensor) -> GreenLists:
         """The green lists of mapper signs (N, D)."""
@@ -81,5 +87,5 @@ class SemanticScorer:
     def green_lists(self, texts: Sequence[str], progress: bool = False) -> GreenLists:
         """The green lists of each text (N = len(texts))."""
         if len(texts) == 0:
-            return self.from_signs(torch.zeros(0, self.num_dims, dtype=torch.bool))
+            return self.from_signs(self.no_signs(0))
         return self.from_signs(self.signs(self.embed(texts, progress=progress)))

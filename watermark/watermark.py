@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 
@@ -21,54 +22,20 @@ from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
 from watermark.detector import DetectionResult, Detector
 from watermark.generation import Generation, eos_ids, generate
-from watermark.measurement import MeasurementModel, resolve_start_id
+from watermark.parts import (
+    DTYPES,
+    check_prompts,
+    head_width,
+    load_measurement,
+    load_tokenizer,
+    resolve_device,
+    vocab_size,
+)
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.semantic import SemanticScorer
 from watermark.token_map import build_token_maps
 
 logger = logging.getLogger(__name__)
-
-
-def head_width(model: torch.nn.Module) -> int:
-    """LM-head width (number of logits) of a causal LM."""
-    head = model.get_output_embeddings()
-    if head is not None and getattr(head, "weight", None) is not None:
-        return int(head.weight.shape[0])
-    return int(model.config.vocab_size)
-
-
-def _load_tokenizer(name: str) -> object:
-    from transformers import AutoTokenizer
-
-    from data.packaged_models import resolve_lm  # lazy: converts packaged GGUF models on first use
-
-    return AutoTokenizer.from_pretrained(str(resolve_lm(name)))
-
-
-def _config_vocab(name: str) -> int:
-    """LM-head width from a causal LM's config (no weights are loaded)."""
-    from data.packaged_models import causal_lm_config
-
-    return int(causal_lm_config(name).get_text_config().vocab_size)
-
-
-def check_prompts(prompts: Sequence[str]) -> None:
-    """Raises ``ValueError`` unless every prompt is a string with some non-blank text."""
-    if not prompts:
-        raise ValueError("no prompts given")
-    for n, prompt in enumerate(prompts):
-        if not isinstance(prompt, str):
-            raise ValueError(f"prompt {n} is a {type(prompt).__name__}, not a string")
-        if not prompt.strip():
-            raise ValueError(
-                f"prompt {n} is empty; the model needs some text to continue (a title or a "
-                "first sentence)"
-            )
-
-
-def same_vocabulary(a: object, b: object) -> bool:
-    """Whether two tokenizers map the same strings to the same ids."""
-    return a is b or a.get_vocab() == b.get_vocab()
 
 
 class Watermark:
@@ -112,6 +79,8 @@ class Watermark:
         mm_tokenizer: object | None = None,
         embedder: object | None = None,
         mapper: SemanticMapper | None = None,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
     ) -> Watermark:
         """Loads every component named in the config (or uses the ones passed) and checks them.
 
@@ -124,22 +93,33 @@ class Watermark:
             mm_tokenizer: MM tokenizer (default: the generator's when the names are equal).
             embedder: Sentence-transformers model (default: ``load_embedder(config.embedder)``).
             mapper: Semantic mapper (default: loaded from ``config.mapper``).
+            device: Where the MM, the SE, the mapper and the token maps run: ``None`` (the
+                generator's device, else the CPU), ``"auto"`` (CUDA when available), ``"cpu"``,
+                ``"cuda"`` or ``"cuda:N"``. Results do not depend on it beyond float noise.
+            dtype: Overrides the config's ``compute_dtype`` (MM and SE), e.g. ``"bfloat16"``.
+                Texts must be detected with the dtype they were generated with.
 
         Raises:
             ValueError: If the parts do not fit together.
         """
         cfg = as_config(config)
-        vocab = cls._vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
+        if dtype is not None:
+            name = str(dtype).removeprefix("torch.")
+            cfg = replace(cfg, compute_dtype=name)  # checked by the config
+        device = resolve_device(device, generator)
+        vocab = vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
         if tokenizer is None:
-            tokenizer = _load_tokenizer(cfg.resolve_path(cfg.generator))
+            tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
         if len(tokenizer) > vocab:
             raise ValueError(
                 f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
                 f"width) is {vocab}; the token map would not cover every token id"
             )
         mapper = mapper if mapper is not None else SemanticMapper.from_pretrained(cfg.mapper_dir())
+        mapper = mapper.to(device=device, dtype=torch.float32)
         if embedder is None:
-            embedder = load_embedder(cfg.resolve_path(cfg.embedder))
+            embedder = load_embedder(cfg.resolve_path(cfg.embedder), device=str(device))
+        embedder = embedder.to(device=device, dtype=DTYPES[cfg.compute_dtype])
         e_dim, m_in = embedder_dim(embedder), int(mapper.config.input_dim)
         if e_dim != m_in:
             raise ValueError(
@@ -152,65 +132,24 @@ class Watermark:
             token_maps = build_token_maps(cfg.key, vocab, D, cfg.layers, cfg.token_map)
         except ValueError as err:
             raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
-        mm = cls._measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab)
+        mm = load_measurement(
+            cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab, device
+        )
         semantic = SemanticScorer(
             embedder, mapper, token_maps, batch_size=cfg.embed_batch_size, timer=mm.timer
         )
         logger.info(
-            "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s",
+            "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
             cfg.generator,
             vocab,
             D,
             cfg.measurement_model,
             "same" if mm.same_tokenizer else "cross",
             cfg.embedder,
+            device,
+            cfg.compute_dtype,
         )
         return cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic))
-
-    @staticmethod
-    def _vocab_size(
-        cfg: WatermarkConfig, generator: torch.nn.Module | None, tokenizer_given: bool
-    ) -> int:
-        """V: checked against the generator's LM head, or its config when loaded by name."""
-        if generator is not None:
-            actual = head_width(generator)
-        elif cfg.vocab_size is None or not tokenizer_given:
-            actual = _config_vocab(cfg.resolve_path(cfg.generator))
-        else:  # components passed in without the generator: the caller vouches for V
-            return int(cfg.vocab_size)
-        if cfg.vocab_size is not None and int(cfg.vocab_size) != actual:
-            raise ValueError(
-                f"config vocab_size={cfg.vocab_size} but the generator {cfg.generator!r} has an "
-                f"LM head of width {actual}; the token map must match the LM head (set "
-                f"vocab_size to {actual}, or to null to read it from the generator)"
-            )
-        return actual
-
-    @staticmethod
-    def _measurement(cfg, tokenizer, generator, model, mm_tokenizer, vocab) -> MeasurementModel:
-        same_name = cfg.measurement_model == cfg.generator
-        if model is None:
-            if same_name and generator is not None:
-                model = generator
-            else:
-                from data.packaged_models import load_lm
-
-                model, loaded_tok = load_lm(cfg.resolve_path(cfg.measurement_model))
-                mm_tokenizer = mm_tokenizer or loaded_tok
-        if mm_tokenizer is None:
-            if not same_name:
-                raise ValueError(
-                    "pass mm_tokenizer together with a measurement_model of another name"
-                )
-            mm_tokenizer = tokenizer
-        same = same_vocabulary(tokenizer, mm_tokenizer)
-        if cfg.null_model == "mm" and (not same or head_width(model) != vocab):
-            raise ValueError(
-                "null_model='mm' needs a measurement model with the generator's tokenizer and "
-                f"LM-head width {vocab}; use null_model='vocab' with {cfg.measurement_model!r}"
-            )
-        start = resolve_start_id(mm_tokenizer, cfg.mm_start_token)
-        return MeasurementModel(model.eval(), mm_tokenizer, tokenizer, same, start)
 
     def logits_processor(
         self, record: bool = False, eos_token_ids: Sequence[int] | None = None

@@ -63,3 +63,27 @@ def test_fast_detection_matches_reference(
             assert h_fast == pytest.approx(h_ref, abs=1e-4)
     if cross:
         assert wm.core.measurement.extra_forwards > 0  # boundary re-encodings were exercised
+
+
+@pytest.mark.parametrize("cross,null", [(False, "vocab"), (False, "mm"), (True, "vocab")])
+def test_long_text_rules_match_reference(tiny: SimpleNamespace, cross: bool, null: str) -> None:
+    """The MM window, the SE prefix cap and chunked streaming against the reference."""
+    wm = tiny.make(cross=cross, null_model=null, mm_window=8, embed_prefix_tokens=9)
+    wm.core.measurement.chunk = 5  # several chunks per window segment
+    texts = sentences(2, seed=3, length=40)
+    for text, res in zip(texts, wm.detect(texts)):
+        ref = reference.detect(wm, text)
+        assert len(res.token_ids) > 30 and res.scored == ref.scored and res.green == ref.green
+        assert res.p_value == pytest.approx(ref.p_value, rel=1e-5, abs=1e-12)
+        for h_fast, h_ref in zip(res.entropy[5:], ref.entropy[5:]):
+            assert h_fast == pytest.approx(h_ref, abs=1e-4)
+    texts[0] = texts[0] + " " + texts[0]  # pieces still rebuild a long text
+    assert "".join(wm.detect(texts[:1])[0].tokens) == texts[0]
+
+
+def test_window_start_rule() -> None:
+    from watermark.measurement import window_start
+
+    assert [window_start(n, 8) for n in (0, 7, 8, 11, 12, 15, 16)] == [0, 0, 4, 4, 8, 8, 12]
+    assert all(4 <= n - window_start(n, 8) < 8 for n in range(8, 100))
+    assert window_start(10**6, 0) == 0

@@ -10,10 +10,13 @@ import torch
 from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS
 from watermark import reference
 
+WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}
+
 
 @pytest.mark.parametrize(
     "cross,rule", [(False, RULE_CASES[1]), (True, RULE_CASES[1]), (False, RULE_CASES[4]),
-                   (True, RULE_CASES[6])]
+                   (True, RULE_CASES[6]), (False, {**RULE_CASES[1], **WINDOW}),
+                   (True, {**RULE_CASES[8], **WINDOW})]
 )  # fmt: skip
 def test_greedy_batch_generation_matches_reference(
     tiny: SimpleNamespace, cross: bool, rule: dict

@@ -286,7 +286,7 @@ class Evaluation:
             if key not in table:
                 ids = encode_text(core.tokenizer, text)
                 steps = list(range(1, len(ids) + 1))
-                lists = core.green_lists(steps, [ids[: t - 1] for t in steps])
+                lists = core.green_lists(steps, [ids] * len(steps))
                 green = lists.contains(torch.tensor(ids, dtype=torch.long))[:, 0]
                 self.store.put("green_all", [{"key": key, "share": float(green.float().mean())}])
             shares.append(table[key]["share"])

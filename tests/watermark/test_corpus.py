@@ -1,0 +1,102 @@
+"""Tests for bulk detection (watermark.corpus): same rows as detect, resume, two DDP processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.helpers import sentences
+from watermark.cli import main
+from watermark.config import WatermarkConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def setup(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) -> SimpleNamespace:
+    """A tiny config on disk, a 40-row corpus and what ``detect`` prints for it."""
+    root = tmp_path_factory.mktemp("corpus")
+    tiny.gen.save_pretrained(root / "gen")
+    tiny.gtok.save_pretrained(root / "gen")
+    tiny.mapper.save_pretrained(root / "mapper")
+    fields = dict(mapper="mapper", generator="gen", measurement_model="gen", key="k",
+                  embedder=str(tiny_embedder_dir), opening_sentence="o", alpha=1.0,
+                  opening_steps=4, top_k=10)  # fmt: skip
+    config = WatermarkConfig(**fields).save(root / "wm.json")
+    texts = sentences(40, seed=11, length=14)
+    texts[5] = ""  # an unscorable row keeps its place
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "body": t}) + "\n" for i, t in enumerate(texts)))
+    expected = root / "expected.jsonl"
+    expected.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    return SimpleNamespace(root=root, config=str(config), corpus=str(corpus), texts=texts,
+                           expected_file=str(expected))  # fmt: skip
+
+
+def detect_lines(setup: SimpleNamespace, capsys) -> list[str]:
+    assert main(["detect", "--config", setup.config, "--file", setup.expected_file]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_one_process_matches_detect_and_skips_finished_shards(setup, tmp_path, capsys) -> None:
+    from watermark.corpus import detect_corpus, part_file
+
+    expected = detect_lines(setup, capsys)
+    out = tmp_path / "out.jsonl"
+    parts = tmp_path / "out.jsonl.parts"
+    parts.mkdir()
+    part_file(parts, 1).write_text('{"marker": 1}\n' * 8)  # a finished shard is not redone
+    summary = detect_corpus(setup.corpus, str(out), field="body", config=setup.config,
+                            accelerator="cpu", shard_size=8)  # fmt: skip
+    assert summary == {"rows": 40, "shards": 5, "output": str(out)}
+    lines = out.read_text().splitlines()
+    assert lines[8:16] == ['{"marker": 1}'] * 8
+    assert lines[:8] + lines[16:] == expected[:8] + expected[16:]
+    assert not parts.exists()
+
+
+def test_input_mistakes(setup, tmp_path, capsys) -> None:
+    argv = ["detect-corpus", "--config", setup.config, "--output", str(tmp_path / "o.jsonl")]
+    assert main([*argv, "--input", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main([*argv, "--input", setup.corpus, "--field", "nope"]) == 2
+    assert "no 'nope' column" in capsys.readouterr().err
+
+
+def run_cli(setup: SimpleNamespace, out: Path, shard_size: int) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "watermark", "detect-corpus", "--config", setup.config,
+            "--input", setup.corpus, "--field", "body", "--output", str(out), "--devices", "2",
+            "--accelerator", "cpu", "--shard-size", str(shard_size)]  # fmt: skip
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_match_detect_and_survive_a_kill(setup, tmp_path, capsys) -> None:
+    expected = detect_lines(setup, capsys)
+    out = tmp_path / "out.jsonl"
+    parts = tmp_path / "out.jsonl.parts"
+    proc = run_cli(setup, out, shard_size=2)
+    deadline = time.time() + 240
+    while len(list(parts.glob("shard-*.jsonl"))) < 4 and proc.poll() is None:
+        assert time.time() < deadline, "no shard was written"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the launcher and both DDP processes
+    proc.wait()
+    done = {p.name: p.stat().st_mtime_ns for p in parts.glob("shard-*.jsonl")}
+    assert 4 <= len(done) < 20 and not out.exists()
+    proc = run_cli(setup, out, shard_size=2)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert f"resuming: {len(done)} of 20 shards already done" in stderr
+    assert json.loads(stdout.splitlines()[-1])["rows"] == 40
+    assert out.read_text().splitlines() == expected
