@@ -74,8 +74,11 @@ class CorpusDataModule(L.LightningDataModule):
         self.pending = [i for i in range(self.num_shards) if i not in done]
         if done:
             logger.info("resuming: %d of %d shards already done", len(done), self.num_shards)
-        if self.trainer is not None:  # every rank has listed the parts before any writes one
-            self.trainer.strategy.barrier()
+        if self.trainer is not None:
+            world = self.trainer.world_size
+            if 0 < len(self.pending) < world:  # every rank needs a shard; repeats write the same
+                self.pending += self.pending[-1:] * (world - len(self.pending))
+            self.trainer.strategy.barrier()  # every rank has listed the parts before any writes
 
     def predict_dataloader(self) -> DataLoader:
         shards = Shards(self.data, self.field, self.shard_size, self.pending)

@@ -256,9 +256,12 @@ class SameTokenizerState(MMGenerationState):
             s = window_start(gen.shape[1], self.mm.window)
             if s != self.segment:  # the window moved: restart the cache on the kept tokens
                 self.cache, self.fed, self.segment = None, 0, s
-            starts = torch.full((gen.shape[0], 1), self.mm.start_id, dtype=torch.long)
-            ctx = torch.cat([starts, gen[:, s:].cpu().long()], dim=1)  # (B, 1 + t - 1 - s)
-            new = ctx[:, self.fed :].to(self.mm.device)
+            device = self.mm.device  # the ids stay on the device: no host round trip
+            starts = torch.full(
+                (gen.shape[0], 1), self.mm.start_id, dtype=torch.long, device=device
+            )
+            ctx = torch.cat([starts, gen[:, s:].to(device, torch.long)], dim=1)  # (B, t - s)
+            new = ctx[:, self.fed :]
             result = self.mm.model(input_ids=new, past_key_values=self.cache, use_cache=True)
             self.cache = result.past_key_values
             self.fed = ctx.shape[1]

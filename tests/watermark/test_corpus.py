@@ -71,10 +71,10 @@ def test_input_mistakes(setup, tmp_path, capsys) -> None:
     assert "no 'nope' column" in capsys.readouterr().err
 
 
-def run_cli(setup: SimpleNamespace, out: Path, shard_size: int) -> subprocess.Popen:
+def run_cli(setup: SimpleNamespace, corpus: Path, out: Path, shard_size: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "watermark", "detect-corpus", "--config", setup.config,
-            "--input", setup.corpus, "--field", "body", "--output", str(out), "--devices", "2",
+            "--input", str(corpus), "--field", "body", "--output", str(out), "--devices", "2",
             "--accelerator", "cpu", "--shard-size", str(shard_size)]  # fmt: skip
     return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
@@ -82,21 +82,34 @@ def run_cli(setup: SimpleNamespace, out: Path, shard_size: int) -> subprocess.Po
 
 @pytest.mark.slow
 def test_two_cpu_processes_match_detect_and_survive_a_kill(setup, tmp_path, capsys) -> None:
-    expected = detect_lines(setup, capsys)
+    expected = detect_lines(setup, capsys) * 5  # rows are detected one by one
+    corpus = tmp_path / "corpus.jsonl"  # 200 rows: 100 shards, so the kill lands mid-run
+    corpus.write_text(Path(setup.corpus).read_text() * 5)
     out = tmp_path / "out.jsonl"
     parts = tmp_path / "out.jsonl.parts"
-    proc = run_cli(setup, out, shard_size=2)
+    proc = run_cli(setup, corpus, out, shard_size=2)
     deadline = time.time() + 240
     while len(list(parts.glob("shard-*.jsonl"))) < 4 and proc.poll() is None:
         assert time.time() < deadline, "no shard was written"
-        time.sleep(0.2)
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[1]
     os.killpg(proc.pid, signal.SIGKILL)  # the launcher and both DDP processes
     proc.wait()
     done = {p.name: p.stat().st_mtime_ns for p in parts.glob("shard-*.jsonl")}
-    assert 4 <= len(done) < 20 and not out.exists()
-    proc = run_cli(setup, out, shard_size=2)
+    assert 4 <= len(done) < 100 and not out.exists()
+    proc = run_cli(setup, corpus, out, shard_size=2)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
-    assert f"resuming: {len(done)} of 20 shards already done" in stderr
-    assert json.loads(stdout.splitlines()[-1])["rows"] == 40
+    assert f"resuming: {len(done)} of 100 shards already done" in stderr
+    assert json.loads(stdout.splitlines()[-1])["rows"] == 200
+    assert out.read_text().splitlines() == expected
+    # fewer pending shards than processes: every process still gets one
+    out.unlink()
+    parts.mkdir()
+    for i in range(99):
+        (parts / f"shard-{i:06d}.jsonl").write_text("\n".join(expected[2 * i : 2 * i + 2]) + "\n")
+    proc = run_cli(setup, corpus, out, shard_size=2)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert "resuming: 99 of 100 shards already done" in stderr
     assert out.read_text().splitlines() == expected
