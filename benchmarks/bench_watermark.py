@@ -119,7 +119,8 @@ def cmd_generate(args: argparse.Namespace) -> dict:
 
 
 def cmd_report(args: argparse.Namespace) -> dict:
-    return calibration_report(_read(args.human), _read(args.wm) if args.wm else [])
+    sizes = [int(w) for w in args.windows.split(",")] if args.windows else []
+    return calibration_report(_read(args.human), _read(args.wm) if args.wm else [], sizes)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/wm/out.jsonl")
     parser.add_argument("--human", type=Path)
     parser.add_argument("--wm", type=Path)
+    parser.add_argument("--windows", help="report: also the windowed test, e.g. 16,32,64")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
     args = parser.parse_args(argv)
     if args.threads:

@@ -37,30 +37,10 @@ LATER_FIELDS_OFF = {
     "mm_window": 2048,
     "embed_prefix_tokens": 512,
     "compute_dtype": "float32",
+    "window_sizes": [],
 }
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
-# JSON types of the fields (bool is not an int here; an int is a float)
-FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "vocab_size": (int, type(None)),
-    "mm_start_token": (str, type(None)),
-    "alpha": (float, int),
-    "delta": (float, int),
-    "bias": (float, int),
-    "top_p": (float, int),
-    "target_fpr": (float, int),
-    "layers": (int,),
-    "opening_steps": (int,),
-    "top_k": (int,),
-    "context_guard": (int,),
-    "embed_batch_size": (int,),
-    "mm_window": (int,),
-    "embed_prefix_tokens": (int,),
-    "filter_first": (bool,),
-    "fresh_only": (bool,),
-    "unique_tokens": (bool,),
-    "allowed_scripts": (list,),
-}
 GENERATION_ONLY = ("delta", "bias", "scaling", "filter_first", "top_k", "top_p", "embed_batch_size")
 
 
@@ -118,6 +98,10 @@ class WatermarkConfig:
             bfloat16 roughly halves their CPU time on CPUs with bfloat16 units, and moves the
             entropies and embeddings slightly, so texts are detected with the dtype they were
             generated with. The mapper always runs in float32.
+        window_sizes: Windowed detection (for text that is only partly watermarked): sizes in
+            tested tokens; ``is_watermarked`` then uses ``window_p_value``, the best window's
+            p-value Bonferroni-corrected for the number of windows (the whole text counts as one
+            window; see :func:`watermark.stats.windowed_test`). Empty: off.
         allowed_scripts: Unicode scripts (first word of the character name) the detector accepts;
             texts whose letters are mostly in other scripts are not scored.
     """
@@ -149,66 +133,16 @@ class WatermarkConfig:
     mm_window: int = 2048
     embed_prefix_tokens: int = 512
     compute_dtype: str = "float32"
+    window_sizes: list[int] = field(default_factory=list)
     allowed_scripts: list[str] = field(default_factory=lambda: ["LATIN"])
     source: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        problems = self._type_problems()
-        if problems:  # ranges below assume the types
-            raise ValueError("invalid watermark config: " + "; ".join(problems))
-        if self.scaling not in SCALINGS:
-            problems.append(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
-        if self.token_map not in TOKEN_MAPS:
-            problems.append(f"token_map must be one of {TOKEN_MAPS}, got {self.token_map!r}")
-        if self.null_model not in NULL_MODELS:
-            problems.append(f"null_model must be one of {NULL_MODELS}, got {self.null_model!r}")
-        if self.delta <= 0 or self.bias <= 0:
-            problems.append(f"delta and bias must be > 0, got {self.delta}, {self.bias}")
-        if self.layers < 1 or (self.layers > 1 and self.scaling != "tournament"):
-            problems.append(
-                f"layers must be 1, or >= 1 with scaling='tournament', got {self.layers}"
-            )
-        if self.fresh_only and not self.unique_tokens:
-            problems.append("fresh_only needs unique_tokens=true (repeats are never tested)")
-        if self.context_guard < 0:
-            problems.append(f"context_guard must be >= 0, got {self.context_guard}")
-        if self.opening_steps < 0:
-            problems.append(f"opening_steps must be >= 0, got {self.opening_steps}")
-        if self.opening_steps > 0 and not self.opening_sentence.strip():
-            problems.append("opening_sentence must be set when opening_steps > 0")
-        if not 0 < self.target_fpr < 1:
-            problems.append(f"target_fpr must be in (0, 1), got {self.target_fpr}")
-        if self.top_k < 0 or not 0 < self.top_p <= 1:
-            problems.append(f"need top_k >= 0 and 0 < top_p <= 1, got {self.top_k}, {self.top_p}")
-        if not self.key:
-            problems.append("key must be a non-empty string")
-        if self.vocab_size is not None and self.vocab_size < 1:
-            problems.append(f"vocab_size must be >= 1 or null, got {self.vocab_size}")
-        if self.compute_dtype not in COMPUTE_DTYPES:
-            problems.append(f"compute_dtype must be one of {COMPUTE_DTYPES}")
-        if self.mm_window < 2 or self.embed_prefix_tokens < 1:
-            problems.append(
-                f"need mm_window >= 2 and embed_prefix_tokens >= 1, got {self.mm_window}, "
-                f"{self.embed_prefix_tokens}"
-            )
-        if self.embed_batch_size < 1:
-            problems.append(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
-        if not self.allowed_scripts or not all(isinstance(x, str) for x in self.allowed_scripts):
-            problems.append("allowed_scripts must be a non-empty list of strings, e.g. ['LATIN']")
-        if problems:
-            raise ValueError("invalid watermark config: " + "; ".join(problems))
+        from watermark.config_checks import problems
 
-    def _type_problems(self) -> list[str]:
-        problems = []
-        for f in fields(self):
-            if f.name == "source":
-                continue
-            value, types = getattr(self, f.name), FIELD_TYPES.get(f.name, (str,))
-            ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
-            if not ok:
-                names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
-                problems.append(f"{f.name} must be {names}, got {value!r}")
-        return problems
+        found = problems(self)
+        if found:
+            raise ValueError("invalid watermark config: " + "; ".join(found))
 
     @property
     def strength(self) -> float:

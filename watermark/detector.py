@@ -30,7 +30,7 @@ import torch
 
 from watermark.core import TextGate, WatermarkCore
 from watermark.green_lists import GreenLists
-from watermark.stats import green_test
+from watermark.stats import green_test, windowed_test
 from watermark.text import decode_ids, encode_text, unsupported_reason
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
@@ -46,6 +46,8 @@ SUMMARY_FIELDS = (
     "z_score",
     "p_value",
     "is_watermarked",
+    "window_p_value",
+    "window",
     "reason",
 )
 
@@ -65,7 +67,10 @@ class DetectionResult:
         expected_green: sum of gamma over the tested bits (E[G] under H0).
         z_score: (G - E[G]) / sd(G) under H0.
         p_value: Exact one-sided p-value P(G' >= G) under H0.
-        is_watermarked: ``p_value < target_fpr``.
+        is_watermarked: ``p_value < target_fpr`` (``window_p_value`` with ``window_sizes``).
+        window_p_value: With ``window_sizes``: the best window's p-value, corrected for the
+            number of windows (see :func:`watermark.stats.windowed_test`); else ``None``.
+        window: With ``window_sizes``: first and last step of the best window.
         reason: Why the text was not scored, else ``None``.
         token_ids: Generator token ids s_1..s_T.
         tokens: Text piece of each token (concatenation = decoded text).
@@ -91,6 +96,8 @@ class DetectionResult:
     z_score: float = 0.0
     p_value: float = 1.0
     is_watermarked: bool = False
+    window_p_value: float | None = None
+    window: list[int] | None = None
     reason: str | None = None
     token_ids: list[int] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
@@ -227,7 +234,7 @@ class Detector:
         first = {}  # token id -> its first step in the text
         for t, tok in enumerate(ids, start=1):
             first.setdefault(tok, t)
-        test_green, test_gamma = [], []
+        test_bits, test_gammas, test_steps = [], [], []  # per tested token, in text order
         for i, t in enumerate(steps):
             scored[t - 1] = True
             green[t - 1] = bool(green_scored[i, 0])
@@ -240,9 +247,16 @@ class Detector:
             if cfg.fresh_only and first[ids[t - 1]] != t:
                 continue
             tested[t - 1] = True
-            test_green.extend(green_scored[i].tolist())
-            test_gamma.extend(gammas[i].tolist())
+            test_bits.append(green_scored[i].tolist())
+            test_gammas.append(gammas[i].tolist())
+            test_steps.append(t)
+        test_green = [b for bits in test_bits for b in bits]
+        test_gamma = [g for token in test_gammas for g in token]
         z, p = green_test(test_green, test_gamma)
+        window_p, window = None, None
+        if cfg.window_sizes:
+            window_p, (a, b) = windowed_test(test_bits, test_gammas, cfg.window_sizes)
+            window = [test_steps[a], test_steps[b - 1]] if b > a else None
         num_scored = len(steps)
         num_green = int(green_scored[:, 0].sum()) if steps else 0
         entropy = [None if math.isnan(h) else float(h) for h in gate.entropy.tolist()]
@@ -257,7 +271,9 @@ class Detector:
             expected_green=float(sum(test_gamma)),
             z_score=z,
             p_value=p,
-            is_watermarked=bool(p < cfg.target_fpr),
+            is_watermarked=bool((p if window_p is None else window_p) < cfg.target_fpr),
+            window_p_value=window_p,
+            window=window,
             reason=None if num_scored else "no scored tokens",
             token_ids=list(ids),
             tokens=token_pieces(core.tokenizer, ids),

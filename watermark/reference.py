@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from watermark.measurement import window_start
-from watermark.stats import green_test
+from watermark.stats import green_test, windowed_test
 
 
 @dataclass
@@ -51,6 +51,7 @@ class RefDetection:
     score: float = 0.0
     z_score: float = 0.0
     p_value: float = 1.0
+    window_p_value: float | None = None
 
 
 def _decode(tokenizer: object, ids: list[int]) -> str:
@@ -194,6 +195,7 @@ def detect(wm: object, text: str) -> RefDetection:
     ids = wm.tokenizer(text, add_special_tokens=False)["input_ids"]
     result = RefDetection(ids=list(ids))
     tested_green, gammas, seen = [], [], set()
+    token_bits, token_gammas = [], []  # per tested token, for the windowed test
     for t in range(1, len(ids) + 1):
         decision = step(wm, ids[: t - 1])
         result.scored.append(decision.gated)
@@ -208,6 +210,8 @@ def detect(wm: object, text: str) -> RefDetection:
         seen.add(ids[t - 1])
         if cfg.fresh_only and ids[t - 1] in ids[: t - 1]:
             continue
+        token_bits.append(bits)
+        token_gammas.append([])
         for layer, bit in enumerate(bits):
             tested_green.append(bit)
             green = decision.green[layer].double()
@@ -215,8 +219,11 @@ def detect(wm: object, text: str) -> RefDetection:
                 gammas.append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
             else:
                 gammas.append(float(green.mean()))
+            token_gammas[-1].append(gammas[-1])
     n = sum(result.scored)
     greens = sum(g for g, s in zip(result.green, result.scored) if s)
     result.score = cfg.delta * greens / n if n else 0.0
     result.z_score, result.p_value = green_test(tested_green, gammas)
+    if cfg.window_sizes:
+        result.window_p_value = windowed_test(token_bits, token_gammas, cfg.window_sizes)[0]
     return result

@@ -60,3 +60,49 @@ def green_test(green: Sequence[bool], gammas: Sequence[float]) -> tuple[float, f
     var = float((g * (1.0 - g)).sum())
     z = (count - mean) / math.sqrt(var) if var > 0 else 0.0
     return float(z), poisson_binomial_sf(count, g)
+
+
+def windows(n: int, sizes: Sequence[int]) -> list[tuple[int, int]]:
+    """The tested-token windows ``[start, end)`` of the windowed test for n tested tokens.
+
+    The whole text, and for each size w < n every window of w tokens at a stride of w / 4
+    (the last one ending at n).
+    """
+    found = [(0, n)]
+    for w in sorted(set(sizes)):
+        if 0 < w < n:
+            stride = max(1, w // 4)
+            starts = list(range(0, n - w + 1, stride))
+            if starts[-1] != n - w:
+                starts.append(n - w)
+            found += [(s, s + w) for s in starts]
+    return found
+
+
+def windowed_test(
+    green: Sequence[Sequence[bool]], gammas: Sequence[Sequence[float]], sizes: Sequence[int]
+) -> tuple[float, tuple[int, int]]:
+    """The best-scoring window's p-value, Bonferroni-corrected for the number of windows.
+
+    Args:
+        green: Per tested token (in text order), its green bits (one per green list).
+        gammas: Per tested token, the null probability of each bit.
+        sizes: Window sizes in tested tokens (see :func:`windows`).
+
+    Returns:
+        ``(p_value, (start, end))``: ``min(1, N * min_window p)`` over the N windows, and the
+        best window in tested-token indices. Valid at every level whatever the sizes: each
+        window's exact p-value is valid, and the union bound covers the minimum.
+    """
+    n = len(green)
+    if n == 0:
+        return 1.0, (0, 0)
+    best, where = 1.0, (0, n)
+    spans = windows(n, sizes)
+    for start, end in spans:
+        bits = [b for token in green[start:end] for b in token]
+        probs = [g for token in gammas[start:end] for g in token]
+        p = green_test(bits, probs)[1]
+        if p < best:
+            best, where = p, (start, end)
+    return min(1.0, best * len(spans)), where

@@ -87,3 +87,20 @@ def test_window_start_rule() -> None:
     assert [window_start(n, 8) for n in (0, 7, 8, 11, 12, 15, 16)] == [0, 0, 4, 4, 8, 8, 12]
     assert all(4 <= n - window_start(n, 8) < 8 for n in range(8, 100))
     assert window_start(10**6, 0) == 0
+
+
+def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
+    from watermark.stats import windows
+
+    wm = tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
+    texts = sentences(3, seed=9, length=30)
+    for text, res in zip(texts, wm.detect(texts)):
+        ref = reference.detect(wm, text)
+        assert res.window_p_value == pytest.approx(ref.window_p_value, rel=1e-5, abs=1e-12)
+        spans = len(windows(sum(res.tested), [4, 8]))  # the whole text is one of the windows
+        assert res.window_p_value <= min(1.0, spans * res.p_value) + 1e-12
+        first, last = res.window
+        assert res.tested[first - 1] and res.tested[last - 1] and first <= last
+        assert res.is_watermarked == (res.window_p_value < wm.config.target_fpr)
+    plain = tiny.make(fresh_only=True, scaling="additive", bias=2.0).detect(texts[:1])[0]
+    assert plain.window_p_value is None and plain.window is None

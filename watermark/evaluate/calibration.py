@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from watermark.detector import DetectionResult
-from watermark.stats import green_test
+from watermark.stats import green_test, windowed_test
 
 PER_TOKEN = ("token_ids", "scored", "tested", "green", "green_bits", "gamma", "vocab_green")
 
@@ -27,24 +27,30 @@ def record(result: DetectionResult, config: object) -> dict:
     }
 
 
-def variant_p_value(rec: dict, null: str, unique: bool) -> float:
-    """p-value of a stored text under a null, over its tested tokens (unique) or all scored."""
+def variant_p_value(rec: dict, null: str, unique: bool, window_sizes: Sequence[int] = ()) -> float:
+    """p-value of a stored text under a null, over its tested tokens (unique) or all scored;
+    with ``window_sizes``, the windowed test's corrected p-value."""
     green, gammas, layers = [], [], rec.get("layers", 1)
     use = rec["tested"] if unique else rec["scored"]
     for s, bits, gm, gv in zip(use, rec["green_bits"], rec["gamma"], rec["vocab_green"]):
         if not s:
             continue
-        green += [True] * bits + [False] * (layers - bits)
-        gammas += [gm if null == "mm" else gv] * layers
-    return green_test(green, gammas)[1]
+        green.append([True] * bits + [False] * (layers - bits))
+        gammas.append([gm if null == "mm" else gv] * layers)
+    if window_sizes:
+        return windowed_test(green, gammas, window_sizes)[0]
+    return green_test([b for t in green for b in t], [g for t in gammas for g in t])[1]
 
 
 def _mean(records: Sequence[dict], key: str) -> float:
     return sum(r[key] for r in records) / len(records)
 
 
-def calibration_report(human: Sequence[dict], marked: Sequence[dict] = ()) -> dict:
-    """FPR on human records (and TPR on watermarked ones) per null model and counting rule."""
+def calibration_report(
+    human: Sequence[dict], marked: Sequence[dict] = (), window_sizes: Sequence[int] = ()
+) -> dict:
+    """FPR on human records (and TPR on watermarked ones) per null model and counting rule,
+    and for the windowed test over the tested tokens when ``window_sizes`` is given."""
     if not human:
         raise ValueError("no human records to calibrate on")
     out: dict = {"human_texts": len(human), "watermarked_texts": len(marked)}
@@ -57,18 +63,23 @@ def calibration_report(human: Sequence[dict], marked: Sequence[dict] = ()) -> di
         r.get("layers", 1) > 1 or any(g is None for g, s in zip(r["gamma"], r["scored"]) if s)
         for r in human
     )
-    for null in ("vocab", "mm") if mm_known else ("vocab",):
-        for unique in (True,) if human[0].get("fresh_only") else (True, False):
-            hp = sorted(variant_p_value(r, null, unique) for r in human)
-            row = {
-                "human_texts": len(hp),
-                "fpr@p<0.01": sum(p < 0.01 for p in hp) / len(hp),
-                "fpr@p<0.05": sum(p < 0.05 for p in hp) / len(hp),
-            }
-            if marked:
-                wp = [variant_p_value(r, null, unique) for r in marked]
-                cut = hp[max(0, int(0.01 * len(hp)) - 1)]  # empirical 1% FPR threshold
-                row["tpr@p<0.01"] = sum(p < 0.01 for p in wp) / len(wp)
-                row["tpr@1%fpr_empirical"] = sum(p < cut for p in wp) / len(wp)
-            out[f"{null}/{'unique' if unique else 'all'}"] = row
+    nulls = ("vocab", "mm") if mm_known else ("vocab",)
+    counting = (True,) if human[0].get("fresh_only") else (True, False)
+    variants = [(null, unique, ()) for null in nulls for unique in counting]
+    if window_sizes:
+        variants.append(("vocab", True, tuple(window_sizes)))
+    for null, unique, sizes in variants:
+        hp = sorted(variant_p_value(r, null, unique, sizes) for r in human)
+        row = {
+            "human_texts": len(hp),
+            "fpr@p<0.01": sum(p < 0.01 for p in hp) / len(hp),
+            "fpr@p<0.05": sum(p < 0.05 for p in hp) / len(hp),
+        }
+        if marked:
+            wp = [variant_p_value(r, null, unique, sizes) for r in marked]
+            cut = hp[max(0, int(0.01 * len(hp)) - 1)]  # empirical 1% FPR threshold
+            row["tpr@p<0.01"] = sum(p < 0.01 for p in wp) / len(wp)
+            row["tpr@1%fpr_empirical"] = sum(p < cut for p in wp) / len(wp)
+        name = f"{null}/{'unique' if unique else 'all'}"
+        out[name + (f"/windows{list(sizes)}" if sizes else "")] = row
     return out

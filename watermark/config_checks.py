@@ -1,0 +1,94 @@
+"""Type and range checks of a :class:`~watermark.config.WatermarkConfig`, run when it is read.
+
+Types are checked first (a JSON ``"two"`` for ``alpha`` is named as such, not met later as a
+``TypeError`` inside torch); the ranges assume them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from watermark.config import COMPUTE_DTYPES, NULL_MODELS, SCALINGS, TOKEN_MAPS
+
+# JSON types of the fields (bool is not an int here; an int is a float)
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "vocab_size": (int, type(None)),
+    "mm_start_token": (str, type(None)),
+    "alpha": (float, int),
+    "delta": (float, int),
+    "bias": (float, int),
+    "top_p": (float, int),
+    "target_fpr": (float, int),
+    "layers": (int,),
+    "opening_steps": (int,),
+    "top_k": (int,),
+    "context_guard": (int,),
+    "embed_batch_size": (int,),
+    "mm_window": (int,),
+    "embed_prefix_tokens": (int,),
+    "filter_first": (bool,),
+    "fresh_only": (bool,),
+    "unique_tokens": (bool,),
+    "allowed_scripts": (list,),
+    "window_sizes": (list,),
+}
+
+
+def type_problems(cfg: object) -> list[str]:
+    """One message per field whose value has the wrong JSON type."""
+    found = []
+    for f in fields(cfg):
+        if f.name == "source":
+            continue
+        value, types = getattr(cfg, f.name), FIELD_TYPES.get(f.name, (str,))
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            found.append(f"{f.name} must be {names}, got {value!r}")
+    return found
+
+
+def problems(cfg: object) -> list[str]:
+    """Every type or range problem of a config (empty: valid)."""
+    found = type_problems(cfg)
+    if found:
+        return found
+    if cfg.scaling not in SCALINGS:
+        found.append(f"scaling must be one of {SCALINGS}, got {cfg.scaling!r}")
+    if cfg.token_map not in TOKEN_MAPS:
+        found.append(f"token_map must be one of {TOKEN_MAPS}, got {cfg.token_map!r}")
+    if cfg.null_model not in NULL_MODELS:
+        found.append(f"null_model must be one of {NULL_MODELS}, got {cfg.null_model!r}")
+    if cfg.delta <= 0 or cfg.bias <= 0:
+        found.append(f"delta and bias must be > 0, got {cfg.delta}, {cfg.bias}")
+    if cfg.layers < 1 or (cfg.layers > 1 and cfg.scaling != "tournament"):
+        found.append(f"layers must be 1, or >= 1 with scaling='tournament', got {cfg.layers}")
+    if cfg.fresh_only and not cfg.unique_tokens:
+        found.append("fresh_only needs unique_tokens=true (repeats are never tested)")
+    if cfg.context_guard < 0:
+        found.append(f"context_guard must be >= 0, got {cfg.context_guard}")
+    if cfg.opening_steps < 0:
+        found.append(f"opening_steps must be >= 0, got {cfg.opening_steps}")
+    if cfg.opening_steps > 0 and not cfg.opening_sentence.strip():
+        found.append("opening_sentence must be set when opening_steps > 0")
+    if not 0 < cfg.target_fpr < 1:
+        found.append(f"target_fpr must be in (0, 1), got {cfg.target_fpr}")
+    if cfg.top_k < 0 or not 0 < cfg.top_p <= 1:
+        found.append(f"need top_k >= 0 and 0 < top_p <= 1, got {cfg.top_k}, {cfg.top_p}")
+    if not cfg.key:
+        found.append("key must be a non-empty string")
+    if cfg.vocab_size is not None and cfg.vocab_size < 1:
+        found.append(f"vocab_size must be >= 1 or null, got {cfg.vocab_size}")
+    if cfg.compute_dtype not in COMPUTE_DTYPES:
+        found.append(f"compute_dtype must be one of {COMPUTE_DTYPES}")
+    if cfg.mm_window < 2 or cfg.embed_prefix_tokens < 1:
+        found.append(
+            f"need mm_window >= 2 and embed_prefix_tokens >= 1, got {cfg.mm_window}, "
+            f"{cfg.embed_prefix_tokens}"
+        )
+    if cfg.embed_batch_size < 1:
+        found.append(f"embed_batch_size must be >= 1, got {cfg.embed_batch_size}")
+    if not cfg.allowed_scripts or not all(isinstance(x, str) for x in cfg.allowed_scripts):
+        found.append("allowed_scripts must be a non-empty list of strings, e.g. ['LATIN']")
+    if not all(isinstance(w, int) and not isinstance(w, bool) and w >= 2 for w in cfg.window_sizes):
+        found.append(f"window_sizes must be integers >= 2, got {cfg.window_sizes}")
+    return found
