@@ -3,8 +3,8 @@
 Typical use::
 
     import watermark
-    wm = watermark.Watermark.load()                 # shipped default config
-    model, _ = watermark.load_lm("smollm2-135m")
+    model, tokenizer = watermark.load_lm("smollm2-135m")
+    wm = watermark.Watermark.load(tokenizer=tokenizer, generator=model)  # shipped default
     texts = [g.text for g in wm.generate(model, ["The storm hit the coast on Monday."])]
     result = wm.detect(texts)[0]                    # DetectionResult: score, z_score, p_value, ...
 

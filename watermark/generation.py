@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList, TopKLogitsWarper, TopPLogitsWarper
 
+from watermark.fused import can_fuse, fused_generate
 from watermark.text import decode_ids
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ def generate(
     top_p: float = 0.9,
     do_sample: bool = True,
     seed: int | None = None,
+    fuse: bool = True,
     **generate_kwargs: object,
 ) -> list[Generation]:
     """Generates one continuation per prompt in a single left-padded batch.
@@ -77,6 +79,8 @@ def generate(
         top_p: Nucleus mass after a baseline processor (1 disables; ours applies its config's).
         do_sample: Sample (True) or greedy.
         seed: Seed of torch's global RNG before sampling.
+        fuse: Run the MM inside the generator's forward when our processor's MM is the
+            generator (:mod:`watermark.fused`); else, or when not possible, ``model.generate``.
         generate_kwargs: Passed to ``model.generate``.
 
     Returns:
@@ -99,6 +103,16 @@ def generate(
         processors.append(TopPLogitsWarper(top_p=top_p))
     if seed is not None:
         torch.manual_seed(seed)
+    stop = eos_ids(model, tokenizer)
+    if (
+        processor is not None
+        and fuse
+        and can_fuse(model, processor, max_new_tokens, generate_kwargs)
+    ):
+        out = fused_generate(model, enc["input_ids"], enc["attention_mask"], processor,
+                             max_new_tokens, do_sample, tokenizer.pad_token_id, stop,
+                             int(generate_kwargs.get("min_new_tokens", 0)))  # fmt: skip
+        return _results(tokenizer, prompts, processor, out, enc["input_ids"].shape[1], stop)
     if do_sample:  # switch off the built-in warpers: ours run after the watermark
         generate_kwargs = {"top_k": 0, "top_p": 1.0, "temperature": 1.0, **generate_kwargs}
     out = model.generate(
@@ -109,8 +123,12 @@ def generate(
         pad_token_id=tokenizer.pad_token_id,
         **generate_kwargs,
     )
-    prompt_len = enc["input_ids"].shape[1]
-    stop = set(eos_ids(model, tokenizer))
+    return _results(tokenizer, prompts, processor, out, enc["input_ids"].shape[1], stop)
+
+
+def _results(tokenizer, prompts, processor, out, prompt_len, stop) -> list[Generation]:
+    """One :class:`Generation` per prompt from the output ids (B, P + n)."""
+    stop = set(stop)
     results = []
     for row, prompt in enumerate(prompts):
         ids = out[row, prompt_len:].tolist()

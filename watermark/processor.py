@@ -75,6 +75,7 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         self.record = GenerationRecord()
         self._prev: torch.Tensor | None = None
         self._state = None
+        self.state_factory = None  # batch size -> MM state; None: the MM's own (see fused.py)
 
     def reset(self) -> None:
         """Forgets the current generation (the next call starts a new one)."""
@@ -108,7 +109,8 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
                 "config was made for"
             )
         if not self._is_continuation(input_ids):
-            self._state = self.core.measurement.start(input_ids.shape[0])
+            factory = self.state_factory or self.core.measurement.start
+            self._state = factory(input_ids.shape[0])
             self.record = GenerationRecord(prompt_length=int(input_ids.shape[1]))
         self._prev = input_ids.detach().clone()
         gen = input_ids[:, self.record.prompt_length :]

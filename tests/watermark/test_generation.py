@@ -56,3 +56,51 @@ def test_round_trip_positions(tiny: SimpleNamespace, cross: bool, rule: dict) ->
     # the watermark is visible: green fraction above the null expectation on average
     wm_green = sum(r.num_green_tested for r in results) - sum(r.expected_green for r in results)
     assert wm_green > 0
+
+
+def fused_watermark(tiny: SimpleNamespace, **overrides: object):
+    """A watermark whose MM is the generator itself (same object), so generation can fuse."""
+    from watermark.config import WatermarkConfig
+    from watermark.watermark import Watermark
+
+    fields = dict(mapper="unused", generator="tiny-gen", measurement_model="tiny-gen", key="k",
+                  opening_sentence="a secret opening sentence", alpha=1.0, opening_steps=5,
+                  top_k=10, top_p=0.9)  # fmt: skip
+    return Watermark.load(WatermarkConfig(**{**fields, **overrides}), tokenizer=tiny.gtok,
+                          generator=tiny.gen, embedder=tiny.emb, mapper=tiny.mapper)  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", [RULE_CASES[1], RULE_CASES[8]])
+def test_fused_generation_matches_reference_and_model_generate(
+    tiny: SimpleNamespace, rule: dict, monkeypatch
+) -> None:
+    from watermark import generation
+    from watermark.fused import can_fuse
+    from watermark.generation import generate
+
+    calls = []
+    fused_generate = generation.fused_generate
+    monkeypatch.setattr(generation, "fused_generate", lambda *a, **k: calls.append(1) or
+                        fused_generate(*a, **k))  # fmt: skip
+    wm = fused_watermark(tiny, **rule)
+    proc = wm.logits_processor(record=True)
+    assert can_fuse(tiny.gen, proc, 24, {}) and not can_fuse(tiny.mm, proc, 24, {})
+    assert not can_fuse(tiny.gen, proc, 24, {"num_beams": 2})
+    assert not can_fuse(tiny.gen, proc, wm.config.mm_window, {})
+    outs = generate(tiny.gen, tiny.gtok, PROMPTS, proc, max_new_tokens=24, do_sample=False)
+    assert len(calls) == 1  # the fused path ran
+    for prompt, out in zip(PROMPTS, outs):
+        ids, steps = reference.generate(wm, tiny.gen, prompt, 24, greedy=True)
+        assert out.token_ids == ids
+        assert out.watermarked_steps == [
+            t for t, s in enumerate(steps, 1) if s.gated and t <= len(ids)
+        ]
+    for kwargs in ({"seed": 3}, {"seed": 4, "min_new_tokens": 20}):
+        fused = generate(tiny.gen, tiny.gtok, PROMPTS, wm.logits_processor(),
+                         max_new_tokens=24, **kwargs)  # fmt: skip
+        plain = generate(tiny.gen, tiny.gtok, PROMPTS, wm.logits_processor(),
+                         max_new_tokens=24, fuse=False, **kwargs)  # fmt: skip
+        assert [o.token_ids for o in fused] == [o.token_ids for o in plain]
+        if "min_new_tokens" in kwargs:
+            assert all(len(o.token_ids) >= 20 for o in fused)
+    assert len(calls) == 3
