@@ -1,19 +1,14 @@
-"""Command line: ``python -m watermark generate|detect|show``.
+"""Command line: ``python -m watermark generate|detect|show|detect-corpus``.
 
-* ``generate``: prompts from ``--prompt`` (repeatable) or ``--file`` (JSONL objects with a
-  ``prompt`` field); prints one JSON object ``{"prompt", "text"}`` per prompt (``text`` is the
-  continuation only), so the output feeds ``detect --file`` directly.
-* ``detect``: texts from ``--text`` (repeatable) or ``--file`` (JSONL objects with a ``text``
-  field); prints one JSON object per text with ``score``, ``green_fraction``, ``num_scored``,
-  ``awr``, ``z_score``, ``p_value``, ``is_watermarked`` (and more; ``--per-token`` adds the
-  per-token flags).
-* ``show``: like ``detect`` but writes an HTML page highlighting scored and green tokens (and the
-  prompt, when the JSONL lines have one).
+* ``generate``: prompts from ``--prompt`` or ``--file`` (JSONL, ``prompt`` field) -> one
+  ``{"prompt", "text"}`` per prompt (the continuation only), which feeds ``detect --file``.
+* ``detect``: texts from ``--text`` or ``--file`` (JSONL, ``text`` field) -> one detection result
+  per text (``--per-token`` adds the per-token flags).
+* ``show``: like ``detect``, and writes an HTML page of the scored and green tokens.
+* ``detect-corpus``: a whole corpus over devices and nodes (:mod:`watermark.corpus`).
 
-All print JSON lines on stdout in input order; progress bars and logs go to stderr. Without
-``--config`` the shipped default configuration is used. Every input (files, config, arguments) is
-checked before a model loads; a mistake prints one ``error:`` line and exits with status 2
-(``-v`` shows the traceback).
+JSON lines go to stdout in input order; progress and logs to stderr. Inputs are checked before a
+model loads; a mistake prints one ``error:`` line and exits with status 2 (``-v``: traceback).
 """
 
 from __future__ import annotations

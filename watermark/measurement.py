@@ -17,12 +17,10 @@ n >= W. Texts shorter than W are never cut. The rule bounds the MM's memory and 
 and is applied identically by generation (the KV cache restarts when the window moves), detection
 and the reference.
 
-Fast paths: detection streams the MM over each window segment in chunks of ``chunk`` tokens with
-a KV cache, keeping entropies (or green mass) rather than logits, so memory does not grow with
-the text (cross tokenizer: a prefix whose re-encoding is not a prefix of the segment's, which
-happens at some token boundaries, gets its own forward). Generation keeps a KV cache per batch
-(same tokenizer) or per row (cross tokenizer, cropped back to the common prefix when re-encoding
-changes earlier MM tokens).
+Fast paths: detection streams the MM over each window segment in ``chunk``-token pieces with a
+KV cache, keeping entropies (or green mass), not logits (cross tokenizer: a prefix whose
+re-encoding is not a prefix of the segment's gets its own forward). Generation keeps a KV cache
+per batch (same tokenizer) or per row (cross tokenizer, cropped to the common prefix).
 """
 
 from __future__ import annotations
