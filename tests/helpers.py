@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -157,3 +158,21 @@ def make_records(n_docs: int = 12, per_doc: int = 8, seed: int = 0) -> list[dict
                 }
             )
     return records
+
+
+def save_tiny_watermark(
+    tiny: object, embedder_dir: object, root: Path, **overrides: object
+) -> dict:
+    """Saves the tiny generator (with its tokenizer) and mapper under ``root`` and a config
+    ``root / "wm.json"`` naming them by relative paths; returns the config's fields."""
+    from watermark.config import WatermarkConfig
+
+    tiny.gen.save_pretrained(root / "gen")
+    tiny.gtok.save_pretrained(root / "gen")
+    tiny.mapper.save_pretrained(root / "mapper")
+    fields = dict(mapper="mapper", generator="gen", measurement_model="gen",
+                  embedder=str(embedder_dir), key="k", opening_sentence="opening",
+                  alpha=1.0, opening_steps=4, top_k=10)  # fmt: skip
+    fields.update(overrides)
+    WatermarkConfig(**fields).save(root / "wm.json")
+    return fields

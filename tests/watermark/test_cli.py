@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from watermark.config import WatermarkConfig
+from tests.helpers import save_tiny_watermark
 
 
 def test_cli_generate_detect_show(
@@ -14,20 +14,8 @@ def test_cli_generate_detect_show(
 ) -> None:
     from watermark.cli import main
 
-    tiny.gen.save_pretrained(tmp_path / "gen")
-    tiny.gtok.save_pretrained(tmp_path / "gen")
-    tiny.mapper.save_pretrained(tmp_path / "mapper")
-    cfg = WatermarkConfig(
-        mapper="mapper",  # relative to the config file
-        generator="gen",
-        measurement_model="gen",
-        embedder=str(tiny_embedder_dir),
-        key="cli-key",
-        opening_sentence="opening",
-        alpha=1.0,
-        opening_steps=4,
-        top_k=10,
-    ).save(tmp_path / "wm.json")
+    save_tiny_watermark(tiny, tiny_embedder_dir, tmp_path, key="cli-key")  # relative paths
+    cfg = tmp_path / "wm.json"
     assert main(["generate", "--config", str(cfg), "--prompt", "river city", "--prompt", "bank",
                  "--max-new-tokens", "10", "--seed", "1"]) == 0  # fmt: skip
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]

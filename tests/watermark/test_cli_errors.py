@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.helpers import save_tiny_watermark
 from watermark.cli import USAGE_ERROR, UsageError, main
 from watermark.config import WatermarkConfig
 
@@ -17,13 +18,7 @@ from watermark.config import WatermarkConfig
 def folders(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) -> SimpleNamespace:
     """Tiny generator and mapper folders and a config file that uses them."""
     root = tmp_path_factory.mktemp("cli_errors")
-    tiny.gen.save_pretrained(root / "gen")
-    tiny.gtok.save_pretrained(root / "gen")
-    tiny.mapper.save_pretrained(root / "mapper")
-    fields = dict(mapper="mapper", generator="gen", measurement_model="gen",
-                  embedder=str(tiny_embedder_dir), key="k", opening_sentence="opening",
-                  alpha=1.0, opening_steps=4, top_k=10)  # fmt: skip
-    WatermarkConfig(**fields).save(root / "wm.json")
+    fields = save_tiny_watermark(tiny, tiny_embedder_dir, root)
     return SimpleNamespace(root=root, fields=fields, config=str(root / "wm.json"))
 
 

@@ -13,9 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.helpers import sentences
+from tests.helpers import save_tiny_watermark, sentences
 from watermark.cli import main
-from watermark.config import WatermarkConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,13 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def setup(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) -> SimpleNamespace:
     """A tiny config on disk, a 40-row corpus and what ``detect`` prints for it."""
     root = tmp_path_factory.mktemp("corpus")
-    tiny.gen.save_pretrained(root / "gen")
-    tiny.gtok.save_pretrained(root / "gen")
-    tiny.mapper.save_pretrained(root / "mapper")
-    fields = dict(mapper="mapper", generator="gen", measurement_model="gen", key="k",
-                  embedder=str(tiny_embedder_dir), opening_sentence="o", alpha=1.0,
-                  opening_steps=4, top_k=10)  # fmt: skip
-    config = WatermarkConfig(**fields).save(root / "wm.json")
+    save_tiny_watermark(tiny, tiny_embedder_dir, root, opening_sentence="o")
+    config = root / "wm.json"
     texts = sentences(40, seed=11, length=14)
     texts[5] = ""  # an unscorable row keeps its place
     corpus = root / "corpus.jsonl"
