@@ -36,6 +36,7 @@ LATER_FIELDS_OFF = {
     "fresh_only": False,
     "mm_window": 2048,
     "embed_prefix_tokens": 512,
+    "embed_window": 0,
     "compute_dtype": "float32",
     "window_sizes": [],
 }
@@ -94,6 +95,10 @@ class WatermarkConfig:
         embed_prefix_tokens: P: the SE embeds at most the first P generated tokens of a prefix
             (MiniLM reads only 256 word pieces anyway), so long texts cost one embedding per
             step up to P and one for all later steps.
+        embed_window: W: when > 0, the SE embeds only the last W generated tokens of the prefix
+            (a local semantic context: a passage keeps its green lists wherever it is pasted,
+            and each step costs one embedding of at most W tokens); 0 embeds the prefix from
+            its start (cut at P).
         compute_dtype: dtype of the MM and the SE (``float32``, ``bfloat16``, ``float16``);
             bfloat16 roughly halves their CPU time on CPUs with bfloat16 units, and moves the
             entropies and embeddings slightly, so texts are detected with the dtype they were
@@ -118,7 +123,7 @@ class WatermarkConfig:
     delta: float = 1.5
     bias: float = 2.0
     layers: int = 1
-    opening_steps: int = 50
+    opening_steps: int = 0
     top_k: int = 50
     top_p: float = 0.9
     scaling: str = "additive"
@@ -132,6 +137,7 @@ class WatermarkConfig:
     embed_batch_size: int = 32
     mm_window: int = 2048
     embed_prefix_tokens: int = 512
+    embed_window: int = 32
     compute_dtype: str = "float32"
     window_sizes: list[int] = field(default_factory=list)
     allowed_scripts: list[str] = field(default_factory=lambda: ["LATIN"])

@@ -26,6 +26,7 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "embed_batch_size": (int,),
     "mm_window": (int,),
     "embed_prefix_tokens": (int,),
+    "embed_window": (int,),
     "filter_first": (bool,),
     "fresh_only": (bool,),
     "unique_tokens": (bool,),
@@ -85,6 +86,8 @@ def problems(cfg: object) -> list[str]:
             f"need mm_window >= 2 and embed_prefix_tokens >= 1, got {cfg.mm_window}, "
             f"{cfg.embed_prefix_tokens}"
         )
+    if cfg.embed_window < 0:
+        found.append(f"embed_window must be >= 0 (0: the whole prefix), got {cfg.embed_window}")
     if cfg.embed_batch_size < 1:
         found.append(f"embed_batch_size must be >= 1, got {cfg.embed_batch_size}")
     if not cfg.allowed_scripts or not all(isinstance(x, str) for x in cfg.allowed_scripts):

@@ -7,7 +7,8 @@ For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}
   with the context guard h > 0, closed at any step whose last h generated tokens (the end of
   S_{0:t-1}) already occurred as a contiguous run earlier in S_{0:t-1};
 * embedding input: the secret opening sentence for t <= M, else the decoded prefix
-  ``decode_ids(S_{0:t-1})`` (see :mod:`watermark.text`);
+  ``decode_ids(S_{0:t-1})`` cut to its first P tokens, or with a local context W > 0 its last W
+  tokens (:meth:`WatermarkCore.prefix_span`; see :mod:`watermark.text`);
 * v_hat: mapper signs of the embedding, expanded over the full LM-head width V by the keyed token
   maps, one per layer (see :mod:`watermark.semantic`);
 * sampling logits: the configured strength rule and sampling filters (see :mod:`watermark.rules`).
@@ -144,12 +145,24 @@ class WatermarkCore:
         """
         return ((steps <= self.opening_steps) | (entropies >= self.config.alpha)) & ~repeated
 
+    def prefix_span(self, step: int) -> tuple[int, int]:
+        """Token span [a, b) of the prefix S_{0:t-1} that the SE embeds at a step t > M.
+
+        The last W = ``embed_window`` tokens when W > 0, else the first P =
+        ``embed_prefix_tokens``.
+        """
+        n, window = step - 1, self.config.embed_window
+        if window > 0:
+            return max(0, n - window), n
+        return 0, min(n, self.config.embed_prefix_tokens)
+
     def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
         """The text the SE embeds at step t: the opening sentence for t <= M, else the decoded
-        prefix S_{0:t-1} cut to its first P = ``embed_prefix_tokens`` tokens."""
+        span :meth:`prefix_span` of the prefix S_{0:t-1}."""
         if step <= self.opening_steps:
             return self.config.opening_sentence
-        return decode_ids(self.tokenizer, prefix_ids[: self.config.embed_prefix_tokens])
+        a, b = self.prefix_span(step)
+        return decode_ids(self.tokenizer, prefix_ids[a:b])
 
     def _opening_signs(self) -> torch.Tensor:
         """Mapper signs of the opening sentence, bool (D,), computed once."""
@@ -178,13 +191,12 @@ class WatermarkCore:
         if early:
             signs[early] = self._opening_signs()
         if late:
-            cap = self.config.embed_prefix_tokens
-            inputs: dict[tuple[int, int], str] = {}  # (text, prefix length) -> SE input
+            inputs: dict[tuple[int, int, int], str] = {}  # (text, span) -> SE input
             keys = []
             for i in late:
-                key = (id(texts[i]), min(steps[i] - 1, cap))
+                key = (id(texts[i]), *self.prefix_span(steps[i]))
                 if key not in inputs:
-                    inputs[key] = self.embedding_input(steps[i], texts[i][: key[1]])
+                    inputs[key] = self.embedding_input(steps[i], texts[i][: steps[i] - 1])
                 keys.append(key)
             unique = sorted(set(inputs.values()))
             row = {text: n for n, text in enumerate(unique)}

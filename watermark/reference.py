@@ -12,7 +12,8 @@ For step t (1-based) with generated prefix S_{0:t-1}:
 1. t <= M: v_hat = SLSVE(opening sentence); watermark.
 2. t > M: H = entropy of the MM after its context for S_{0:t-1} (cut by the window rule of
    ``mm_window``); if H >= alpha, v_hat = SLSVE(decode(first ``embed_prefix_tokens`` tokens of
-   S_{0:t-1})) and watermark; else leave the logits alone.
+   S_{0:t-1}), or of its last ``embed_window`` tokens when that is > 0) and watermark; else
+   leave the logits alone.
 3. Watermark = the strength rule on v_hat (one green list per layer; with ``fresh_only`` a
    token already in S_{0:t-1}, or EOS, has v_hat = 1/2 in every list): ``paper``
    l * (1 + delta v_hat); ``floor`` the same measured from the smallest top-k logit;
@@ -104,7 +105,11 @@ def step(wm: object, prefix: list[int]) -> RefStep:
         return RefStep(True, float("nan"), slsve(wm, cfg.opening_sentence))
     h = mm_entropy(wm, prefix)
     if h >= cfg.alpha:
-        return RefStep(True, h, slsve(wm, _decode(wm.tokenizer, prefix[: cfg.embed_prefix_tokens])))
+        if cfg.embed_window > 0:  # a local context: the last W tokens
+            context = prefix[max(0, len(prefix) - cfg.embed_window) :]
+        else:
+            context = prefix[: cfg.embed_prefix_tokens]
+        return RefStep(True, h, slsve(wm, _decode(wm.tokenizer, context)))
     return RefStep(False, h, None)
 
 

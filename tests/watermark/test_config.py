@@ -45,7 +45,8 @@ def test_config_rules_strengths_and_cache_views() -> None:
 def test_default_config_points_at_committed_mapper(tmp_path: Path, monkeypatch) -> None:
     cfg = WatermarkConfig.default()
     assert cfg.mapper == "checkpoints/mapper-minilm" and cfg.generator == "smollm2-135m"
-    assert (cfg.alpha, cfg.delta, cfg.opening_steps, cfg.top_k, cfg.top_p) == (2, 1.5, 50, 50, 0.9)
+    assert (cfg.alpha, cfg.delta, cfg.opening_steps, cfg.top_k, cfg.top_p) == (2, 1.5, 0, 50, 0.9)
+    assert cfg.embed_window == 32
     assert (cfg.scaling, cfg.bias, cfg.filter_first, cfg.fresh_only) == ("additive", 2, True, True)
     # the dataclass defaults are the shipped rule (secrets and paths aside)
     plain = WatermarkConfig(opening_sentence="x")

@@ -65,10 +65,17 @@ def test_fast_detection_matches_reference(
         assert wm.core.measurement.extra_forwards > 0  # boundary re-encodings were exercised
 
 
-@pytest.mark.parametrize("cross,null", [(False, "vocab"), (False, "mm"), (True, "vocab")])
-def test_long_text_rules_match_reference(tiny: SimpleNamespace, cross: bool, null: str) -> None:
-    """The MM window, the SE prefix cap and chunked streaming against the reference."""
-    wm = tiny.make(cross=cross, null_model=null, mm_window=8, embed_prefix_tokens=9)
+@pytest.mark.parametrize(
+    "cross,null,local",
+    [(False, "vocab", 0), (False, "mm", 0), (True, "vocab", 0), (True, "vocab", 6)],
+)
+def test_long_text_rules_match_reference(
+    tiny: SimpleNamespace, cross: bool, null: str, local: int
+) -> None:
+    """The MM window, the SE prefix cap or local context and chunked streaming against the
+    reference."""
+    wm = tiny.make(cross=cross, null_model=null, mm_window=8, embed_prefix_tokens=9,
+                   embed_window=local, opening_steps=0 if local else 4)  # fmt: skip
     wm.core.measurement.chunk = 5  # several chunks per window segment
     texts = sentences(2, seed=3, length=40)
     for text, res in zip(texts, wm.detect(texts)):
@@ -104,3 +111,17 @@ def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
         assert res.is_watermarked == (res.window_p_value < wm.config.target_fpr)
     plain = tiny.make(fresh_only=True, scaling="additive", bias=2.0).detect(texts[:1])[0]
     assert plain.window_p_value is None and plain.window is None
+
+
+def test_local_context_keeps_a_pasted_passage_green_lists(tiny: SimpleNamespace) -> None:
+    """With embed_window W, a passage's green lists past its first W tokens do not depend on
+    the text pasted before it (without it, they do)."""
+    passage, before = sentences(1, seed=4, length=30)[0], sentences(1, seed=5, length=15)[0]
+    for window, same in ((5, True), (0, False)):
+        wm = tiny.make(alpha=-1.0, opening_steps=0, embed_window=window)  # every step scored
+        alone, pasted = wm.detect([passage, before + " " + passage])
+        offset = len(pasted.token_ids) - len(alone.token_ids)
+        assert pasted.token_ids[offset:] == alone.token_ids  # word-level tokens
+        tail = range(6, len(alone.token_ids))
+        agree = [pasted.green[offset + i] == alone.green[i] for i in tail]
+        assert all(agree) if same else not all(agree)

@@ -16,7 +16,8 @@ WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}
 @pytest.mark.parametrize(
     "cross,rule", [(False, RULE_CASES[1]), (True, RULE_CASES[1]), (False, RULE_CASES[4]),
                    (True, RULE_CASES[6]), (False, {**RULE_CASES[1], **WINDOW}),
-                   (True, {**RULE_CASES[8], **WINDOW})]
+                   (True, {**RULE_CASES[8], **WINDOW}),
+                   (False, {**RULE_CASES[8], "embed_window": 3, "opening_steps": 0})]
 )  # fmt: skip
 def test_greedy_batch_generation_matches_reference(
     tiny: SimpleNamespace, cross: bool, rule: dict
