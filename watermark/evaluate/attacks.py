@@ -5,7 +5,11 @@
   (:class:`data.synonyms.Thesaurus`); words without one stay.
 * ``paraphrase``: paraphrase that share of the sentences, one sentence at a time, with the
   instruction model of :mod:`data.paraphrase` (greedy, cached per sentence on disk); rejected
-  outputs keep the sentence.
+  outputs keep the sentence. An attack's optional ``passes`` (default 1) paraphrases the result
+  again that many times in all: the knob that takes the attack past what one pass of a small
+  paraphraser changes.
+* ``paraphrase_synonym``: every sentence paraphrased ``passes`` times, then that share of the
+  content words replaced by synonyms (the composite attack).
 * ``copy_paste``: the watermarked text makes up that share of the result's words, inserted as one
   span at a random word position of the human text (whose words fill the rest).
 
@@ -71,6 +75,7 @@ def paraphrase_texts(
     model_name: str,
     seed: int = 0,
     batch_size: int = 16,
+    passes: int = 1,
 ) -> list[str]:
     """Paraphrase ``strength`` of each text's sentences with the LLM paraphraser (cached).
 
@@ -81,7 +86,21 @@ def paraphrase_texts(
         model_name: The paraphrasing instruction model.
         seed: Which sentences are chosen.
         batch_size: Sentences per generation batch.
+        passes: Times the whole attack is applied (each pass to the previous pass's output).
     """
+    for _ in range(passes):
+        texts = _paraphrase_pass(texts, strength, cache_path, model_name, seed, batch_size)
+    return list(texts)
+
+
+def _paraphrase_pass(
+    texts: Sequence[str],
+    strength: float,
+    cache_path: Path,
+    model_name: str,
+    seed: int,
+    batch_size: int,
+) -> list[str]:
     from data.paraphrase import run_paraphrases
 
     plans = []

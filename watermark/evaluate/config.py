@@ -19,7 +19,7 @@ from data.paths import resolve_path
 from watermark.config import WatermarkConfig
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
-ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste")
+ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste", "paraphrase_synonym")
 
 
 @dataclass
@@ -57,6 +57,11 @@ class EvalConfig:
         spoof_tokens: Tokens per spoofing text.
         spoof_common: Size of the common-token set C (most frequent tokens of human text).
         spoof_top: Size of H, the most frequent tokens of C in watermarked text.
+        steal_texts: Watermarked texts per method the watermark-stealing attacker collects (and
+            as many of its own); 0 skips the attack (see :mod:`watermark.evaluate.stealing`).
+        steal_methods: Methods the stealing attack targets.
+        spoof_prompts: Texts the stealing attacker writes per method and context width.
+        spoof_boost: Logit boost per unit of the attacker's estimate.
         ablation_prompts: Prompts per ablation variant (first ones of the main set).
         ablation_tokens: New tokens per ablation text (``None``: ``new_tokens``).
         ablation_attack: An attack (as in ``attacks``) also scored for each ablation variant, as
@@ -68,6 +73,12 @@ class EvalConfig:
         frontier: Cells of our method, as mappings of watermark config fields; a list value
             expands into one cell per element (all combinations), e.g.
             ``{scaling: additive, bias: [1.0, 2.0], context_guard: [0, 4]}``.
+        curve_prompts: Texts per method of the robustness curves (0 skips them; see
+            :mod:`watermark.evaluate.curves`); the frontier's units come first.
+        curve_attacked: Texts per method and attack on the curves.
+        curve_methods: Methods on the curves.
+        curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
+        similarity_embedder: Embedder that measures how much meaning an attack kept.
         threads: torch threads (0: torch's default).
         quick: Overrides applied by ``--quick``.
     """
@@ -99,6 +110,10 @@ class EvalConfig:
     spoof_tokens: int = 100
     spoof_common: int = 181
     spoof_top: int = 50
+    steal_texts: int = 0
+    steal_methods: list[str] = field(default_factory=lambda: ["kgw0", "kgw1", "ours"])
+    spoof_prompts: int = 64
+    spoof_boost: float = 2.0
     ablation_prompts: int = 0
     ablation_tokens: int | None = None
     ablation_attack: dict[str, Any] | None = None
@@ -106,19 +121,30 @@ class EvalConfig:
     frontier_prompts: int = 0
     frontier_baselines: list[str] = field(default_factory=list)
     frontier: list[dict[str, Any]] = field(default_factory=list)
+    curve_prompts: int = 0
+    curve_attacked: int = 64
+    curve_methods: list[str] = field(default_factory=lambda: ["ours", "kgw0", "kgw1", "kgw2"])
+    curve_attacks: list[dict[str, Any]] = field(default_factory=list)
+    similarity_embedder: str = "mpnet"
     threads: int = 0
     quick: dict[str, Any] = field(default_factory=dict)
     source_dir: str | None = None
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
+        unknown = sorted(
+            set(self.methods + self.frontier_baselines + self.curve_methods) - set(METHODS)
+        )
         if unknown:
             raise ValueError(f"unknown methods {unknown}; known: {list(METHODS)}")
-        for attack in self.attacks + ([self.ablation_attack] if self.ablation_attack else []):
+        extra = [self.ablation_attack] if self.ablation_attack else []
+        for attack in self.attacks + self.curve_attacks + extra:
+            passes = attack.get("passes", 1)
             if attack.get("kind") not in ATTACKS or "strength" not in attack:
                 raise ValueError(
                     f"bad attack {attack!r}: need a kind in {list(ATTACKS)} and a strength"
                 )
+            if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
+                raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
         known = {f.name for f in fields(WatermarkConfig)} - {"source"}
         for spec in [self.ablations] + self.frontier:
             bad = sorted(set(spec) - known)

@@ -13,15 +13,19 @@ import time
 import torch
 
 from watermark.evaluate.config import EvalConfig
+from watermark.evaluate.curves import run_curves
 from watermark.evaluate.frontier import run_frontier
 from watermark.evaluate.metrics import median
 from watermark.evaluate.run import Evaluation, score_detections
 from watermark.evaluate.security import (
     CONTEXT_WIDTH,
+    OPENING_TOKENS,
     common_tokens,
     fixed_semantics,
+    opening_green_share,
     spoofing,
 )
+from watermark.evaluate.stealing import steal_and_spoof
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +67,12 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
         results["methods"]["ours"]["green_share_texts"] = len(gens)
     if cfg.spoof_texts and human is not None:
         results["spoofing"] = _timed(timings, "spoofing", spoof_all, ev)
+    if cfg.steal_texts:
+        results["stealing"] = _timed(timings, "stealing", steal_and_spoof, ev, cfg.steal_methods)
     if cfg.frontier_prompts and (cfg.frontier or cfg.frontier_baselines):
         results["frontier"] = _timed(timings, "frontier", run_frontier, ev)
+    if cfg.curve_prompts and cfg.curve_methods:
+        results["curves"] = _timed(timings, "curves", run_curves, ev)
     if cfg.ablations and cfg.ablation_prompts:
         results["ablations"] = _timed(timings, "ablations", ablations, ev)
     timings["total"] = time.perf_counter() - start
@@ -100,14 +108,14 @@ def spoof_all(ev: Evaluation) -> dict:
             target, ev.tokenizer, [g["ids"] for g in marked], [g["ids"] for g in clean],
             common, cfg.spoof_top,
         )  # fmt: skip
-    if "ours" in ev.methods:  # no strengthening: the first M tokens of the evaluation texts
-        m = ev.wm_config.opening_steps
-        marked = ev.generations(ev.methods["ours"], ev.units)
-        plain = ev.generations(ev.methods["unwatermarked"], ev.units)
+    if "ours" in ev.methods:  # no strengthening: the first tokens of the evaluation texts
+        ours, m = ev.methods["ours"], OPENING_TOKENS
+        marked = [g["ids"][:m] for g in ev.generations(ours, ev.units)]
+        plain = [g["ids"][:m] for g in ev.generations(ev.methods["unwatermarked"], ev.units)]
+        share = opening_green_share(ours.wm, marked)
         out["ours_opening"] = spoofing(
-            ev.methods["ours"], ev.tokenizer, [g["ids"][:m] for g in marked],
-            [g["ids"][:m] for g in plain], common, cfg.spoof_top,
-        )  # fmt: skip
+            ours, ev.tokenizer, marked, plain, common, cfg.spoof_top, green=share
+        )
     return out
 
 

@@ -27,6 +27,8 @@ SHORT = {
     "filter_first": "filter first",
     "context_guard": "guard",
     "fresh_only": "fresh only",
+    "embed_window": "local",
+    "opening_steps": "M",
 }  # fmt: skip (label order)
 BASELINE_LABELS = {"unwatermarked": "Unwatermarked", "kgw0": "KGW-0", "kgw1": "KGW-1",
                    "kgw2": "KGW-2", "synthid": "SynthID-Text"}  # fmt: skip
@@ -51,7 +53,7 @@ def cell_label(cell: dict) -> str:
             parts.append(str(value))
         elif value is True:
             parts.append(name)
-        elif value is False or (value == 0 and key == "context_guard"):
+        elif value is False or (value == 0 and key in ("context_guard", "embed_window")):
             continue  # switches that are off are left out
         else:
             parts.append(f"{name}={value}")
@@ -60,7 +62,8 @@ def cell_label(cell: dict) -> str:
 
 def rule_label(wm: dict) -> str:
     """The strength-rule settings of a watermark config dict as a cell label."""
-    keys = ("scaling", STRENGTH_FIELD[wm["scaling"]], "filter_first", "context_guard", "fresh_only")
+    keys = ("scaling", STRENGTH_FIELD[wm["scaling"]], "filter_first", "context_guard", "fresh_only",
+            "embed_window")  # fmt: skip
     return cell_label({k: wm[k] for k in keys if k in wm})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from watermark.evaluate.curves import curve_plot, curve_table
 from watermark.evaluate.frontier import frontier_plots, frontier_table, rule_label
 from watermark.evaluate.metrics import median, roc_curve
 
@@ -80,6 +81,24 @@ def security_table(results: dict) -> list[str]:
     header = ["method", "context", "decryption rate", "control (unwatermarked)", "\\|H\\|",
               "observations"]  # fmt: skip
     return _table(header, rows)
+
+
+def stealing_table(results: dict) -> list[str]:
+    """Spoof success of the watermark-stealing attacker, per method and context width."""
+    steal = results.get("stealing")
+    if not steal:
+        return []
+    rows = []
+    for name in ("kgw0", "kgw1", "kgw2", "ours"):
+        if name in steal:
+            cells = [_f(steal[name][k]) for k in ("width0", "width1", "best", "control")]
+            rows.append([LABELS[name], *cells])
+    header = ["method", "flagged, context-free estimate", "flagged, previous-token estimate",
+              "attacker's best", "control: own text flagged"]  # fmt: skip
+    intro = (f"Watermark stealing: {steal['steal_texts']} watermarked and as many own texts of "
+             f"{steal['tokens']} tokens to learn from, {steal['spoof_texts']} spoofed texts per "
+             f"cell, boost {steal['boost']}; share flagged at p < 0.01.")  # fmt: skip
+    return [intro, "", *_table(header, rows)]
 
 
 def green_table(results: dict) -> list[str]:
@@ -160,6 +179,12 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
     """Write ``report.md`` and the PNGs into ``out_dir``; return the report path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     images = plots(results, out_dir)
+    curves, curve_lines = results.get("curves"), []
+    if curves:
+        images = [curve_plot(curves, out_dir)] + images
+        title = (f"### Against attack strength ({curves['prompts']} texts per method, "
+                 f"{curves['attacked']} per attack)")  # fmt: skip
+        curve_lines = [title, "", *curve_table(curves), ""]
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:
@@ -190,6 +215,7 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         "## Robustness",
         "",
         *attack_tables(results),
+        *curve_lines,
         "## Green-token percentages",
         "",
         *green_table(results),
@@ -197,6 +223,8 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         "## Security (spoofing)",
         "",
         *security_table(results),
+        "",
+        *stealing_table(results),
         "",
         "## Ablations (ours)",
         "",

@@ -197,32 +197,36 @@ class Evaluation:
     # ---- attacks ----------------------------------------------------------------------------
 
     def attacked(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
-        """``texts`` after ``attack`` (``humans``: the host texts of copy-paste)."""
-        kind, strength, seed = attack["kind"], float(attack["strength"]), self.cfg.seed
+        """``texts`` after ``attack`` (``humans``: the host texts of copy-paste), cached."""
+        passes = int(attack.get("passes", 1))
+        name = attack["kind"] if passes == 1 else f"{attack['kind']}x{passes}"
         table = self.store.table("attacks")
-        keys = [f"{kind}|{strength}|{seed}|{text_hash(t)}" for t in texts]
-        if kind == "paraphrase" and any(k not in table for k in keys):
-            outs = atk.paraphrase_texts(
-                texts, strength, self.out / "cache" / "paraphrases.jsonl",
-                self.cfg.resolve(self.cfg.paraphraser), seed=seed,
-            )  # fmt: skip
-            self.store.put("attacks", [{"key": k, "text": o} for k, o in zip(keys, outs)])
+        keys = [f"{name}|{float(attack['strength'])}|{self.cfg.seed}|{text_hash(t)}" for t in texts]
         todo = [i for i, k in enumerate(keys) if k not in table]
-        if todo and kind == "synonym":
-            from data.synonyms import Thesaurus
-
-            thesaurus = Thesaurus.load()
-        records = []
-        for i in todo:
-            if kind == "deletion":
-                new = atk.delete_words(texts[i], strength, seed)
-            elif kind == "synonym":
-                new = atk.substitute_synonyms(texts[i], strength, thesaurus, seed)
-            else:
-                new = atk.copy_paste(texts[i], humans[i], strength, seed)
-            records.append({"key": keys[i], "text": new})
-        self.store.put("attacks", records)
+        if todo:
+            outs = self._attack(attack, [texts[i] for i in todo], [humans[i] for i in todo])
+            self.store.put("attacks", [{"key": keys[i], "text": o} for i, o in zip(todo, outs)])
         return [table[k]["text"] for k in keys]
+
+    def _attack(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
+        kind, strength, seed = attack["kind"], float(attack["strength"]), self.cfg.seed
+        passes = int(attack.get("passes", 1))
+        if kind == "paraphrase":
+            return atk.paraphrase_texts(
+                texts, strength, self.out / "cache" / "paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.paraphraser), seed=seed, passes=passes,
+            )  # fmt: skip
+        if kind == "deletion":
+            return [atk.delete_words(t, strength, seed) for t in texts]
+        if kind == "copy_paste":
+            return [atk.copy_paste(t, h, strength, seed) for t, h in zip(texts, humans)]
+        if kind == "paraphrase_synonym":  # every sentence paraphrased, then synonyms
+            texts = self.attacked({"kind": "paraphrase", "strength": 1.0, "passes": passes},
+                                  texts, humans)  # fmt: skip
+        from data.synonyms import Thesaurus
+
+        thesaurus = Thesaurus.load()
+        return [atk.substitute_synonyms(t, strength, thesaurus, seed) for t in texts]
 
     # ---- quality ----------------------------------------------------------------------------
 

@@ -10,9 +10,12 @@ that follow the most frequent 1- / 2-token context of the watermarked texts (the
 "the"; the attacker's best context has the most observations); for our method the sentence
 embedding is held fixed (the paper's strengthened attack: every watermarked step uses the opening
 sentence's green list, the entropy gate is unchanged), so every position counts. Without any
-strengthening, our first M steps always use the opening sentence's green list, so the first M
-tokens of ordinary watermarked texts are counted too (``ours_opening``). The same count on
-unwatermarked generations of the same prompts is the control.
+strengthening, the first ``OPENING_TOKENS`` tokens of ordinary watermarked texts are counted too
+(``ours_opening``): with opening steps M > 0 they share the opening sentence's green list; with
+M = 0 each step has its own prefix's list, and a token's "greenness" is the share of those
+steps' lists (over all texts) in which it is green (:func:`opening_green_share`; for a shared
+list this is the list itself). The same count on unwatermarked generations of the same prompts
+is the control.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from watermark.text import encode_text
 from watermark.watermark import Watermark
 
 CONTEXT_WIDTH = {"kgw0": 0, "kgw1": 1, "kgw2": 2, "ours": 0}
+OPENING_TOKENS = 50  # the first tokens of each text counted for ``ours_opening``
 
 
 def fixed_semantics(method: OursMethod) -> OursMethod:
@@ -71,6 +75,9 @@ def decryption_rate(
 ) -> tuple[float, int]:
     """Share of H (the ``top`` most frequent tokens of ``common`` seen in ``counts``) that is green.
 
+    ``green`` is a bool (V,) green list, or a float (V,) share of lists in which each token is
+    green (then the rate is H's mean share).
+
     Returns:
         (rate, |H|); rate is NaN if no token of ``common`` was seen.
     """
@@ -78,7 +85,17 @@ def decryption_rate(
     chosen = [i for _, i in seen[:top]]
     if not chosen:
         return float("nan"), 0
-    return sum(bool(green[i]) for i in chosen) / len(chosen), len(chosen)
+    return sum(float(green[i]) for i in chosen) / len(chosen), len(chosen)
+
+
+def opening_green_share(wm: Watermark, ids_list: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Float (V,): per token, the share of the first ``OPENING_TOKENS`` steps' first green lists
+    (all steps of all texts, whether gated or not) in which it is green."""
+    steps = [t for ids in ids_list for t in range(1, min(len(ids), OPENING_TOKENS) + 1)]
+    texts = [ids for ids in ids_list for _ in range(min(len(ids), OPENING_TOKENS))]
+    if not steps:
+        return torch.zeros(wm.core.vocab_size)
+    return wm.core.green_lists(steps, texts).mask()[:, 0].float().mean(0)
 
 
 def spoofing(
@@ -89,11 +106,16 @@ def spoofing(
     common: Sequence[int],
     top: int,
     width: int | None = None,
+    green: torch.Tensor | None = None,
 ) -> dict:
-    """Decryption rate on watermarked generations and on unwatermarked ones (control)."""
+    """Decryption rate on watermarked generations and on unwatermarked ones (control).
+
+    ``green`` replaces the method's green list of the attacker's context (see
+    :func:`decryption_rate`).
+    """
     width = CONTEXT_WIDTH[method.name] if width is None else width
     context = most_common_context(marked_ids, width)
-    green = method.green_mask(context)
+    green = method.green_mask(context) if green is None else green
     marked = follower_counts(marked_ids, context)
     rate, size = decryption_rate(marked, common, green, top)
     control, _ = decryption_rate(follower_counts(clean_ids, context), common, green, top)

@@ -30,6 +30,9 @@ def test_frontier_helpers() -> None:
     assert rule_label({**wm, "scaling": "additive", "fresh_only": True}) == (
         "additive, bias=2.0, filter first, guard=4, fresh only"
     )
+    local = {"scaling": "additive", "bias": 2.0, "embed_window": 32, "opening_steps": 0}
+    assert cell_label(local) == "additive, bias=2.0, local=32, M=0"
+    assert cell_label({**local, "embed_window": 0}) == "additive, bias=2.0, M=0"
     assert distinct_n([[1, 2, 1, 2], [1, 2, 3]]) == pytest.approx(3 / 5)  # (1,2) (2,1) (2,3)
     scores = [float(i) for i in range(100)]
     assert human_threshold(scores) == 98.0  # one of 100 (1%) lies above

@@ -41,7 +41,11 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
         "min_new_tokens": 20, "batch_size": 4, "kgw_delta": 4.0,
         "attacks": [{"kind": k, "strength": 0.3} for k in
                     ("deletion", "synonym", "paraphrase", "copy_paste")],
-        "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16,
+        "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16, "steal_texts": 4,
+        "spoof_prompts": 2, "curve_prompts": 4, "curve_attacked": 2,
+        "curve_methods": ["ours", "kgw0"], "similarity_embedder": str(tiny_embedder_dir),
+        "curve_attacks": [{"kind": "paraphrase", "strength": 1.0, "passes": 2},
+                          {"kind": "paraphrase_synonym", "strength": 0.5}],
         "frontier_prompts": 4, "frontier_baselines": ["unwatermarked", "kgw1", "synthid"],
         "synthid_layers": 4, "synthid_ngram_len": 3,
         "frontier": [{"scaling": "additive", "bias": [1.0, 3.0]},
@@ -83,6 +87,17 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert results["ablations"]["alpha"][0]["awr"] == 1.0  # alpha 0 gates every step
     assert 0 <= results["ablations"]["delta"][0]["attack_roc_auc"] <= 1
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
+    curves = results["curves"]["rows"]
+    assert [(r["method"], r["attack"]) for r in curves] == [
+        (m, a) for m in ("ours", "kgw0")
+        for a in ("none", "paraphrase@1.0x2", "paraphrase_synonym@0.5")
+    ]  # fmt: skip
+    assert all(0 <= r["words_kept"] <= 1 and -1 <= r["similarity"] <= 1.0001 for r in curves)
+    assert all(r["positives"] == (4 if r["attack"] == "none" else 2) for r in curves)
+    steal = results["stealing"]
+    assert (steal["steal_texts"], steal["spoof_texts"]) == (4, 2)
+    for name in ("kgw0", "kgw1", "ours"):
+        assert steal[name]["best"] == max(steal[name]["width0"], steal[name]["width1"])
     rows = results["frontier"]["rows"]
     assert [r["label"] for r in rows] == [
         "Unwatermarked", "KGW-1", "SynthID-Text", "additive, bias=1.0", "additive, bias=3.0",

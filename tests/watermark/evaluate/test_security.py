@@ -21,3 +21,19 @@ def test_spoofing_counts_by_hand() -> None:
     rate, size = decryption_rate(follower_counts(ids, []), [1, 2, 5, 6, 7], green, top=3)
     assert size == 3 and rate == pytest.approx(2 / 3)
     assert decryption_rate(Counter(), [1], green, 3)[1] == 0
+    share = torch.zeros(10)
+    share[[1, 5]] = torch.tensor([0.5, 0.25])  # a token green in a share of the lists
+    rate, _ = decryption_rate(follower_counts(ids, []), [1, 2, 5, 6, 7], share, top=3)
+    assert rate == pytest.approx((0.5 + 0.25 + 0.0) / 3)
+
+
+def test_opening_green_share(tiny) -> None:
+    """A shared opening list gives 0/1 shares (that list); prefix lists give shares between."""
+    from watermark.evaluate.security import opening_green_share
+
+    ids = [[5, 6, 7, 8, 9, 10], [11, 12, 13]]
+    shared = tiny.make(opening_steps=50)
+    share = opening_green_share(shared, ids)
+    assert torch.equal(share, shared.core.green_lists([1], [[]]).mask()[0, 0].float())
+    per_prefix = opening_green_share(tiny.make(opening_steps=0, embed_window=4), ids)
+    assert ((per_prefix > 0) & (per_prefix < 1)).any()

@@ -1,0 +1,121 @@
+"""Detection against measured attack strength: every method's robustness curve on the same texts.
+
+For each method of ``curve_methods``: ``curve_prompts`` generations (the frontier's units first,
+so they are shared with it), detected against the human texts of the same units; then the first
+``curve_attacked`` of them under each attack of ``curve_attacks``. Per attack and method:
+
+* strength, as the mean share of each original's distinct words still in its attacked text;
+* meaning kept, as the mean cosine similarity of original and attacked text under an embedder
+  that is not the watermark's (``similarity_embedder``, MPNet by default);
+* ROC-AUC and TPR at 1% FPR against the human texts.
+
+The report draws ROC-AUC and TPR against words kept, one line per method.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from watermark.evaluate.frontier import BASELINE_LABELS
+from watermark.evaluate.run import score_detections, text_hash, words_kept
+
+logger = logging.getLogger(__name__)
+LABELS = {**BASELINE_LABELS, "ours": "Ours"}
+_EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
+
+
+def attack_label(attack: dict) -> str:
+    """``paraphrase@1.0``, ``paraphrase@1.0x2`` (two passes), ``none`` for no attack."""
+    passes = int(attack.get("passes", 1))
+    return f"{attack['kind']}@{attack['strength']}" + (f"x{passes}" if passes > 1 else "")
+
+
+def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
+    """Cosine similarity of each pair under ``similarity_embedder`` (cached)."""
+    name = ev.cfg.similarity_embedder
+    table = ev.store.table("similarity")
+    keys = [f"{name}|{text_hash(a)}|{text_hash(b)}" for a, b in zip(originals, attacked)]
+    todo = [i for i, k in enumerate(keys) if k not in table]
+    if todo:
+        from data.packaged_models import load_embedder
+
+        if name not in _EMBEDDERS:
+            _EMBEDDERS[name] = load_embedder(name)
+        model = _EMBEDDERS[name]
+        a = model.encode([originals[i] for i in todo], convert_to_tensor=True,
+                         normalize_embeddings=True)  # fmt: skip
+        b = model.encode([attacked[i] for i in todo], convert_to_tensor=True,
+                         normalize_embeddings=True)  # fmt: skip
+        sims = (a * b).sum(-1).tolist()
+        ev.store.put("similarity", [{"key": keys[i], "cos": s} for i, s in zip(todo, sims)])
+    return [table[k]["cos"] for k in keys]
+
+
+def run_curves(ev) -> dict:
+    """All rows (method x attack, ``none`` first) on the curve units."""
+    cfg = ev.cfg
+    units = ev.all_units[: cfg.curve_prompts]
+    humans = [u["human"] for u in units]
+    rows = []
+    for name in cfg.curve_methods:
+        method = ev.method(name)
+        texts = [g["text"] for g in ev.generations(method, units)]
+        neg = ev.detections(method, humans)
+        scores = score_detections(ev.detections(method, texts), neg)
+        rows.append(_row(name, "none", scores, 1.0, 1.0))
+        n = min(cfg.curve_attacked, len(texts))
+        for attack in cfg.curve_attacks:
+            attacked = ev.attacked(attack, texts[:n], humans[:n])
+            sims = similarities(ev, texts[:n], attacked)
+            scores = score_detections(ev.detections(method, attacked), neg)
+            kept = words_kept(texts[:n], attacked)
+            rows.append(_row(name, attack_label(attack), scores, kept, sum(sims) / len(sims)))
+            logger.info("curve %s %s: %s", name, rows[-1]["attack"], rows[-1])
+    return {"prompts": len(units), "attacked": min(cfg.curve_attacked, len(units)), "rows": rows}
+
+
+def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
+    return {"method": method, "attack": attack, "words_kept": kept, "similarity": similarity,
+            "roc_auc": scores["roc_auc"], "tpr@1%fpr": scores["tpr@1%fpr"],
+            "positives": scores["positives"], "negatives": scores["negatives"]}  # fmt: skip
+
+
+def curve_table(curves: dict) -> list[str]:
+    """Markdown table, one row per method and attack."""
+    header = ["method", "attack", "words kept", "similarity (meaning)", "ROC-AUC", "TPR@1%FPR",
+              "texts (attacked / human)"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in curves["rows"]:
+        cells = [LABELS.get(r["method"], r["method"]), r["attack"], f"{r['words_kept']:.3f}",
+                 f"{r['similarity']:.3f}", f"{r['roc_auc']:.3f}", f"{r['tpr@1%fpr']:.3f}",
+                 f"{r['positives']} / {r['negatives']}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def curve_plot(curves: dict, out_dir: Path) -> str:
+    """ROC-AUC and TPR at 1% FPR against words kept, one line per method; the PNG's name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for method in dict.fromkeys(r["method"] for r in curves["rows"]):
+        rows = sorted((r for r in curves["rows"] if r["method"] == method),
+                      key=lambda r: -r["words_kept"])  # fmt: skip
+        for ax, metric in zip(axes, ("roc_auc", "tpr@1%fpr")):
+            ax.plot([r["words_kept"] for r in rows], [r[metric] for r in rows], marker="o",
+                    label=LABELS.get(method, method))  # fmt: skip
+    for ax, title in zip(axes, ("ROC-AUC", "TPR at 1% FPR")):
+        ax.set_xlabel("share of the original's distinct words kept")
+        ax.set_title(title)
+        ax.invert_xaxis()
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    name = "robustness_curves.png"
+    fig.savefig(out_dir / name, dpi=110)
+    plt.close(fig)
+    return name
