@@ -41,10 +41,15 @@ def main() -> None:
     marked = [json.loads(x) for x in args.wm.read_text().splitlines() if x.strip()][: args.limit]
     humans = [u["human"] for u in units(args.heldout, wm.tokenizer, None, 150, 200)][100:]
     texts: dict[str, list[str]] = {"first": [], "middle": []}
-    for n, rec in enumerate(marked):
+    nxt = 0  # the next human passage; each is used once, in order (cycled if they run out)
+    for rec in marked:
         ids = rec["token_ids"]
-        human = [t for h in humans[2 * n : 2 * n + 2] for t in encode_text(wm.tokenizer, h)]
-        human = human[: round(len(ids) * (1 - args.share) / args.share)]
+        need = round(len(ids) * (1 - args.share) / args.share)
+        human: list[int] = []
+        while len(human) < need:
+            human += encode_text(wm.tokenizer, humans[nxt % len(humans)])
+            nxt += 1
+        human = human[:need]
         half = len(human) // 2
         texts["first"].append(decode_ids(wm.tokenizer, ids + human))
         texts["middle"].append(decode_ids(wm.tokenizer, human[:half] + ids + human[half:]))
@@ -53,6 +58,7 @@ def main() -> None:
         print(json.dumps({
             "placement": placement, "texts": len(res), "share": args.share,
             "mean_tokens": sum(r.num_tokens for r in res) / len(res),
+            "watermarked_tokens": sum(len(r["token_ids"]) for r in marked) / len(marked),
             "detected_whole_text": sum(r.p_value < 0.01 for r in res) / len(res),
             "detected_windowed": sum(r.window_p_value < 0.01 for r in res) / len(res),
         }), flush=True)  # fmt: skip
