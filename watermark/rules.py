@@ -68,8 +68,10 @@ def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
     """
     out = logits
     if 0 < top_k < out.shape[-1]:
-        kth = torch.topk(out, top_k, dim=-1).values[:, -1:]
-        out = out.masked_fill(out < kth, float("-inf"))
+        top = torch.topk(out, top_k, dim=-1)
+        out = out.masked_fill(out < top.values[:, -1:], float("-inf"))
+        if top_p < 1.0 and bool((torch.isfinite(out).sum(-1) == top_k).all()):
+            return _nucleus_of_candidates(out, top.values, top.indices, top_p)
     if top_p < 1.0:
         ordered, order = torch.sort(out, dim=-1, descending=True)
         probs = torch.softmax(ordered, dim=-1)
@@ -78,6 +80,18 @@ def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
         drop[:, 0] = False
         out = out.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
     return out
+
+
+def _nucleus_of_candidates(
+    out: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, top_p: float
+) -> torch.Tensor:
+    """Top-p over each row's k finite candidates (``values`` sorted, from ``torch.topk``): the
+    same set as sorting all V entries, at the cost of k."""
+    probs = torch.softmax(values, dim=-1)
+    before = torch.cumsum(probs, dim=-1) - probs
+    drop = before >= top_p
+    drop[:, 0] = False
+    return out.scatter(-1, indices, values.masked_fill(drop, float("-inf")))
 
 
 def tournament(logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:

@@ -149,3 +149,16 @@ def test_context_guard_batched_and_per_text_match_reference(h: int) -> None:
             )
     assert repeated([5, 6, 7, 5, 6], 2) and not repeated([5, 6, 7, 6, 5], 2)
     assert repeated([1, 1, 1], 2)  # an overlapping earlier run counts
+
+
+def test_nucleus_on_top_k_candidates_equals_sorting_the_vocabulary() -> None:
+    from watermark.reference import top_k_top_p
+
+    torch.manual_seed(1)
+    x = torch.randn(16, 500) * 3
+    x[0, :60] = 1.0  # ties at the k-th value: every tie is kept (the full-sort path)
+    x[1, 10:] = float("-inf")  # fewer than k finite logits (the full-sort path)
+    for k, p in [(50, 0.9), (20, 0.5), (50, 0.99), (5, 0.3)]:
+        for batch in (x, x[2:]):  # x[2:]: no ties, k finite logits per row (the candidates path)
+            fast = filter_logits(batch, k, p)
+            assert torch.equal(fast, torch.stack([top_k_top_p(row, k, p) for row in batch]))

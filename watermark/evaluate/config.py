@@ -79,6 +79,8 @@ class EvalConfig:
         curve_methods: Methods on the curves.
         curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
         similarity_embedder: Embedder that measures how much meaning an attack kept.
+        variants: Named variants of our method, ``{name: {watermark config field: value}}``,
+            usable in ``curve_methods`` (for example the SimHash mapper in the learned one's place).
         threads: torch threads (0: torch's default).
         quick: Overrides applied by ``--quick``.
     """
@@ -126,16 +128,21 @@ class EvalConfig:
     curve_methods: list[str] = field(default_factory=lambda: ["ours", "kgw0", "kgw1", "kgw2"])
     curve_attacks: list[dict[str, Any]] = field(default_factory=list)
     similarity_embedder: str = "mpnet"
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
     threads: int = 0
     quick: dict[str, Any] = field(default_factory=dict)
     source_dir: str | None = None
 
     def __post_init__(self) -> None:
-        unknown = sorted(
-            set(self.methods + self.frontier_baselines + self.curve_methods) - set(METHODS)
-        )
+        clash = sorted(set(self.variants) & set(METHODS))
+        if clash:
+            raise ValueError(f"variant names {clash} clash with methods {list(METHODS)}")
+        unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
+        unknown += sorted(set(self.curve_methods) - set(METHODS) - set(self.variants))
         if unknown:
-            raise ValueError(f"unknown methods {unknown}; known: {list(METHODS)}")
+            raise ValueError(
+                f"unknown methods {unknown}; known: {list(METHODS)}, variants {list(self.variants)}"
+            )
         extra = [self.ablation_attack] if self.ablation_attack else []
         for attack in self.attacks + self.curve_attacks + extra:
             passes = attack.get("passes", 1)
@@ -146,7 +153,7 @@ class EvalConfig:
             if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
                 raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
         known = {f.name for f in fields(WatermarkConfig)} - {"source"}
-        for spec in [self.ablations] + self.frontier:
+        for spec in [self.ablations] + self.frontier + list(self.variants.values()):
             bad = sorted(set(spec) - known)
             if bad:
                 raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")

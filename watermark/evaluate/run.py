@@ -108,7 +108,10 @@ class Evaluation:
         if name in self.methods:
             return self.methods[name]
         if name not in self._extra:
-            self._extra[name] = self._method(name)
+            overrides = self.cfg.variants.get(name)
+            self._extra[name] = (
+                self._method(name) if overrides is None else self._method("ours", **overrides)
+            )
         return self._extra[name]
 
     def _method(self, name: str, **overrides: object) -> Method:

@@ -16,6 +16,13 @@ def test_config_errors(tmp_path: Path) -> None:
         EvalConfig.load(path)
     with pytest.raises(ValueError, match="unknown methods"):
         EvalConfig(methods=["kgw9"])
+    with pytest.raises(ValueError, match="unknown methods"):
+        EvalConfig(curve_methods=["ours-x"])
+    with pytest.raises(ValueError, match="clash"):
+        EvalConfig(variants={"kgw1": {"alpha": 0.0}})
+    with pytest.raises(ValueError, match="unknown watermark config fields"):
+        EvalConfig(variants={"ours-x": {"alpah": 0.0}}, curve_methods=["ours-x"])
+    EvalConfig(variants={"ours-x": {"alpha": 0.0}}, curve_methods=["ours-x"])  # accepted
     with pytest.raises(ValueError, match="bad attack"):
         EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
     with pytest.raises(ValueError, match="oracle"):

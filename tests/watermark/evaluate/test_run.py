@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from tests.helpers import WORDS, tiny_llama, tiny_mapper, word_tokenizer
+from watermark.evaluate.config import EvalConfig
 from watermark.evaluate.metrics import detection_metrics, median
+from watermark.evaluate.run import Evaluation
 
 
 def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
@@ -43,7 +45,8 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
                     ("deletion", "synonym", "paraphrase", "copy_paste")],
         "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16, "steal_texts": 4,
         "spoof_prompts": 2, "curve_prompts": 4, "curve_attacked": 2,
-        "curve_methods": ["ours", "kgw0"], "similarity_embedder": str(tiny_embedder_dir),
+        "curve_methods": ["ours", "kgw0", "ours-a0"], "variants": {"ours-a0": {"alpha": 0.0}},
+        "similarity_embedder": str(tiny_embedder_dir),
         "curve_attacks": [{"kind": "paraphrase", "strength": 1.0, "passes": 2},
                           {"kind": "paraphrase_synonym", "strength": 0.5}],
         "frontier_prompts": 4, "frontier_baselines": ["unwatermarked", "kgw1", "synthid"],
@@ -89,9 +92,12 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
     curves = results["curves"]["rows"]
     assert [(r["method"], r["attack"]) for r in curves] == [
-        (m, a) for m in ("ours", "kgw0")
+        (m, a) for m in ("ours", "kgw0", "ours-a0")
         for a in ("none", "paraphrase@1.0x2", "paraphrase_synonym@0.5")
     ]  # fmt: skip
+    ev = Evaluation(EvalConfig.load(config, quick=True), progress=False)
+    variant = ev.method("ours-a0")  # its own config, hence its own cache entries
+    assert variant.wm.config.alpha == 0.0 and variant.key != ev.method("ours").key
     assert all(0 <= r["words_kept"] <= 1 and -1 <= r["similarity"] <= 1.0001 for r in curves)
     assert all(r["positives"] == (4 if r["attack"] == "none" else 2) for r in curves)
     steal = results["stealing"]
