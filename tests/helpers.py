@@ -176,3 +176,15 @@ def save_tiny_watermark(
     fields.update(overrides)
     WatermarkConfig(**fields).save(root / "wm.json")
     return fields
+
+
+def fused_watermark(tiny: object, **overrides: object) -> object:
+    """A watermark whose MM is the generator itself (same object), so generation can fuse."""
+    from watermark.config import WatermarkConfig
+    from watermark.watermark import Watermark
+
+    fields = dict(mapper="unused", generator="tiny-gen", measurement_model="tiny-gen", key="k",
+                  opening_sentence="a secret opening sentence", alpha=1.0, opening_steps=5,
+                  top_k=10, top_p=0.9)  # fmt: skip
+    return Watermark.load(WatermarkConfig(**{**fields, **overrides}), tokenizer=tiny.gtok,
+                          generator=tiny.gen, embedder=tiny.emb, mapper=tiny.mapper)  # fmt: skip

@@ -71,27 +71,24 @@ def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
         top = torch.topk(out, top_k, dim=-1)
         out = out.masked_fill(out < top.values[:, -1:], float("-inf"))
         if top_p < 1.0 and bool((torch.isfinite(out).sum(-1) == top_k).all()):
-            return _nucleus_of_candidates(out, top.values, top.indices, top_p)
+            # no tie at the k-th value: the k candidates, already sorted, are every finite logit
+            kept = top.values.masked_fill(_past_nucleus(top.values, top_p), float("-inf"))
+            return out.scatter(-1, top.indices, kept)
     if top_p < 1.0:
         ordered, order = torch.sort(out, dim=-1, descending=True)
-        probs = torch.softmax(ordered, dim=-1)
-        before = torch.cumsum(probs, dim=-1) - probs  # mass of strictly more likely tokens
-        drop = before >= top_p
-        drop[:, 0] = False
+        drop = _past_nucleus(ordered, top_p)
         out = out.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
     return out
 
 
-def _nucleus_of_candidates(
-    out: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, top_p: float
-) -> torch.Tensor:
-    """Top-p over each row's k finite candidates (``values`` sorted, from ``torch.topk``): the
-    same set as sorting all V entries, at the cost of k."""
-    probs = torch.softmax(values, dim=-1)
-    before = torch.cumsum(probs, dim=-1) - probs
+def _past_nucleus(ordered: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Bool, the shape of ``ordered`` (logits sorted in descending order per row): the entries
+    outside the top-p nucleus (never the first)."""
+    probs = torch.softmax(ordered, dim=-1)
+    before = torch.cumsum(probs, dim=-1) - probs  # mass of strictly more likely tokens
     drop = before >= top_p
     drop[:, 0] = False
-    return out.scatter(-1, indices, values.masked_fill(drop, float("-inf")))
+    return drop
 
 
 def tournament(logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS
+from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS, fused_watermark
 from watermark import reference
 
 WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}
@@ -57,18 +57,6 @@ def test_round_trip_positions(tiny: SimpleNamespace, cross: bool, rule: dict) ->
     # the watermark is visible: green fraction above the null expectation on average
     wm_green = sum(r.num_green_tested for r in results) - sum(r.expected_green for r in results)
     assert wm_green > 0
-
-
-def fused_watermark(tiny: SimpleNamespace, **overrides: object):
-    """A watermark whose MM is the generator itself (same object), so generation can fuse."""
-    from watermark.config import WatermarkConfig
-    from watermark.watermark import Watermark
-
-    fields = dict(mapper="unused", generator="tiny-gen", measurement_model="tiny-gen", key="k",
-                  opening_sentence="a secret opening sentence", alpha=1.0, opening_steps=5,
-                  top_k=10, top_p=0.9)  # fmt: skip
-    return Watermark.load(WatermarkConfig(**{**fields, **overrides}), tokenizer=tiny.gtok,
-                          generator=tiny.gen, embedder=tiny.emb, mapper=tiny.mapper)  # fmt: skip
 
 
 @pytest.mark.parametrize("rule", [RULE_CASES[1], RULE_CASES[8]])

@@ -23,6 +23,7 @@ from watermark.evaluate.run import score_detections, text_hash, words_kept
 logger = logging.getLogger(__name__)
 LABELS = {**BASELINE_LABELS, "ours": "Ours"}
 _EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
+_EMBEDDED: dict[tuple[str, str], object] = {}  # (embedder, text hash) -> unit embedding
 
 
 def attack_label(attack: dict) -> str:
@@ -32,24 +33,31 @@ def attack_label(attack: dict) -> str:
 
 
 def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
-    """Cosine similarity of each pair under ``similarity_embedder`` (cached)."""
+    """Cosine similarity of each pair under ``similarity_embedder`` (cached; each distinct text
+    is embedded once per process, so an original shared by several attacks is embedded once)."""
     name = ev.cfg.similarity_embedder
     table = ev.store.table("similarity")
     keys = [f"{name}|{text_hash(a)}|{text_hash(b)}" for a, b in zip(originals, attacked)]
     todo = [i for i, k in enumerate(keys) if k not in table]
     if todo:
+        a = _embed(name, [originals[i] for i in todo])
+        b = _embed(name, [attacked[i] for i in todo])
+        sims = [float((x * y).sum()) for x, y in zip(a, b)]
+        ev.store.put("similarity", [{"key": keys[i], "cos": s} for i, s in zip(todo, sims)])
+    return [table[k]["cos"] for k in keys]
+
+
+def _embed(name: str, texts: list[str]) -> list:
+    """Normalised embeddings of ``texts`` under embedder ``name``, computing only new texts."""
+    new = list(dict.fromkeys(t for t in texts if (name, text_hash(t)) not in _EMBEDDED))
+    if new:
         from data.packaged_models import load_embedder
 
         if name not in _EMBEDDERS:
             _EMBEDDERS[name] = load_embedder(name)
-        model = _EMBEDDERS[name]
-        a = model.encode([originals[i] for i in todo], convert_to_tensor=True,
-                         normalize_embeddings=True)  # fmt: skip
-        b = model.encode([attacked[i] for i in todo], convert_to_tensor=True,
-                         normalize_embeddings=True)  # fmt: skip
-        sims = (a * b).sum(-1).tolist()
-        ev.store.put("similarity", [{"key": keys[i], "cos": s} for i, s in zip(todo, sims)])
-    return [table[k]["cos"] for k in keys]
+        out = _EMBEDDERS[name].encode(new, convert_to_tensor=True, normalize_embeddings=True)
+        _EMBEDDED.update({(name, text_hash(t)): e for t, e in zip(new, out)})
+    return [_EMBEDDED[(name, text_hash(t))] for t in texts]
 
 
 def run_curves(ev) -> dict:

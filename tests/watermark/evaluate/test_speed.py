@@ -6,8 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.helpers import PROMPTS
-from tests.watermark.test_generation import fused_watermark
+from tests.helpers import PROMPTS, fused_watermark
 from watermark.evaluate.speed import speed
 
 
