@@ -22,41 +22,71 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from watermark.config import as_config  # noqa: E402
+from watermark.evaluate.calibration import record  # noqa: E402
 from watermark.evaluate.heldout import units  # noqa: E402
 from watermark.text import decode_ids, encode_text  # noqa: E402
 from watermark.watermark import Watermark  # noqa: E402
+
+
+def splice(
+    marked: list[dict], humans: list[str], tokenizer: object, share: float
+) -> dict[str, list[str]]:
+    """Each watermarked record's ``token_ids`` as ``share`` of a spliced text, placed first or in
+    the middle of human text; each human passage is used once, in order (cycled if they run out).
+    """
+    texts: dict[str, list[str]] = {"first": [], "middle": []}
+    nxt = 0
+    for rec in marked:
+        ids = rec["token_ids"]
+        need = round(len(ids) * (1 - share) / share)
+        human: list[int] = []
+        while len(human) < need:
+            human += encode_text(tokenizer, humans[nxt % len(humans)])
+            nxt += 1
+        human = human[:need]
+        half = len(human) // 2
+        texts["first"].append(decode_ids(tokenizer, ids + human))
+        texts["middle"].append(decode_ids(tokenizer, human[:half] + ids + human[half:]))
+    return texts
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--wm", type=Path, required=True, help="watermarked records (JSONL)")
     parser.add_argument("--config", help="watermark config JSON (default: shipped)")
-    parser.add_argument("--windows", default="16,32,64", help="window sizes of the test")
+    parser.add_argument("--windows", default="128,256", help="window sizes of the test (tokens)")
+    parser.add_argument("--start", type=int, default=0, help="first watermarked record used")
+    parser.add_argument("--min-tokens", type=int, default=100, help="skip shorter passages")
     parser.add_argument("--limit", type=int, default=32)
     parser.add_argument("--share", type=float, default=0.25, help="watermarked share")
+    parser.add_argument("--out", type=Path, help="also write per-token records (JSONL) here")
     parser.add_argument("--heldout", type=Path, default=ROOT / "data/corpus/heldout.jsonl.gz")
     args = parser.parse_args()
     sizes = [int(w) for w in args.windows.split(",")]
     wm = Watermark.load(replace(as_config(args.config), window_sizes=sizes))
-    marked = [json.loads(x) for x in args.wm.read_text().splitlines() if x.strip()][: args.limit]
+    marked = [json.loads(x) for x in args.wm.read_text().splitlines() if x.strip()]
+    marked = marked[: args.start + args.limit]  # record i always gets the same human text,
+    # whatever --start is; passages under --min-tokens (EOS came early) are left out
     humans = [u["human"] for u in units(args.heldout, wm.tokenizer, None, 150, 200)][100:]
-    texts: dict[str, list[str]] = {"first": [], "middle": []}
-    nxt = 0  # the next human passage; each is used once, in order (cycled if they run out)
-    for rec in marked:
-        ids = rec["token_ids"]
-        need = round(len(ids) * (1 - args.share) / args.share)
-        human: list[int] = []
-        while len(human) < need:
-            human += encode_text(wm.tokenizer, humans[nxt % len(humans)])
-            nxt += 1
-        human = human[:need]
-        half = len(human) // 2
-        texts["first"].append(decode_ids(wm.tokenizer, ids + human))
-        texts["middle"].append(decode_ids(wm.tokenizer, human[:half] + ids + human[half:]))
+    texts = splice(marked, humans, wm.tokenizer, args.share)
+    keep = [
+        i
+        for i, r in enumerate(marked)
+        if i >= args.start and len(r["token_ids"]) >= args.min_tokens
+    ]
+    texts = {k: [v[i] for i in keep] for k, v in texts.items()}
+    skipped = len(marked) - args.start - len(keep)
+    marked = [marked[i] for i in keep]
     for placement, spliced in texts.items():
         res = wm.detect(spliced, progress=True)
+        if args.out:
+            with args.out.open("a") as f:
+                for r in res:
+                    f.write(json.dumps({"placement": placement, **record(r, wm.config)}) + "\n")
         print(json.dumps({
             "placement": placement, "texts": len(res), "share": args.share,
+            "records": [args.start, args.start + args.limit], "skipped_short": skipped,
+            "windows": sizes,
             "mean_tokens": sum(r.num_tokens for r in res) / len(res),
             "watermarked_tokens": sum(len(r["token_ids"]) for r in marked) / len(marked),
             "detected_whole_text": sum(r.p_value < 0.01 for r in res) / len(res),

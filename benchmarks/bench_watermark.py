@@ -45,6 +45,7 @@ from watermark.config import as_config  # noqa: E402
 from watermark.evaluate.calibration import calibration_report, record  # noqa: E402
 from watermark.evaluate.heldout import units  # noqa: E402
 from watermark.evaluate.speed import speed  # noqa: E402
+from watermark.text import decode_ids, encode_text  # noqa: E402
 from watermark.watermark import Watermark  # noqa: E402
 
 
@@ -87,6 +88,16 @@ def cmd_human(args: argparse.Namespace) -> dict:
     if wm.core.measurement.same_tokenizer:  # keep both nulls' gammas; report recomputes variants
         wm.config.null_model = "mm"
     items = units(args.heldout, wm.tokenizer, None, args.min_tokens, args.new_tokens)
+    if args.join_tokens:  # longer texts: consecutive passages joined, cut at join_tokens
+        joined, ids, first = [], [], None
+        for u in items:
+            ids, first = ids + encode_text(wm.tokenizer, u["human"]), first or u["id"]
+            if len(ids) >= args.join_tokens:
+                joined.append(
+                    {"id": first, "human": decode_ids(wm.tokenizer, ids[: args.join_tokens])}
+                )
+                ids, first = [], None
+        items = joined
     items = items[args.start : args.start + args.limit]
     start = time.perf_counter()
     results = wm.detect([u["human"] for u in items], progress=True)
@@ -135,13 +146,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--new-tokens", type=int, default=200)
     parser.add_argument("--min-tokens", type=int, default=150, help="human texts: minimum tokens")
+    parser.add_argument(
+        "--join-tokens",
+        type=int,
+        default=0,
+        help="human: join consecutive passages into texts of this many tokens",
+    )
     parser.add_argument("--ref-texts", type=int, default=1, help="speed: texts for the reference")
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--limit", type=int, default=16)
     parser.add_argument("--out", type=Path, default=ROOT / "runs/wm/out.jsonl")
     parser.add_argument("--human", type=Path)
     parser.add_argument("--wm", type=Path)
-    parser.add_argument("--windows", help="report: also the windowed test, e.g. 16,32,64")
+    parser.add_argument("--windows", help="report: also the windowed test, e.g. 128,256")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
     args = parser.parse_args(argv)
     if args.threads:

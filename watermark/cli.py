@@ -3,7 +3,7 @@
 * ``generate``: prompts from ``--prompt`` or ``--file`` (JSONL, ``prompt`` field) -> one
   ``{"prompt", "text"}`` per prompt (the continuation only), which feeds ``detect --file``.
 * ``detect``: texts from ``--text`` or ``--file`` (JSONL, ``text`` field) -> one detection result
-  per text (``--per-token`` adds the per-token flags).
+  per text (``--per-token`` adds the per-token flags, ``--windows 128,256`` the windowed test).
 * ``show``: like ``detect``, and writes an HTML page of the scored and green tokens.
 * ``detect-corpus``: a whole corpus over devices and nodes (:mod:`watermark.corpus`).
 
@@ -18,6 +18,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 logger = logging.getLogger("watermark.cli")
@@ -88,6 +89,8 @@ def _config(args: argparse.Namespace):
     from watermark.config import as_config
 
     cfg = as_config(args.config)
+    if getattr(args, "windows", None):
+        cfg = replace(cfg, window_sizes=args.windows)  # checked again
     cfg.mapper_dir()
     return cfg
 
@@ -180,6 +183,17 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def window_list(text: str) -> list[int]:
+    """argparse type: comma-separated span sizes >= 2, e.g. ``128,256``."""
+    try:
+        sizes = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 128,256, got {text!r}") from None
+    if not sizes or min(sizes) < 2:
+        raise argparse.ArgumentTypeError(f"sizes must be >= 2, got {text!r}")
+    return sizes
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     try:
@@ -262,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
         _device_options(p)
         if name == "detect":
             p.add_argument("--per-token", action="store_true", help="add per-token flags")
+            p.add_argument("--windows", type=window_list, help="windowed test for partly "
+                           "watermarked text: span sizes in tokens, e.g. 128,256")  # fmt: skip
         else:
             p.add_argument("--out", default="watermark.html", help="HTML file to write")
     bulk = _subparser(sub, "detect-corpus", "detect a whole corpus on several devices or nodes "

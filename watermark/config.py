@@ -104,9 +104,10 @@ class WatermarkConfig:
             entropies and embeddings slightly, so texts are detected with the dtype they were
             generated with. The mapper always runs in float32.
         window_sizes: Windowed detection (for text that is only partly watermarked): sizes in
-            tested tokens; ``is_watermarked`` then uses ``window_p_value``, the best window's
-            p-value Bonferroni-corrected for the number of windows (the whole text counts as one
-            window; see :func:`watermark.stats.windowed_test`). Empty: off.
+            tokens, e.g. ``[128, 256]``; each window is tested as a text of its own and
+            ``is_watermarked`` uses ``window_p_value``, the best window's p-value corrected for
+            the number of windows by simulating the null (the whole text counts as one window;
+            see :func:`watermark.stats.windowed_test`). Empty: off.
         allowed_scripts: Unicode scripts (first word of the character name) the detector accepts;
             texts whose letters are mostly in other scripts are not scored.
     """

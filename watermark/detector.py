@@ -15,6 +15,10 @@ token is green under its v_hat.
   occurrence in the text only, and only if that step is scored: generation leaves tokens that
   are already in the text neutral. gamma_t is the vocabulary's green fraction under v_hat_t
   (``vocab``) or the MM's probability mass on green tokens (``mm``). See :mod:`watermark.stats`.
+* With ``window_sizes``, every span of the text (the whole text, and spans of each size at a
+  quarter stride) is also tested as a text of its own (:func:`tested_indices`: a passage pasted
+  after text that used its words keeps them), and the best span's p-value is corrected for
+  their number (``window_p_value``).
 
 Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
 ``num_scored = 0``, ``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
@@ -22,6 +26,7 @@ Texts that cannot be scored (empty, whitespace, no letters, another script, no t
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,7 +35,7 @@ import torch
 
 from watermark.core import TextGate, WatermarkCore
 from watermark.green_lists import GreenLists
-from watermark.stats import green_test, windowed_test
+from watermark.stats import green_test, window_spans, windowed_test
 from watermark.text import decode_ids, encode_text, unsupported_reason
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
@@ -69,7 +74,8 @@ class DetectionResult:
         p_value: Exact one-sided p-value P(G' >= G) under H0.
         is_watermarked: ``p_value < target_fpr`` (``window_p_value`` with ``window_sizes``).
         window_p_value: With ``window_sizes``: the best window's p-value, corrected for the
-            number of windows (see :func:`watermark.stats.windowed_test`); else ``None``.
+            number of windows (see :func:`watermark.stats.windowed_test`; 1 when nothing is
+            scored); else ``None``.
         window: With ``window_sizes``: first and last step of the best window.
         reason: Why the text was not scored, else ``None``.
         token_ids: Generator token ids s_1..s_T.
@@ -140,6 +146,38 @@ def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> li
     return pieces
 
 
+def tested_indices(
+    ids: Sequence[int], steps: Sequence[int], span: tuple[int, int], unique: bool, fresh: bool
+) -> list[int]:
+    """The scored steps that enter the z-test of a span of the text, read as a text of its own.
+
+    Args:
+        ids: The text's token ids.
+        steps: Its scored steps (1-based, increasing).
+        span: Token positions ``[start, end)`` (0-based); ``(0, len(ids))`` is the whole text.
+        unique: Each token id once, at its first scored occurrence in the span.
+        fresh: Only a token id's first occurrence in the span, if that step is scored.
+
+    Returns:
+        Indices into ``steps``, in text order.
+    """
+    start, end = span
+    first: dict[int, int] = {}  # token id -> its first step in the span
+    for t in range(start + 1, end + 1):
+        first.setdefault(ids[t - 1], t)
+    seen: set[int] = set()
+    found = []
+    for i in range(bisect.bisect_right(steps, start), bisect.bisect_right(steps, end)):
+        token = ids[steps[i] - 1]
+        if unique and token in seen:
+            continue
+        seen.add(token)
+        if fresh and first[token] != steps[i]:
+            continue
+        found.append(i)
+    return found
+
+
 class Detector:
     """Batched detector over a :class:`WatermarkCore`."""
 
@@ -205,7 +243,12 @@ class Detector:
         results = []
         for n, ids in enumerate(ids_list):
             if n not in gates:
-                results.append(DetectionResult(reason=reasons[n] or "no tokens", token_ids=ids))
+                window_p = 1.0 if self.config.window_sizes else None
+                results.append(
+                    DetectionResult(
+                        reason=reasons[n] or "no tokens", token_ids=ids, window_p_value=window_p
+                    )
+                )
                 continue
             rows = [i for i, o in enumerate(owner) if o == n]
             results.append(
@@ -230,33 +273,28 @@ class Detector:
         tested = [False] * T
         gamma: list[float | None] = [None] * T
         vocab_green: list[float | None] = [None] * T
-        seen: set[int] = set()
-        first = {}  # token id -> its first step in the text
-        for t, tok in enumerate(ids, start=1):
-            first.setdefault(tok, t)
-        test_bits, test_gammas, test_steps = [], [], []  # per tested token, in text order
         for i, t in enumerate(steps):
             scored[t - 1] = True
             green[t - 1] = bool(green_scored[i, 0])
             green_bits[t - 1] = int(green_scored[i].sum())
             gamma[t - 1] = float(gammas[i, 0])
             vocab_green[t - 1] = float(vocab[i, 0])
-            if cfg.unique_tokens and ids[t - 1] in seen:
-                continue
-            seen.add(ids[t - 1])
-            if cfg.fresh_only and first[ids[t - 1]] != t:
-                continue
-            tested[t - 1] = True
-            test_bits.append(green_scored[i].tolist())
-            test_gammas.append(gammas[i].tolist())
-            test_steps.append(t)
-        test_green = [b for bits in test_bits for b in bits]
-        test_gamma = [g for token in test_gammas for g in token]
+        rule = (cfg.unique_tokens, cfg.fresh_only)
+        chosen = tested_indices(ids, steps, (0, T), *rule)
+        for i in chosen:
+            tested[steps[i] - 1] = True
+        test_green = green_scored[chosen].flatten().tolist()
+        test_gamma = gammas[chosen].flatten().tolist()
         z, p = green_test(test_green, test_gamma)
         window_p, window = None, None
         if cfg.window_sizes:
-            window_p, (a, b) = windowed_test(test_bits, test_gammas, cfg.window_sizes)
-            window = [test_steps[a], test_steps[b - 1]] if b > a else None
+            members = [
+                tested_indices(ids, steps, span, *rule)
+                for span in window_spans(T, cfg.window_sizes)
+            ]
+            window_p, best = windowed_test(green_scored.tolist(), gammas.tolist(), members)
+            if members[best]:
+                window = [steps[members[best][0]], steps[members[best][-1]]]
         num_scored = len(steps)
         num_green = int(green_scored[:, 0].sum()) if steps else 0
         entropy = [None if math.isnan(h) else float(h) for h in gate.entropy.tolist()]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import torch
 
 from watermark.measurement import window_start
-from watermark.stats import green_test, windowed_test
+from watermark.stats import green_test, window_spans, windowed_test
 
 
 @dataclass
@@ -193,6 +193,24 @@ def generate(
     return gen, steps
 
 
+def window_tested(
+    cfg: object, ids: list[int], scored: list[bool], start: int, end: int
+) -> list[int]:
+    """Steps tested in the token span ``[start, end)`` read as a text of its own (brute force)."""
+    found = []
+    for t in range(start + 1, end + 1):
+        before = ids[start : t - 1]
+        before_scored = [ids[u - 1] for u in range(start + 1, t) if scored[u - 1]]
+        if not scored[t - 1]:
+            continue
+        if cfg.unique_tokens and ids[t - 1] in before_scored:
+            continue
+        if cfg.fresh_only and ids[t - 1] in before:
+            continue
+        found.append(t)
+    return found
+
+
 @torch.inference_mode()
 def detect(wm: object, text: str) -> RefDetection:
     """Reference detection of one text (gate, v_hat and greenness recomputed per token)."""
@@ -200,7 +218,7 @@ def detect(wm: object, text: str) -> RefDetection:
     ids = wm.tokenizer(text, add_special_tokens=False)["input_ids"]
     result = RefDetection(ids=list(ids))
     tested_green, gammas, seen = [], [], set()
-    token_bits, token_gammas = [], []  # per tested token, for the windowed test
+    step_bits, step_gammas = {}, {}  # per scored step, its bits and gammas (all layers)
     for t in range(1, len(ids) + 1):
         decision = step(wm, ids[: t - 1])
         result.scored.append(decision.gated)
@@ -210,25 +228,31 @@ def detect(wm: object, text: str) -> RefDetection:
             continue
         bits = decision.green[:, ids[t - 1]].tolist()  # one per layer
         result.green.append(bits[0])
+        step_bits[t] = bits
+        step_gammas[t] = []
+        for layer in range(len(bits)):
+            green = decision.green[layer].double()
+            if cfg.null_model == "mm":
+                step_gammas[t].append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
+            else:
+                step_gammas[t].append(float(green.mean()))
         if cfg.unique_tokens and ids[t - 1] in seen:
             continue
         seen.add(ids[t - 1])
         if cfg.fresh_only and ids[t - 1] in ids[: t - 1]:
             continue
-        token_bits.append(bits)
-        token_gammas.append([])
-        for layer, bit in enumerate(bits):
-            tested_green.append(bit)
-            green = decision.green[layer].double()
-            if cfg.null_model == "mm":
-                gammas.append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
-            else:
-                gammas.append(float(green.mean()))
-            token_gammas[-1].append(gammas[-1])
+        tested_green += bits
+        gammas += step_gammas[t]
     n = sum(result.scored)
     greens = sum(g for g, s in zip(result.green, result.scored) if s)
     result.score = cfg.delta * greens / n if n else 0.0
     result.z_score, result.p_value = green_test(tested_green, gammas)
     if cfg.window_sizes:
-        result.window_p_value = windowed_test(token_bits, token_gammas, cfg.window_sizes)[0]
+        scored = sorted(step_bits)
+        members = [
+            [scored.index(t) for t in window_tested(cfg, ids, result.scored, start, end)]
+            for start, end in window_spans(len(ids), cfg.window_sizes)
+        ]
+        bits = [step_bits[t] for t in scored]
+        result.window_p_value = windowed_test(bits, [step_gammas[t] for t in scored], members)[0]
     return result

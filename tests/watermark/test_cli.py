@@ -37,6 +37,10 @@ def test_cli_generate_detect_show(
         "is_watermarked",
     ):
         assert key in detected[1]
+    assert main(["detect", "--config", str(cfg), "--file", str(gen_file), "--windows", "4,8"]) == 0
+    windowed = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert all(0 <= w["window_p_value"] <= 1 for w in windowed)
+    assert all(d["window_p_value"] is None for d in detected)
     page = tmp_path / "page.html"
     assert main(["show", "--config", str(cfg), "--file", str(gen_file), "--out", str(page)]) == 0
     html = page.read_text()

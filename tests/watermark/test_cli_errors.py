@@ -101,6 +101,8 @@ def test_bad_generate_arguments(folders, capsys) -> None:
               "--max-new-tokens")  # fmt: skip
     fails(capsys, ["generate", *cfg], "nothing to do")
     fails(capsys, ["detect", "--bogus"], "unrecognized arguments")
+    for bad in ("1,128", "128,x", ""):
+        fails(capsys, ["detect", "--text", "river", "--windows", bad, *cfg], "--windows")
 
 
 def test_show_checks_the_output_folder_before_detecting(folders, tmp_path, capsys, monkeypatch):

@@ -48,7 +48,7 @@ def test_fast_detection_matches_reference(
 ) -> None:
     scaling = "tournament" if layers > 1 else "floor"
     wm = tiny.make(cross=cross, null_model=null, context_guard=guard, layers=layers,
-                   scaling=scaling, fresh_only=fresh)  # fmt: skip
+                   scaling=scaling, fresh_only=fresh, window_sizes=[6])  # fmt: skip
     texts = sentences(3, seed=7, length=20) + ["river"]
     fast = wm.detect(texts)
     for text, res in zip(texts, fast):
@@ -59,6 +59,7 @@ def test_fast_detection_matches_reference(
         assert res.green == ref.green
         assert res.score == ref.score
         assert res.p_value == pytest.approx(ref.p_value, rel=1e-5, abs=1e-12)  # MM float noise
+        assert res.window_p_value == pytest.approx(ref.window_p_value, rel=1e-5, abs=1e-12)
         for h_fast, h_ref in zip(res.entropy[5:], ref.entropy[5:]):
             assert h_fast == pytest.approx(h_ref, abs=1e-4)
     if cross:
@@ -97,20 +98,53 @@ def test_window_start_rule() -> None:
 
 
 def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
-    from watermark.stats import windows
+    from watermark.stats import window_spans
 
     wm = tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
     texts = sentences(3, seed=9, length=30)
     for text, res in zip(texts, wm.detect(texts)):
         ref = reference.detect(wm, text)
         assert res.window_p_value == pytest.approx(ref.window_p_value, rel=1e-5, abs=1e-12)
-        spans = len(windows(sum(res.tested), [4, 8]))  # the whole text is one of the windows
+        spans = len(window_spans(res.num_tokens, [4, 8]))  # the whole text is one of them
         assert res.window_p_value <= min(1.0, spans * res.p_value) + 1e-12
         first, last = res.window
-        assert res.tested[first - 1] and res.tested[last - 1] and first <= last
+        assert res.scored[first - 1] and res.scored[last - 1] and first <= last
         assert res.is_watermarked == (res.window_p_value < wm.config.target_fpr)
     plain = tiny.make(fresh_only=True, scaling="additive", bias=2.0).detect(texts[:1])[0]
     assert plain.window_p_value is None and plain.window is None
+    empty = wm.detect([""])[0]
+    assert empty.window_p_value == 1.0 and not empty.is_watermarked
+
+
+def test_a_window_is_tested_as_a_text_of_its_own() -> None:
+    from watermark.detector import tested_indices
+
+    ids = [5, 6, 7, 5, 8, 6, 9, 5]
+    steps = [1, 2, 4, 5, 6, 7, 8]  # step 3 (token 7) is not scored
+    whole = (0, len(ids))
+    assert tested_indices(ids, steps, whole, unique=False, fresh=False) == list(range(7))
+    assert tested_indices(ids, steps, whole, unique=True, fresh=False) == [0, 1, 3, 5]
+    assert tested_indices(ids, steps, whole, unique=True, fresh=True) == [0, 1, 3, 5]
+    # From token 4 on, 5 and 6 are new again: a pasted passage keeps the tokens the text
+    # before it already used.
+    assert tested_indices(ids, steps, (3, 8), unique=True, fresh=True) == [2, 3, 4, 5]
+    assert tested_indices(ids, steps, (2, 8), unique=True, fresh=True) == [2, 3, 4, 5]
+    assert tested_indices(ids, [2, 4], (0, 8), unique=True, fresh=True) == [0]  # 5 seen unscored
+    assert tested_indices(ids, steps, (7, 7), unique=True, fresh=True) == []
+
+
+def test_windowed_detection_counts_a_passage_after_text_that_uses_its_words(
+    tiny: SimpleNamespace,
+) -> None:
+    """The tokens of a passage that the text before it already used still count in a window:
+    the fast path agrees with the reference where the whole-text and window rules differ."""
+    wm = tiny.make(window_sizes=[8], alpha=-1.0, embed_window=4, fresh_only=True)
+    passage = sentences(1, seed=4, length=24)[0]
+    res = wm.detect([passage + " " + passage])[0]  # every token of the copy was used before
+    half = res.num_tokens // 2
+    assert not any(res.tested[half:])  # the whole-text test drops the copy
+    ref = reference.detect(wm, passage + " " + passage)
+    assert res.window_p_value == pytest.approx(ref.window_p_value, rel=1e-5, abs=1e-12)
 
 
 def test_local_context_keeps_a_pasted_passage_green_lists(tiny: SimpleNamespace) -> None:

@@ -29,27 +29,43 @@ def test_poisson_binomial_matches_brute_force() -> None:
     assert z == pytest.approx(math.sqrt(30)) and p == pytest.approx(0.5**30)
 
 
-def test_windows_cover_the_text_with_a_quarter_stride() -> None:
-    from watermark.stats import windows
+def test_window_spans_cover_the_text_with_a_quarter_stride() -> None:
+    from watermark.stats import window_spans
 
-    assert windows(10, []) == [(0, 10)]
-    assert windows(10, [4]) == [(0, 10), (0, 4), (1, 5), (2, 6), (3, 7), (4, 8), (5, 9), (6, 10)]
-    assert windows(10, [8, 12]) == [(0, 10), (0, 8), (2, 10)]  # 12 >= n: only the whole text
-    assert windows(0, [4]) == [(0, 0)]
+    assert window_spans(10, []) == [(0, 10)]
+    assert window_spans(10, [4]) == [
+        (0, 10), (0, 4), (1, 5), (2, 6), (3, 7), (4, 8), (5, 9), (6, 10)
+    ]  # fmt: skip
+    assert window_spans(10, [8, 12]) == [(0, 10), (0, 8), (2, 10)]  # 12 >= n: whole text only
+    assert window_spans(0, [4]) == [(0, 0)]
+
+
+def stretch() -> tuple[list[list[bool]], list[list[int]]]:
+    """92 tokens, alternating green/red except a green stretch of 12 at 40..51, and windows of
+    12 at a stride of 3 (the whole text first)."""
+    bits = [[False], [True]] * 20 + [[True]] * 12 + [[False], [True]] * 20
+    members = [list(range(92))] + [list(range(s, s + 12)) for s in range(0, 81, 3)]
+    return bits, members
 
 
 def test_windowed_test_finds_the_marked_stretch_and_corrects() -> None:
     from watermark.stats import windowed_test
 
-    bits = [[False], [True]] * 20 + [[True]] * 12 + [[False], [True]] * 20  # a green stretch
+    bits, members = stretch()
     gammas = [[0.5]] * len(bits)
-    p, (start, end) = windowed_test(bits, gammas, [12])
-    flat = [b[0] for b in bits[start:end]]
-    spans = 1 + len(range(0, len(bits) - 12 + 1, 3)) + (1 if (len(bits) - 12) % 3 else 0)
-    assert flat == [True] * 12  # the best window is the stretch
-    assert p == pytest.approx(min(1.0, spans * 0.5**12))
-    assert windowed_test(bits, gammas, [])[0] == green_test([b[0] for b in bits], [0.5] * 92)[1]
-    assert windowed_test([], [], [12]) == (1.0, (0, 0))
+    p, best = windowed_test(bits, gammas, members)
+    assert all(bits[i][0] for i in members[best]) and len(members[best]) == 12  # the stretch
+    single = 0.5**12
+    assert single < p <= len(members) * single  # corrected, and by less than a union bound
+    assert windowed_test(bits, gammas, members[:1])[0] == pytest.approx(
+        green_test([b[0] for b in bits], [0.5] * 92)[1], abs=0.025
+    )  # one window: the simulated p-value estimates the exact one (sd 0.0074 at 2000 draws)
+    assert windowed_test(bits, gammas, [[]]) == (1.0, 0)
+    assert windowed_test([], [], [[]]) == (1.0, 0)
+    # Beyond the simulation's reach (no draw as extreme), the union bound is reported.
+    strong = [[True]] * 60
+    p, _ = windowed_test(strong, [[0.5]] * 60, [list(range(60)), list(range(30))], draws=100)
+    assert p == pytest.approx(2 * 0.5**60)
 
 
 def test_windowed_test_is_calibrated_under_the_null() -> None:
@@ -57,8 +73,13 @@ def test_windowed_test_is_calibrated_under_the_null() -> None:
 
     rng = np.random.default_rng(0)
     ps = []
+    members = [list(range(80))] + [
+        list(range(s, s + w)) for w in (16, 32) for s in range(0, 80 - w + 1, w // 4)
+    ]
     for _ in range(400):
         g = rng.uniform(0.3, 0.7, size=80)
         bits = [[bool(b)] for b in rng.random(80) < g]
-        ps.append(windowed_test(bits, [[x] for x in g], [16, 32])[0])
-    assert np.mean(np.array(ps) < 0.05) <= 0.05 and np.mean(np.array(ps) < 0.2) <= 0.2
+        ps.append(windowed_test(bits, [[x] for x in g], members, draws=500)[0])
+    ps = np.array(ps)
+    assert np.mean(ps < 0.05) <= 0.05 + 0.02 and np.mean(ps < 0.2) <= 0.2 + 0.03
+    assert np.mean(ps < 0.2) >= 0.2 - 0.06  # not a union bound: close to nominal

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from watermark.detector import DetectionResult
-from watermark.stats import green_test, windowed_test
+from watermark.detector import DetectionResult, tested_indices
+from watermark.stats import green_test, window_spans, windowed_test
 
 PER_TOKEN = ("token_ids", "scored", "tested", "green", "green_bits", "gamma", "vocab_green")
 
@@ -29,16 +29,21 @@ def record(result: DetectionResult, config: object) -> dict:
 
 def variant_p_value(rec: dict, null: str, unique: bool, window_sizes: Sequence[int] = ()) -> float:
     """p-value of a stored text under a null, over its tested tokens (unique) or all scored;
-    with ``window_sizes``, the windowed test's corrected p-value."""
+    with ``window_sizes``, the windowed test's corrected p-value (windows read as texts of their
+    own, as the detector does)."""
     green, gammas, layers = [], [], rec.get("layers", 1)
-    use = rec["tested"] if unique else rec["scored"]
+    use = rec["scored"] if window_sizes or not unique else rec["tested"]
     for s, bits, gm, gv in zip(use, rec["green_bits"], rec["gamma"], rec["vocab_green"]):
         if not s:
             continue
         green.append([True] * bits + [False] * (layers - bits))
         gammas.append([gm if null == "mm" else gv] * layers)
     if window_sizes:
-        return windowed_test(green, gammas, window_sizes)[0]
+        ids, fresh = rec["token_ids"], bool(rec.get("fresh_only"))
+        steps = [t for t, s in enumerate(rec["scored"], start=1) if s]
+        spans = window_spans(len(ids), window_sizes)
+        members = [tested_indices(ids, steps, span, unique, fresh) for span in spans]
+        return windowed_test(green, gammas, members)[0]
     return green_test([b for t in green for b in t], [g for t in gammas for g in t])[1]
 
 

@@ -66,7 +66,8 @@ class EvalConfig:
         ablation_tokens: New tokens per ablation text (``None``: ``new_tokens``).
         ablation_attack: An attack (as in ``attacks``) also scored for each ablation variant, as
             the paper scores its ablations under paraphrase (``None``: no attack).
-        ablations: ``{field: [values]}`` of our watermark config to vary one at a time.
+        ablations: ``{field: [values]}`` of our watermark config to vary one at a time; a value
+            may be a dict of fields set together.
         frontier_prompts: Prompts of the quality / power frontier (0 skips it); the first
             ``num_prompts`` of them are the main table's.
         frontier_baselines: Methods drawn on the frontier next to ours (any of ``METHODS``).
@@ -153,7 +154,8 @@ class EvalConfig:
             if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
                 raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
         known = {f.name for f in fields(WatermarkConfig)} - {"source"}
-        for spec in [self.ablations] + self.frontier + list(self.variants.values()):
+        several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
+        for spec in [self.ablations] + several + self.frontier + list(self.variants.values()):
             bad = sorted(set(spec) - known)
             if bad:
                 raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")

@@ -120,7 +120,8 @@ def spoof_all(ev: Evaluation) -> dict:
 
 
 def ablations(ev: Evaluation) -> dict:
-    """Vary one field of our watermark config at a time on the first ``ablation_prompts``."""
+    """Vary one field of our watermark config at a time on the first ``ablation_prompts`` (a
+    dict value sets several fields at once, e.g. a mapper and the embedder it was trained on)."""
     cfg = ev.cfg
     units = ev.units[: cfg.ablation_prompts]
     humans = [u["human"] for u in units]
@@ -128,7 +129,7 @@ def ablations(ev: Evaluation) -> dict:
     for field_name, values in cfg.ablations.items():
         rows = []
         for value in values:
-            method = ev.ours_variant(**{field_name: value})
+            method = ev.ours_variant(**(value if isinstance(value, dict) else {field_name: value}))
             gens = ev.generations(method, units, cfg.ablation_tokens)
             pos = ev.detections(method, [g["text"] for g in gens])
             neg = ev.detections(method, humans)

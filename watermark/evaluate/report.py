@@ -128,7 +128,10 @@ def ablation_tables(results: dict) -> list[str]:
         body = []
         for r in rows:
             cells = [_f(r.get("attack_roc_auc")), _f(r.get("attack_best_f1"))] if attack else []
-            body.append([str(r["value"]), _f(r["roc_auc"]), _f(r["best_f1"]), *cells,
+            value = r["value"]
+            if isinstance(value, dict):
+                value = ", ".join(f"{k}={v}" for k, v in value.items())
+            body.append([str(value), _f(r["roc_auc"]), _f(r["best_f1"]), *cells,
                          _f(r["awr"]), _f(r["human_awr"]), _f(r["ppl_median"], 2), _f(r["rep4"]),
                          _f(r["seconds_per_text"], 2)])  # fmt: skip
         extra = ["ROC-AUC (attacked)", "best F1 (attacked)"] if attack else []

@@ -10,7 +10,8 @@ from watermark.stats import green_test, windowed_test
 
 def record(greens: list[bool], tested: list[bool], gamma: float = 0.5) -> dict:
     n = len(greens)
-    return {"tested": tested, "scored": [True] * n, "green_bits": [int(g) for g in greens],
+    return {"tested": tested, "token_ids": list(range(n)), "scored": [True] * n,
+            "green_bits": [int(g) for g in greens],
             "gamma": [gamma] * n, "vocab_green": [gamma] * n, "layers": 1,
             "fresh_only": True, "awr": 1.0, "green_fraction": sum(greens) / n,
             "retokenization_matches": True, "positions_match": True}  # fmt: skip
@@ -21,7 +22,8 @@ def test_variant_p_values_match_the_tests() -> None:
     rec = record(greens, [True] * 40)
     assert variant_p_value(rec, "vocab", True) == green_test(greens, [0.5] * 40)[1]
     bits = [[g] for g in greens]
-    windowed = windowed_test(bits, [[0.5]] * 40, [8])[0]
+    members = [list(range(40))] + [list(range(s, s + 8)) for s in range(0, 33, 2)]
+    windowed = windowed_test(bits, [[0.5]] * 40, members)[0]
     assert variant_p_value(rec, "vocab", True, [8]) == pytest.approx(windowed)
     only_tested = record(greens, [False] * 10 + [True] * 30)  # untested tokens are left out
     assert variant_p_value(only_tested, "vocab", True) == green_test(greens[10:], [0.5] * 30)[1]

@@ -23,6 +23,8 @@ def test_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown watermark config fields"):
         EvalConfig(variants={"ours-x": {"alpah": 0.0}}, curve_methods=["ours-x"])
     EvalConfig(variants={"ours-x": {"alpha": 0.0}}, curve_methods=["ours-x"])  # accepted
+    with pytest.raises(ValueError, match="unknown watermark config fields"):
+        EvalConfig(ablations={"mapper": ["m", {"mapper": "m", "embeder": "mpnet"}]})
     with pytest.raises(ValueError, match="bad attack"):
         EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
     with pytest.raises(ValueError, match="oracle"):

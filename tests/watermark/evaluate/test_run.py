@@ -55,7 +55,7 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
                      {"scaling": "tournament", "layers": 2, "filter_first": True,
                       "context_guard": 2}],
         "quick": {"num_prompts": 4, "green_share_texts": 2, "ablation_prompts": 4,
-                  "ablations": {"alpha": [0.0, 1.0], "delta": [1.5]},
+                  "ablations": {"alpha": [0.0, 1.0], "delta": [1.5, {"delta": 1.0, "alpha": 0.0}]},
                   "ablation_attack": {"kind": "deletion", "strength": 0.3}},
     }  # fmt: skip
     (root / "eval.yaml").write_text(yaml.safe_dump(cfg))
@@ -89,6 +89,8 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert [r["value"] for r in results["ablations"]["alpha"]] == [0.0, 1.0]
     assert results["ablations"]["alpha"][0]["awr"] == 1.0  # alpha 0 gates every step
     assert 0 <= results["ablations"]["delta"][0]["attack_roc_auc"] <= 1
+    both = results["ablations"]["delta"][1]  # a dict value sets both fields
+    assert both["value"] == {"delta": 1.0, "alpha": 0.0} and both["awr"] == 1.0
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
     curves = results["curves"]["rows"]
     assert [(r["method"], r["attack"]) for r in curves] == [
