@@ -77,6 +77,10 @@ def main() -> None:
     texts = {k: [v[i] for i in keep] for k, v in texts.items()}
     skipped = len(marked) - args.start - len(keep)
     marked = [marked[i] for i in keep]
+    if not marked:
+        sys.exit(f"error: no watermarked record of at least {args.min_tokens} tokens")
+    if args.out:
+        args.out.write_text("")  # one run per file
     for placement, spliced in texts.items():
         res = wm.detect(spliced, progress=True)
         if args.out:

@@ -121,6 +121,8 @@ def windowed_test(
     tables = [_tail_table(probs[list(m)].ravel()) for m in members]
     observed = [t[int(bits[list(m)].sum())] for t, m in zip(tables, members)]
     best = int(np.argmin(observed))
+    if len(members) == 1:  # nothing to correct for: the exact p-value
+        return float(observed[0]), 0
     smallest = float(observed[best]) * (1.0 + 1e-9)  # as extreme, up to rounding
     rng = np.random.default_rng(seed)
     extreme = 0

@@ -58,8 +58,11 @@ def test_windowed_test_finds_the_marked_stretch_and_corrects() -> None:
     single = 0.5**12
     assert single < p <= len(members) * single  # corrected, and by less than a union bound
     assert windowed_test(bits, gammas, members[:1])[0] == pytest.approx(
-        green_test([b[0] for b in bits], [0.5] * 92)[1], abs=0.025
-    )  # one window: the simulated p-value estimates the exact one (sd 0.0074 at 2000 draws)
+        green_test([b[0] for b in bits], [0.5] * 92)[1], rel=1e-12
+    )  # one window (a text shorter than every size): the exact p-value
+    whole = green_test([b[0] for b in bits], [0.5] * 92)[1]
+    p_two, _ = windowed_test(bits, gammas, [members[0], members[0]])  # the same window twice
+    assert p_two == pytest.approx(whole, abs=0.025)  # simulated: estimates it (sd 0.0074)
     assert windowed_test(bits, gammas, [[]]) == (1.0, 0)
     assert windowed_test([], [], [[]]) == (1.0, 0)
     # Beyond the simulation's reach (no draw as extreme), the union bound is reported.
