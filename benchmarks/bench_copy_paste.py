@@ -75,7 +75,8 @@ def main() -> None:
         if i >= args.start and len(r["token_ids"]) >= args.min_tokens
     ]
     texts = {k: [v[i] for i in keep] for k, v in texts.items()}
-    skipped = len(marked) - args.start - len(keep)
+    end = len(marked)  # the file may hold fewer than start + limit records
+    skipped = end - args.start - len(keep)
     marked = [marked[i] for i in keep]
     if not marked:
         sys.exit(f"error: no watermarked record of at least {args.min_tokens} tokens")
@@ -89,7 +90,7 @@ def main() -> None:
                     f.write(json.dumps({"placement": placement, **record(r, wm.config)}) + "\n")
         print(json.dumps({
             "placement": placement, "texts": len(res), "share": args.share,
-            "records": [args.start, args.start + args.limit], "skipped_short": skipped,
+            "records": [args.start, end], "skipped_short": skipped,
             "windows": sizes,
             "mean_tokens": sum(r.num_tokens for r in res) / len(res),
             "watermarked_tokens": sum(len(r["token_ids"]) for r in marked) / len(marked),

@@ -288,10 +288,8 @@ class Detector:
         z, p = green_test(test_green, test_gamma)
         window_p, window = None, None
         if cfg.window_sizes:
-            members = [
-                tested_indices(ids, steps, span, *rule)
-                for span in window_spans(T, cfg.window_sizes)
-            ]
+            spans = window_spans(T, cfg.window_sizes)[1:]  # after the whole text, done above
+            members = [chosen] + [tested_indices(ids, steps, span, *rule) for span in spans]
             window_p, best = windowed_test(green_scored.tolist(), gammas.tolist(), members)
             if members[best]:
                 window = [steps[members[best][0]], steps[members[best][-1]]]

@@ -217,7 +217,6 @@ def detect(wm: object, text: str) -> RefDetection:
     cfg = wm.config
     ids = wm.tokenizer(text, add_special_tokens=False)["input_ids"]
     result = RefDetection(ids=list(ids))
-    tested_green, gammas, seen = [], [], set()
     step_bits, step_gammas = {}, {}  # per scored step, its bits and gammas (all layers)
     for t in range(1, len(ids) + 1):
         decision = step(wm, ids[: t - 1])
@@ -236,21 +235,18 @@ def detect(wm: object, text: str) -> RefDetection:
                 step_gammas[t].append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
             else:
                 step_gammas[t].append(float(green.mean()))
-        if cfg.unique_tokens and ids[t - 1] in seen:
-            continue
-        seen.add(ids[t - 1])
-        if cfg.fresh_only and ids[t - 1] in ids[: t - 1]:
-            continue
-        tested_green += bits
-        gammas += step_gammas[t]
+    tested = window_tested(cfg, ids, result.scored, 0, len(ids))  # the whole text
+    tested_green = [b for t in tested for b in step_bits[t]]
+    gammas = [g for t in tested for g in step_gammas[t]]
     n = sum(result.scored)
     greens = sum(g for g, s in zip(result.green, result.scored) if s)
     result.score = cfg.delta * greens / n if n else 0.0
     result.z_score, result.p_value = green_test(tested_green, gammas)
     if cfg.window_sizes:
         scored = sorted(step_bits)
+        index = {t: i for i, t in enumerate(scored)}
         members = [
-            [scored.index(t) for t in window_tested(cfg, ids, result.scored, start, end)]
+            [index[t] for t in window_tested(cfg, ids, result.scored, start, end)]
             for start, end in window_spans(len(ids), cfg.window_sizes)
         ]
         bits = [step_bits[t] for t in scored]
