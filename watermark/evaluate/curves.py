@@ -21,7 +21,8 @@ from watermark.evaluate.frontier import BASELINE_LABELS
 from watermark.evaluate.run import score_detections, text_hash, words_kept
 
 logger = logging.getLogger(__name__)
-LABELS = {**BASELINE_LABELS, "ours": "Ours"}
+LABELS = {**BASELINE_LABELS, "ours": "Ours", "ours-simhash": "Ours, SimHash signs",
+          "ours-mpnet": "Ours, MPNet mapper"}  # fmt: skip
 _EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
 _EMBEDDED: dict[tuple[str, str], object] = {}  # (embedder, text hash) -> unit embedding
 

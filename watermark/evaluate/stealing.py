@@ -9,7 +9,7 @@ The attacker:
    to its frequency in its own texts, kept where it is positive. A context seen fewer than
    ``min_context`` times in the watermarked texts falls back to the context-free estimate
    (:class:`FavouredTokens`);
-3. writes ``spoof_texts`` texts on other prompts with its own model, adding ``boost`` times the
+3. writes ``spoof_prompts`` texts on other prompts with its own model, adding ``boost`` times the
    estimate to each token's logit (:class:`StealingProcessor`), and submits them to the method's
    detector. Spoof success = share flagged at p < 0.01.
 
@@ -20,6 +20,7 @@ has the same token statistics as the watermarked model apart from the watermark.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -28,6 +29,8 @@ import torch
 from transformers import LogitsProcessor
 
 from watermark.evaluate.methods import Method
+
+logger = logging.getLogger(__name__)
 
 
 class FavouredTokens:
@@ -119,19 +122,30 @@ class SpoofMethod(Method):
         return StealingProcessor(self.favoured, self.boost)
 
 
-def steal_and_spoof(ev, targets: Sequence[str]) -> dict:
-    """Runs the attack on each method of ``targets``; returns per method the flag rates.
+def prompt_units(
+    all_units: Sequence[dict], first: int, steal: int, spoof: int
+) -> tuple[list, list]:
+    """The attacker's prompts: ``steal`` units to learn from, then ``spoof`` units to write on.
 
-    Prompts: the stealing texts use the units after the frontier's, the spoofed texts the ones
-    after those (cycled if the corpus runs short; each copy is its own unit).
+    They start after the first ``first`` units (the frontier's) and go on from the corpus's
+    start past its end, so no spoofed prompt is one the attacker saw a watermarked text for.
+    Only a corpus too small for both repeats prompts; each copy gets its own id (``#s<i>``).
     """
+    pool = list(all_units[first:]) + list(all_units[:first])
+    if steal + spoof > len(pool):
+        logger.warning("stealing: %d prompts wanted, %d in the corpus; prompts repeat",
+                       steal + spoof, len(pool))  # fmt: skip
+    units = [{**pool[i % len(pool)], "id": f"{pool[i % len(pool)]['id']}#s{i}"}
+             for i in range(steal + spoof)]  # fmt: skip
+    return units[:steal], units[steal:]
+
+
+def steal_and_spoof(ev, targets: Sequence[str]) -> dict:
+    """Runs the attack on each method of ``targets``; returns per method the flag rates."""
     cfg = ev.cfg
     first = max(cfg.frontier_prompts, cfg.num_prompts)
-    pool = ev.all_units[first:] or ev.all_units
-    wanted = cfg.steal_texts + cfg.spoof_prompts
-    units = [{**pool[i % len(pool)], "id": f"{pool[i % len(pool)]['id']}#s{i}"}
-             for i in range(wanted)]  # fmt: skip
-    steal_units, spoof_units = units[: cfg.steal_texts], units[cfg.steal_texts :]
+    steal_units, spoof_units = prompt_units(ev.all_units, first, cfg.steal_texts,
+                                            cfg.spoof_prompts)  # fmt: skip
     own = [g["ids"] for g in ev.generations(ev.method("unwatermarked"), steal_units,
                                             cfg.spoof_tokens, tag="steal|")]  # fmt: skip
     out: dict = {"steal_texts": len(steal_units), "spoof_texts": len(spoof_units),

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from watermark.evaluate.stealing import FavouredTokens, StealingProcessor
+from watermark.evaluate.stealing import FavouredTokens, StealingProcessor, prompt_units
 
 
 def test_favoured_tokens_by_hand() -> None:
@@ -31,3 +31,14 @@ def test_stealing_processor_boosts_estimate() -> None:
     out = StealingProcessor(fav, boost=3.0)(torch.tensor([[1, 2], [3, 4]]), scores)
     assert out[:, 4].tolist() == [pytest.approx(3.0 * float(fav.free[4]))] * 2
     assert (out[:, :4] == 0).all() and float(fav.free[4]) > 0
+
+
+def test_prompt_units_never_spoof_on_a_learnt_prompt() -> None:
+    corpus = [{"id": f"d{i}", "prompt": f"p{i}"} for i in range(10)]
+    steal, spoof = prompt_units(corpus, first=3, steal=6, spoof=4)
+    assert [u["prompt"] for u in steal] == ["p3", "p4", "p5", "p6", "p7", "p8"]
+    assert [u["prompt"] for u in spoof] == ["p9", "p0", "p1", "p2"]  # past the end: the start
+    assert [u["id"] for u in spoof] == ["d9#s6", "d0#s7", "d1#s8", "d2#s9"]
+    steal, spoof = prompt_units(corpus, first=3, steal=8, spoof=4)  # 12 > 10: prompts repeat
+    assert len(steal) == 8 and [u["prompt"] for u in spoof] == ["p1", "p2", "p3", "p4"]
+    assert len({u["id"] for u in steal + spoof}) == 12
