@@ -19,6 +19,7 @@ from data.paths import resolve_path
 from watermark.config import WatermarkConfig
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
+KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
 ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste", "paraphrase_synonym")
 
 
@@ -79,9 +80,14 @@ class EvalConfig:
         curve_attacked: Texts per method and attack on the curves.
         curve_methods: Methods on the curves.
         curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
+        curve_matched_only: Attack only the curve methods within the matched-quality limits
+            (median PPL <= 1.10x, rep-4 <= 1.25x the ``unwatermarked`` curve method's, which
+            must come first); the others get their quality row only.
         similarity_embedder: Embedder that measures how much meaning an attack kept.
-        variants: Named variants of our method, ``{name: {watermark config field: value}}``,
-            usable in ``curve_methods`` (for example the SimHash mapper in the learned one's place).
+        variants: Named variants, usable in ``curve_methods``: of our method,
+            ``{name: {watermark config field: value}}`` (for example the SimHash mapper in the
+            learned one's place), or of a KGW baseline, ``{name: {base: kgw1, kgw_gamma: 0.25,
+            kgw_delta: 1.0}}`` (the strength sweeps of the matched-quality comparison).
         threads: torch threads (0: torch's default).
         quick: Overrides applied by ``--quick``.
     """
@@ -128,6 +134,7 @@ class EvalConfig:
     curve_attacked: int = 64
     curve_methods: list[str] = field(default_factory=lambda: ["ours", "kgw0", "kgw1", "kgw2"])
     curve_attacks: list[dict[str, Any]] = field(default_factory=list)
+    curve_matched_only: bool = False
     similarity_embedder: str = "mpnet"
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
     threads: int = 0
@@ -155,7 +162,21 @@ class EvalConfig:
                 raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
         known = {f.name for f in fields(WatermarkConfig)} - {"source"}
         several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
-        for spec in [self.ablations] + several + self.frontier + list(self.variants.values()):
+        ours = [v for v in self.variants.values() if v.get("base", "ours") == "ours"]
+        for name, spec in self.variants.items():
+            base = spec.get("base", "ours")
+            if base not in ("ours", *KGW_BASES):
+                raise ValueError(f"variant {name}: base {base!r} is not ours or {KGW_BASES}")
+            bad = sorted(set(spec) - {"base", "kgw_gamma", "kgw_delta"})
+            if base != "ours" and bad:
+                raise ValueError(f"variant {name}: a {base} variant sets kgw_gamma / kgw_delta, "
+                                 f"not {bad}")  # fmt: skip
+        for spec in (
+            [self.ablations]
+            + several
+            + self.frontier
+            + [{k: v for k, v in spec.items() if k != "base"} for spec in ours]
+        ):
             bad = sorted(set(spec) - known)
             if bad:
                 raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")

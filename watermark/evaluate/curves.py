@@ -15,6 +15,7 @@ The report draws ROC-AUC and TPR against words kept, one line per method.
 from __future__ import annotations
 
 import logging
+import statistics
 from pathlib import Path
 
 from watermark.evaluate.frontier import BASELINE_LABELS
@@ -23,6 +24,7 @@ from watermark.evaluate.run import score_detections, text_hash, words_kept
 logger = logging.getLogger(__name__)
 LABELS = {**BASELINE_LABELS, "ours": "Ours", "ours-simhash": "Ours, SimHash signs",
           "ours-mpnet": "Ours, MPNet mapper"}  # fmt: skip
+PPL_LIMIT, REP4_LIMIT = 1.10, 1.25  # matched quality: at most these times unwatermarked
 _EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
 _EMBEDDED: dict[tuple[str, str], object] = {}  # (embedder, text hash) -> unit embedding
 
@@ -69,10 +71,21 @@ def run_curves(ev) -> dict:
     rows = []
     for name in cfg.curve_methods:
         method = ev.method(name)
-        texts = [g["text"] for g in ev.generations(method, units)]
+        gens = ev.generations(method, units)
+        texts = [g["text"] for g in gens]
+        quality = ev.quality(units, gens)
+        quality = {"ppl_median": statistics.median(quality["ppl"]), "rep4": quality["rep4"]}
+        if name == "unwatermarked":  # the quality reference of the matched comparison
+            rows.append({"method": name, "attack": "none", **quality})
+            continue
         neg = ev.detections(method, humans)
         scores = score_detections(ev.detections(method, texts), neg)
-        rows.append(_row(name, "none", scores, 1.0, 1.0))
+        z_median = statistics.median(scores["z"])
+        rows.append({**_row(name, "none", scores, 1.0, 1.0), **quality, "z_median": z_median})
+        ref = next((r for r in rows if r["method"] == "unwatermarked"), None)
+        if cfg.curve_matched_only and ref is not None and not within_limits(rows[-1], ref):
+            logger.info("curve %s: outside the quality limits, not attacked", name)
+            continue
         n = min(cfg.curve_attacked, len(texts))
         for attack in cfg.curve_attacks:
             attacked = ev.attacked(attack, texts[:n], humans[:n])
@@ -81,7 +94,72 @@ def run_curves(ev) -> dict:
             kept = words_kept(texts[:n], attacked)
             rows.append(_row(name, attack_label(attack), scores, kept, sum(sims) / len(sims)))
             logger.info("curve %s %s: %s", name, rows[-1]["attack"], rows[-1])
+    for row in rows:
+        spec = cfg.variants.get(row["method"])
+        row["family"] = row["method"] if spec is None else spec.get("base", "ours")
     return {"prompts": len(units), "attacked": min(cfg.curve_attacked, len(units)), "rows": rows}
+
+
+def within_limits(
+    row: dict, ref: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: float = REP4_LIMIT
+) -> bool:
+    """Whether a method's unattacked row is within the quality limits of the reference row."""
+    return (row["ppl_median"] <= ppl_limit * ref["ppl_median"]
+            and row["rep4"] <= rep4_limit * ref["rep4"])  # fmt: skip
+
+
+def matched_quality(curves: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: float = REP4_LIMIT):
+    """Each family's strongest setting within the quality limits (the matched comparison).
+
+    A method is within the limits when its median oracle perplexity is at most ``ppl_limit``
+    times the unwatermarked texts' and its rep-4 at most ``rep4_limit`` times theirs (same
+    prompts); the strongest is the one with the highest median z on unattacked text.
+
+    Returns:
+        ``{family: method}``; empty without an ``unwatermarked`` row.
+    """
+    rows = curves["rows"]
+    ref = next((r for r in rows if r["method"] == "unwatermarked"), None)
+    if ref is None:
+        return {}
+    chosen: dict[str, dict] = {}
+    for r in rows:
+        if r["attack"] != "none" or r["method"] == "unwatermarked" or "ppl_median" not in r:
+            continue
+        best = chosen.get(r["family"])
+        stronger = best is None or r["z_median"] > best["z_median"]
+        if stronger and within_limits(r, ref, ppl_limit, rep4_limit):
+            chosen[r["family"]] = r
+    return {family: r["method"] for family, r in chosen.items()}
+
+
+def matched_table(curves: dict) -> list[str]:
+    """Markdown: each family at its strongest setting within the quality limits, per attack."""
+    chosen = matched_quality(curves)
+    if not chosen:
+        return []
+    attacks = list(dict.fromkeys(r["attack"] for r in curves["rows"] if "roc_auc" in r))
+    lines = ["| family (setting) | PPL / rep-4 vs unwatermarked | " + " | ".join(attacks) + " |",
+             "|" + "---|" * (len(attacks) + 2)]  # fmt: skip
+    ref = next(r for r in curves["rows"] if r["method"] == "unwatermarked")
+    for family, method in chosen.items():
+        mine = {r["attack"]: r for r in curves["rows"] if r["method"] == method}
+        none = mine["none"]
+        ratios = none["ppl_median"] / ref["ppl_median"], none["rep4"] / ref["rep4"]
+        cells = [f"{family} ({method})", f"{ratios[0]:.3f}x / {ratios[1]:.3f}x"]
+        for a in attacks:
+            r = mine.get(a)
+            cells.append(
+                "-"
+                if r is None
+                else f"{r['roc_auc']:.3f} / {r['tpr@1%fpr']:.3f} ({r['words_kept']:.2f})"
+            )
+        lines.append("| " + " | ".join(cells) + " |")  # fmt: skip
+    return lines
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
 def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
@@ -93,12 +171,16 @@ def _row(method: str, attack: str, scores: dict, kept: float, similarity: float)
 def curve_table(curves: dict) -> list[str]:
     """Markdown table, one row per method and attack."""
     header = ["method", "attack", "words kept", "similarity (meaning)", "ROC-AUC", "TPR@1%FPR",
-              "texts (attacked / human)"]  # fmt: skip
+              "texts (attacked / human)", "PPL (median)", "rep-4"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in curves["rows"]:
-        cells = [LABELS.get(r["method"], r["method"]), r["attack"], f"{r['words_kept']:.3f}",
-                 f"{r['similarity']:.3f}", f"{r['roc_auc']:.3f}", f"{r['tpr@1%fpr']:.3f}",
-                 f"{r['positives']} / {r['negatives']}"]  # fmt: skip
+        quality = [_f(r.get("ppl_median"), 2), _f(r.get("rep4"))]
+        if "roc_auc" not in r:  # the unwatermarked quality reference
+            cells = [LABELS.get(r["method"], r["method"]), "-", "-", "-", "-", "-", "-", *quality]
+        else:
+            cells = [LABELS.get(r["method"], r["method"]), r["attack"], f"{r['words_kept']:.3f}",
+                     f"{r['similarity']:.3f}", f"{r['roc_auc']:.3f}", f"{r['tpr@1%fpr']:.3f}",
+                     f"{r['positives']} / {r['negatives']}", *quality]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -111,7 +193,7 @@ def curve_plot(curves: dict, out_dir: Path) -> str:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for method in dict.fromkeys(r["method"] for r in curves["rows"]):
+    for method in dict.fromkeys(r["method"] for r in curves["rows"] if "roc_auc" in r):
         rows = sorted((r for r in curves["rows"] if r["method"] == method),
                       key=lambda r: -r["words_kept"])  # fmt: skip
         for ax, metric in zip(axes, ("roc_auc", "tpr@1%fpr")):

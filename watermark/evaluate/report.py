@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from watermark.evaluate.curves import curve_plot, curve_table
+from watermark.evaluate.curves import curve_plot, curve_table, matched_table
 from watermark.evaluate.frontier import frontier_plots, frontier_table, rule_label
 from watermark.evaluate.metrics import median, roc_curve
 
@@ -178,6 +178,11 @@ def plots(results: dict, out_dir: Path) -> list[str]:
     return names
 
 
+def _section(title: str, body: list[str]) -> list[str]:
+    """A titled section, or nothing when ``body`` is empty."""
+    return [title, "", *body, ""] if body else []
+
+
 def write_report(results: dict, out_dir: Path, command: str) -> Path:
     """Write ``report.md`` and the PNGs into ``out_dir``; return the report path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -188,6 +193,11 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         title = (f"### Against attack strength ({curves['prompts']} texts per method, "
                  f"{curves['attacked']} per attack)")  # fmt: skip
         curve_lines = [title, "", *curve_table(curves), ""]
+        matched = matched_table(curves)
+        if matched:
+            curve_lines += ["**At matched quality** (each family's strongest setting with median "
+                            "PPL <= 1.10x and rep-4 <= 1.25x unwatermarked; ROC-AUC / TPR at 1% "
+                            "FPR (words kept))", "", *matched, ""]  # fmt: skip
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:
@@ -196,6 +206,10 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
                           *frontier_table(frontier), ""]  # fmt: skip
     cfg = results["config"]
     wm = results["watermark_config"]
+    ran, ours = bool(results["methods"]), "ours" in results["methods"]  # curves-only runs: neither
+    security, stealing = security_table(results), stealing_table(results)
+    security += [""] + stealing if security and stealing else stealing
+    ablations = ablation_tables(results) if results.get("ablations") else []
     lines = [
         f"# Evaluation: {cfg['name']}",
         "",
@@ -210,28 +224,12 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         f"Wall time of this invocation {results['seconds']['total'] / 60:.1f} min (stages read "
         "from the cache count ~0 s; per-stage seconds in results.json).",
         "",
-        "## Detection and text quality (no attack)",
-        "",
-        *main_table(results),
-        "",
+        *_section("## Detection and text quality (no attack)", main_table(results) if ran else []),
         *frontier_lines,
-        "## Robustness",
-        "",
-        *attack_tables(results),
-        *curve_lines,
-        "## Green-token percentages",
-        "",
-        *green_table(results),
-        "",
-        "## Security (spoofing)",
-        "",
-        *security_table(results),
-        "",
-        *stealing_table(results),
-        "",
-        "## Ablations (ours)",
-        "",
-        *ablation_tables(results),
+        *_section("## Robustness", (attack_tables(results) if ran else []) + curve_lines),
+        *_section("## Green-token percentages", green_table(results) if ours else []),
+        *_section("## Security (spoofing)", security),
+        *_section("## Ablations (ours)", ablations),
         "## Plots",
         "",
         *[f"![{name}]({name})" for name in images],

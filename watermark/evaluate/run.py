@@ -104,18 +104,22 @@ class Evaluation:
         self._oracle: OraclePerplexity | None = None
 
     def method(self, name: str) -> Method:
-        """A method of the run by name (built on first use)."""
+        """A method of the run by name (built on first use); a variant is its ``base`` method
+        (ours unless named) with the variant's settings."""
         if name in self.methods:
             return self.methods[name]
         if name not in self._extra:
-            overrides = self.cfg.variants.get(name)
-            self._extra[name] = (
-                self._method(name) if overrides is None else self._method("ours", **overrides)
-            )
+            overrides = dict(self.cfg.variants.get(name) or {})
+            base = overrides.pop("base", "ours" if name in self.cfg.variants else name)
+            self._extra[name] = self._method(base, **overrides)
         return self._extra[name]
 
     def _method(self, name: str, **overrides: object) -> Method:
+        """Method ``name``; ``overrides`` are watermark config fields for ours, ``kgw_gamma`` /
+        ``kgw_delta`` for KGW-0/1/2."""
         cfg = self.cfg
+        if name in ("kgw0", "kgw1", "kgw2"):
+            cfg = replace(cfg, **overrides)
         if name == "unwatermarked":
             return Method()
         if name == "ours":

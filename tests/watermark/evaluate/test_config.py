@@ -23,6 +23,11 @@ def test_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown watermark config fields"):
         EvalConfig(variants={"ours-x": {"alpah": 0.0}}, curve_methods=["ours-x"])
     EvalConfig(variants={"ours-x": {"alpha": 0.0}}, curve_methods=["ours-x"])  # accepted
+    EvalConfig(variants={"k": {"base": "kgw1", "kgw_delta": 1.0}}, curve_methods=["k"])
+    with pytest.raises(ValueError, match="base 'kgw9'"):
+        EvalConfig(variants={"k": {"base": "kgw9"}})
+    with pytest.raises(ValueError, match="sets kgw_gamma / kgw_delta, not \\['alpha'\\]"):
+        EvalConfig(variants={"k": {"base": "kgw1", "alpha": 0.0}})
     with pytest.raises(ValueError, match="unknown watermark config fields"):
         EvalConfig(ablations={"mapper": ["m", {"mapper": "m", "embeder": "mpnet"}]})
     with pytest.raises(ValueError, match="bad attack"):

@@ -45,7 +45,8 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
                     ("deletion", "synonym", "paraphrase", "copy_paste")],
         "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16, "steal_texts": 4,
         "spoof_prompts": 2, "curve_prompts": 4, "curve_attacked": 2,
-        "curve_methods": ["ours", "kgw0", "ours-a0"], "variants": {"ours-a0": {"alpha": 0.0}},
+        "curve_methods": ["unwatermarked", "ours", "kgw0", "ours-a0", "kgw0-d1"],
+        "variants": {"ours-a0": {"alpha": 0.0}, "kgw0-d1": {"base": "kgw0", "kgw_delta": 1.0}},
         "similarity_embedder": str(tiny_embedder_dir),
         "curve_attacks": [{"kind": "paraphrase", "strength": 1.0, "passes": 2},
                           {"kind": "paraphrase_synonym", "strength": 0.5}],
@@ -93,13 +94,20 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert both["value"] == {"delta": 1.0, "alpha": 0.0} and both["awr"] == 1.0
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
     curves = results["curves"]["rows"]
-    assert [(r["method"], r["attack"]) for r in curves] == [
-        (m, a) for m in ("ours", "kgw0", "ours-a0")
+    assert [(r["method"], r["attack"]) for r in curves] == [("unwatermarked", "none")] + [
+        (m, a) for m in ("ours", "kgw0", "ours-a0", "kgw0-d1")
         for a in ("none", "paraphrase@1.0x2", "paraphrase_synonym@0.5")
     ]  # fmt: skip
+    assert "roc_auc" not in curves[0] and curves[0]["ppl_median"] > 0  # the quality reference
+    assert all(r["ppl_median"] > 0 and 0 <= r["rep4"] <= 1 for r in curves if r["attack"] == "none")
+    assert [r["family"] for r in curves[1::3]] == ["ours", "kgw0", "ours", "kgw0"]
     ev = Evaluation(EvalConfig.load(config, quick=True), progress=False)
     variant = ev.method("ours-a0")  # its own config, hence its own cache entries
     assert variant.wm.config.alpha == 0.0 and variant.key != ev.method("ours").key
+    kgw = ev.method("kgw0-d1")  # a KGW variant: the base method at the variant's strength
+    assert (kgw.name, kgw.delta, kgw.lists.context) == ("kgw0", 1.0, 0)
+    assert kgw.key != ev.method("kgw0").key
+    curves = curves[1:]
     assert all(0 <= r["words_kept"] <= 1 and -1 <= r["similarity"] <= 1.0001 for r in curves)
     assert all(r["positives"] == (4 if r["attack"] == "none" else 2) for r in curves)
     steal = results["stealing"]
