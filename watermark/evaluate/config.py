@@ -162,9 +162,9 @@ class EvalConfig:
                 raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
         known = {f.name for f in fields(WatermarkConfig)} - {"source"}
         several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
-        ours = [v for v in self.variants.values() if v.get("base", "ours") == "ours"]
+        ours = [v for name, v in self.variants.items() if self.base_method(name) == "ours"]
         for name, spec in self.variants.items():
-            base = spec.get("base", "ours")
+            base = self.base_method(name)
             if base not in ("ours", *KGW_BASES):
                 raise ValueError(f"variant {name}: base {base!r} is not ours or {KGW_BASES}")
             bad = sorted(set(spec) - {"base", "kgw_gamma", "kgw_delta"})
@@ -184,6 +184,12 @@ class EvalConfig:
             raise ValueError("the perplexity oracle must not be the generator")
         if not 0 < self.min_new_tokens <= self.new_tokens:
             raise ValueError("need 0 < min_new_tokens <= new_tokens")
+
+    def base_method(self, name: str) -> str:
+        """The method a curve method runs: a variant's ``base`` (ours unless named), else
+        ``name`` itself."""
+        spec = self.variants.get(name)
+        return name if spec is None else spec.get("base", "ours")
 
     @classmethod
     def load(cls, path: str | Path, quick: bool = False) -> EvalConfig:

@@ -18,7 +18,7 @@ import logging
 import statistics
 from pathlib import Path
 
-from watermark.evaluate.frontier import BASELINE_LABELS
+from watermark.evaluate.frontier import BASELINE_LABELS, fmt
 from watermark.evaluate.run import score_detections, text_hash, words_kept
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def run_curves(ev) -> dict:
         scores = score_detections(ev.detections(method, texts), neg)
         z_median = statistics.median(scores["z"])
         rows.append({**_row(name, "none", scores, 1.0, 1.0), **quality, "z_median": z_median})
-        ref = next((r for r in rows if r["method"] == "unwatermarked"), None)
+        ref = reference(rows)
         if cfg.curve_matched_only and ref is not None and not within_limits(rows[-1], ref):
             logger.info("curve %s: outside the quality limits, not attacked", name)
             continue
@@ -95,9 +95,13 @@ def run_curves(ev) -> dict:
             rows.append(_row(name, attack_label(attack), scores, kept, sum(sims) / len(sims)))
             logger.info("curve %s %s: %s", name, rows[-1]["attack"], rows[-1])
     for row in rows:
-        spec = cfg.variants.get(row["method"])
-        row["family"] = row["method"] if spec is None else spec.get("base", "ours")
+        row["family"] = cfg.base_method(row["method"])
     return {"prompts": len(units), "attacked": min(cfg.curve_attacked, len(units)), "rows": rows}
+
+
+def reference(rows: list[dict]) -> dict | None:
+    """The ``unwatermarked`` quality row of the curves, if any."""
+    return next((r for r in rows if r["method"] == "unwatermarked"), None)
 
 
 def within_limits(
@@ -119,7 +123,7 @@ def matched_quality(curves: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: floa
         ``{family: method}``; empty without an ``unwatermarked`` row.
     """
     rows = curves["rows"]
-    ref = next((r for r in rows if r["method"] == "unwatermarked"), None)
+    ref = reference(rows)
     if ref is None:
         return {}
     chosen: dict[str, dict] = {}
@@ -141,7 +145,7 @@ def matched_table(curves: dict) -> list[str]:
     attacks = list(dict.fromkeys(r["attack"] for r in curves["rows"] if "roc_auc" in r))
     lines = ["| family (setting) | PPL / rep-4 vs unwatermarked | " + " | ".join(attacks) + " |",
              "|" + "---|" * (len(attacks) + 2)]  # fmt: skip
-    ref = next(r for r in curves["rows"] if r["method"] == "unwatermarked")
+    ref = reference(curves["rows"])
     for family, method in chosen.items():
         mine = {r["attack"]: r for r in curves["rows"] if r["method"] == method}
         none = mine["none"]
@@ -158,10 +162,6 @@ def matched_table(curves: dict) -> list[str]:
     return lines
 
 
-def _f(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
 def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
     return {"method": method, "attack": attack, "words_kept": kept, "similarity": similarity,
             "roc_auc": scores["roc_auc"], "tpr@1%fpr": scores["tpr@1%fpr"],
@@ -174,7 +174,7 @@ def curve_table(curves: dict) -> list[str]:
               "texts (attacked / human)", "PPL (median)", "rep-4"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in curves["rows"]:
-        quality = [_f(r.get("ppl_median"), 2), _f(r.get("rep4"))]
+        quality = [fmt(r.get("ppl_median"), 2), fmt(r.get("rep4"))]
         if "roc_auc" not in r:  # the unwatermarked quality reference
             cells = [LABELS.get(r["method"], r["method"]), "-", "-", "-", "-", "-", "-", *quality]
         else:

@@ -124,7 +124,8 @@ def run_frontier(ev) -> dict:
     return {"prompts": len(units), "rows": rows}
 
 
-def _f(x: float | None, digits: int = 3) -> str:
+def fmt(x: float | None, digits: int = 3) -> str:
+    """A number for a table (``-`` for None or NaN)."""
     return "-" if x is None or x != x else f"{x:.{digits}f}"
 
 
@@ -135,11 +136,11 @@ def frontier_table(frontier: dict) -> list[str]:
               "tokens", "AWR", "s / text"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in frontier["rows"]:
-        cells = [r["label"], _f(r.get("detected@p<0.01")), _f(r.get("detected@1%human")),
-                 _f(r.get("fpr@p<0.01")), _f(r.get("z_median"), 2), _f(r["ppl_median"], 2),
-                 *(_f(r[f"rep{n}"]) for n in (1, 2, 3, 4)), _f(r["distinct2"]),
-                 _f(r["tokens_mean"], 0), _f(r.get("awr"), 2),
-                 _f(r["seconds_per_text"], 1)]  # fmt: skip
+        cells = [r["label"], fmt(r.get("detected@p<0.01")), fmt(r.get("detected@1%human")),
+                 fmt(r.get("fpr@p<0.01")), fmt(r.get("z_median"), 2), fmt(r["ppl_median"], 2),
+                 *(fmt(r[f"rep{n}"]) for n in (1, 2, 3, 4)), fmt(r["distinct2"]),
+                 fmt(r["tokens_mean"], 0), fmt(r.get("awr"), 2),
+                 fmt(r["seconds_per_text"], 1)]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from watermark.evaluate.curves import curve_plot, curve_table, matched_table
-from watermark.evaluate.frontier import frontier_plots, frontier_table, rule_label
+from watermark.evaluate.curves import (
+    PPL_LIMIT,
+    REP4_LIMIT,
+    curve_plot,
+    curve_table,
+    matched_table,
+)
+from watermark.evaluate.frontier import fmt, frontier_plots, frontier_table, rule_label
 from watermark.evaluate.metrics import median, roc_curve
 
 LABELS = {"unwatermarked": "Unwatermarked", "ours": "Ours (adaptive)", "kgw0": "KGW-0",
           "kgw1": "KGW-1", "kgw2": "KGW-2", "synthid": "SynthID-Text", "human": "Human",
           "ours_opening": "Ours, first M tokens (no strengthening)"}  # fmt: skip
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    if x is None or x != x:
-        return "-"
-    return f"{x:.{digits}f}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -35,11 +35,12 @@ def main_table(results: dict) -> list[str]:
         q = results["human_quality"] if res is None else res["quality"]
         det = (res or {}).get("attacks", {}).get("none", {})
         rows.append([
-            LABELS.get(name, name), _f(det.get("roc_auc")), _f(det.get("best_f1")),
-            _f(det.get("tpr@1%fpr")), _f(det.get("tpr@10%fpr")), _f((res or {}).get("fpr@p<0.01")),
-            _f(median(q["ppl"]), 2), *(_f(q[f"rep{n}"]) for n in (1, 2, 3, 4)),
-            _f(det.get("awr")), _f((res or {}).get("seconds_per_text"), 2),
-            _f((res or {}).get("seconds_per_detection"), 2),
+            LABELS.get(name, name), fmt(det.get("roc_auc")), fmt(det.get("best_f1")),
+            fmt(det.get("tpr@1%fpr")), fmt(det.get("tpr@10%fpr")),
+            fmt((res or {}).get("fpr@p<0.01")),
+            fmt(median(q["ppl"]), 2), *(fmt(q[f"rep{n}"]) for n in (1, 2, 3, 4)),
+            fmt(det.get("awr")), fmt((res or {}).get("seconds_per_text"), 2),
+            fmt((res or {}).get("seconds_per_detection"), 2),
         ])  # fmt: skip
     header = ["method", "ROC-AUC", "best F1", "TPR@1%FPR", "TPR@10%FPR", "human FPR@p<0.01",
               "PPL (median)", "rep-1", "rep-2", "rep-3", "rep-4", "AWR", "s / text",
@@ -57,7 +58,7 @@ def attack_tables(results: dict) -> list[str]:
         rows = []
         for name, res in results["methods"].items():
             if "attacks" in res:
-                cells = [_f(res["attacks"].get(a, {}).get(metric)) for a in attacks]
+                cells = [fmt(res["attacks"].get(a, {}).get(metric)) for a in attacks]
                 rows.append([LABELS.get(name, name), *cells])
         note = "share of the original's distinct words still in the attacked text"
         if metric != "words_kept":
@@ -76,8 +77,8 @@ def security_table(results: dict) -> list[str]:
     for name in ("kgw0", "kgw1", "kgw2", "ours", "ours_opening"):
         if name in spoof:
             s = spoof[name]
-            rows.append([LABELS[name], repr(s["context"]), _f(s["decryption_rate"]),
-                         _f(s["control_rate"]), str(s["H"]), str(s["observations"])])  # fmt: skip
+            rows.append([LABELS[name], repr(s["context"]), fmt(s["decryption_rate"]),
+                         fmt(s["control_rate"]), str(s["H"]), str(s["observations"])])  # fmt: skip
     header = ["method", "context", "decryption rate", "control (unwatermarked)", "\\|H\\|",
               "observations"]  # fmt: skip
     return _table(header, rows)
@@ -91,7 +92,7 @@ def stealing_table(results: dict) -> list[str]:
     rows = []
     for name in ("kgw0", "kgw1", "kgw2", "ours"):
         if name in steal:
-            cells = [_f(steal[name][k]) for k in ("width0", "width1", "best", "control")]
+            cells = [fmt(steal[name][k]) for k in ("width0", "width1", "best", "control")]
             rows.append([LABELS[name], *cells])
     header = ["method", "flagged, context-free estimate", "flagged, previous-token estimate",
               "attacker's best", "control: own text flagged"]  # fmt: skip
@@ -111,7 +112,7 @@ def green_table(results: dict) -> list[str]:
         green = res["attacks"]["none"]["green_fraction"]
         all_share = res.get("green_share_all_tokens") if name == "ours" else green
         scored = green if name == "ours" else None
-        rows.append([LABELS[name], _f(all_share), _f(scored)])
+        rows.append([LABELS[name], fmt(all_share), fmt(scored)])
     return _table(["method", "\\|G\\| / \\|U+W\\|", "\\|G^\\| / \\|W\\|"], rows)
 
 
@@ -127,13 +128,14 @@ def ablation_tables(results: dict) -> list[str]:
             continue
         body = []
         for r in rows:
-            cells = [_f(r.get("attack_roc_auc")), _f(r.get("attack_best_f1"))] if attack else []
+            cells = [fmt(r.get("attack_roc_auc")), fmt(r.get("attack_best_f1"))] if attack else []
             value = r["value"]
             if isinstance(value, dict):
                 value = ", ".join(f"{k}={v}" for k, v in value.items())
-            body.append([str(value), _f(r["roc_auc"]), _f(r["best_f1"]), *cells,
-                         _f(r["awr"]), _f(r["human_awr"]), _f(r["ppl_median"], 2), _f(r["rep4"]),
-                         _f(r["seconds_per_text"], 2)])  # fmt: skip
+            body.append([str(value), fmt(r["roc_auc"]), fmt(r["best_f1"]), *cells,
+                         fmt(r["awr"]), fmt(r["human_awr"]), fmt(r["ppl_median"], 2),
+                         fmt(r["rep4"]),
+                         fmt(r["seconds_per_text"], 2)])  # fmt: skip
         extra = ["ROC-AUC (attacked)", "best F1 (attacked)"] if attack else []
         header = [key, "ROC-AUC", "best F1", *extra, "AWR", "AWR (human)", "PPL (median)",
                   "rep-4", "s / text"]  # fmt: skip
@@ -195,9 +197,10 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         curve_lines = [title, "", *curve_table(curves), ""]
         matched = matched_table(curves)
         if matched:
-            curve_lines += ["**At matched quality** (each family's strongest setting with median "
-                            "PPL <= 1.10x and rep-4 <= 1.25x unwatermarked; ROC-AUC / TPR at 1% "
-                            "FPR (words kept))", "", *matched, ""]  # fmt: skip
+            curve_lines += ["**At matched quality** (each family's strongest setting with "
+                            f"median PPL <= {PPL_LIMIT:.2f}x and rep-4 <= {REP4_LIMIT:.2f}x "
+                            "unwatermarked; ROC-AUC / TPR at 1% FPR (words kept))", "", *matched,
+                            ""]  # fmt: skip
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from data.packaged_models import load_lm
 from watermark.config import as_config
 from watermark.evaluate import attacks as atk
-from watermark.evaluate.config import EvalConfig, digest
+from watermark.evaluate.config import KGW_BASES, EvalConfig, digest
 from watermark.evaluate.heldout import units as load_units
 from watermark.evaluate.methods import (
     KGWMethod,
@@ -110,15 +110,15 @@ class Evaluation:
             return self.methods[name]
         if name not in self._extra:
             overrides = dict(self.cfg.variants.get(name) or {})
-            base = overrides.pop("base", "ours" if name in self.cfg.variants else name)
-            self._extra[name] = self._method(base, **overrides)
+            overrides.pop("base", None)
+            self._extra[name] = self._method(self.cfg.base_method(name), **overrides)
         return self._extra[name]
 
     def _method(self, name: str, **overrides: object) -> Method:
         """Method ``name``; ``overrides`` are watermark config fields for ours, ``kgw_gamma`` /
         ``kgw_delta`` for KGW-0/1/2."""
         cfg = self.cfg
-        if name in ("kgw0", "kgw1", "kgw2"):
+        if name in KGW_BASES:
             cfg = replace(cfg, **overrides)
         if name == "unwatermarked":
             return Method()
