@@ -57,8 +57,10 @@ def embed_corpus(
     cache_dir: str | Path | None = None,
     batch_size: int = 64,
     expected_dim: int | None = None,
+    device: str | None = None,
 ) -> torch.Tensor:
-    """Returns the (N, E) float32 embeddings of `texts`, from the cache or computed and cached.
+    """Returns the (N, E) float32 embeddings of `texts` on the CPU, from the cache or computed
+    and cached.
 
     Args:
         texts: the N texts, in a fixed order.
@@ -66,6 +68,7 @@ def embed_corpus(
         cache_dir: cache folder (default: `<cache_root>/embeddings`).
         batch_size: encoding batch size.
         expected_dim: if given, a cache of another width is an error.
+        device: where to embed (default: CUDA when available, else the CPU).
 
     Raises:
         ValueError: On a cache that does not match its key, or of the wrong dimension.
@@ -76,21 +79,26 @@ def embed_corpus(
         emb = _read_cache(path, len(texts), key)
         log.info("loaded %d cached embeddings from %s", len(texts), path)
     else:
-        model = load_embedder(embedder)
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        model = load_embedder(embedder, device=device)
         log.info("embedding %d texts with '%s' (cached to %s)", len(texts), embedder, path)
-        emb = model.encode(
-            texts,
-            batch_size=batch_size,
-            convert_to_tensor=True,
-            show_progress_bar=True,
-            normalize_embeddings=False,
-        ).float()
+        emb = (
+            model.encode(
+                texts,
+                batch_size=batch_size,
+                convert_to_tensor=True,
+                show_progress_bar=True,
+                normalize_embeddings=False,
+            )
+            .float()
+            .cpu()
+        )
         if emb.shape[1] != embedder_dim(model):
             raise ValueError(f"embedder '{embedder}' returned width {emb.shape[1]}")
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         save_file(
-            {"embeddings": emb.contiguous().cpu()},
+            {"embeddings": emb.contiguous()},
             str(tmp),
             metadata={"key": key, "embedder": embedder, "dim": str(emb.shape[1])},
         )

@@ -56,12 +56,17 @@ def tiny_corpus(tmp_path: Path) -> Path:
     return path
 
 
+# device of the tiny watermark models: `WM_TEST_DEVICE=cuda pytest ...` runs the fast == reference
+# tests on a GPU (CI has none and uses the CPU)
+TEST_DEVICE = os.environ.get("WM_TEST_DEVICE", "cpu")
+
+
 @pytest.fixture(scope="module")
 def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
     """Tiny random generator / MM / mapper and the tiny embedder; ``make`` builds a Watermark.
 
     Module-scoped, as it was in the single watermark test file: every test module that uses
-    it gets its own instance.
+    it gets its own instance. Models live on ``WM_TEST_DEVICE`` (default ``cpu``).
     """
     from sentence_transformers import SentenceTransformer
 
@@ -73,11 +78,12 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
     ns = SimpleNamespace(
         gtok=gtok,
         mtok=mtok,
-        gen=tiny_llama(len(gtok), seed=0),
-        mm=tiny_llama(len(gtok), seed=1),
-        mmx=tiny_llama(len(mtok), seed=2),
-        emb=SentenceTransformer(str(tiny_embedder_dir), device="cpu"),
-        mapper=tiny_mapper(16, 24),
+        gen=tiny_llama(len(gtok), seed=0).to(TEST_DEVICE),
+        mm=tiny_llama(len(gtok), seed=1).to(TEST_DEVICE),
+        mmx=tiny_llama(len(mtok), seed=2).to(TEST_DEVICE),
+        emb=SentenceTransformer(str(tiny_embedder_dir), device=TEST_DEVICE),
+        mapper=tiny_mapper(16, 24).to(TEST_DEVICE),
+        device=TEST_DEVICE,
     )
 
     def make(cross: bool = False, **overrides: object) -> Watermark:

@@ -135,7 +135,7 @@ class WatermarkConfig:
     null_model: str = "vocab"
     unique_tokens: bool = True
     target_fpr: float = 0.01
-    embed_batch_size: int = 32
+    embed_batch_size: int = 256
     mm_window: int = 2048
     embed_prefix_tokens: int = 512
     embed_window: int = 32

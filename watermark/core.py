@@ -273,11 +273,22 @@ class WatermarkCore:
             ids: Generator token ids s_1..s_T.
             progress: Show a progress bar over the text's steps.
         """
+        steps = list(range(self.opening_steps + 1, len(ids) + 1))
+        found = self.measurement.text_entropies(ids, steps, progress) if steps else None
+        return self._text_gate(ids, found)
+
+    def text_gates(self, texts: Sequence[Sequence[int]]) -> list[TextGate]:
+        """:meth:`text_gate` of many texts, the MM batched across them where it can be."""
+        steps = [list(range(self.opening_steps + 1, len(ids) + 1)) for ids in texts]
+        found = self.measurement.texts_entropies(texts, steps)
+        return [self._text_gate(ids, h if len(h) else None) for ids, h in zip(texts, found)]
+
+    def _text_gate(self, ids: Sequence[int], found: torch.Tensor | None) -> TextGate:
+        """The gate of one text of T ids, given the entropies of its steps M+1..T (if any)."""
         T = len(ids)
         entropy = torch.full((T,), float("nan"))
-        steps = list(range(self.opening_steps + 1, T + 1))
-        if steps:
-            entropy[self.opening_steps :] = self.measurement.text_entropies(ids, steps, progress)
+        if found is not None:
+            entropy[self.opening_steps :] = found
         repeated = repeated_steps(ids, self.config.context_guard)
         gated = self.gate(torch.arange(1, T + 1), entropy, repeated)
         return TextGate(entropy=entropy, gated=gated)

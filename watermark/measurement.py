@@ -76,6 +76,9 @@ class MeasurementModel:
         timer: Adds the MM's time to stage ``mm``.
         window: W of the long-text rule (0: never cut).
         chunk: Tokens per forward when detection streams a segment.
+        batch_logits: Logit values per forward when detection batches texts
+            (:meth:`texts_entropies`); 0 detects text by text; ``None``: 2**30 on an
+            accelerator (where a forward is launch-bound, so a padded batch pays off), else 0.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class MeasurementModel:
         timer: StageTimer | None = None,
         window: int = 0,
         chunk: int = 256,
+        batch_logits: int | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -97,6 +101,7 @@ class MeasurementModel:
         self.timer = timer or StageTimer()
         self.window = int(window)
         self.chunk = int(chunk)
+        self.batch_logits = batch_logits
         self.extra_forwards = 0
 
     @property
@@ -116,16 +121,17 @@ class MeasurementModel:
 
     @torch.inference_mode()
     def _logits(self, ids: Sequence[int]) -> torch.Tensor:
-        """Float32 logits (L, V_mm) of one full forward over ``ids``."""
+        """Float32 logits (L, V_mm) of one full forward over ``ids``, on the MM's device."""
         with self.timer.stage("mm"):
             x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
-            return self.model(input_ids=x, use_cache=False).logits[0].float().cpu()
+            return self.model(input_ids=x, use_cache=False).logits[0].float()
 
     @torch.inference_mode()
     def _stream(self, ids: list[int], positions: list[int]) -> Iterator[tuple[list[int], Tensor]]:
         """Logits at ``positions`` (sorted) of one forward over ``ids``, ``chunk`` tokens at a time.
 
-        Yields ``(indices into positions, float32 logits (k, V_mm))`` per chunk.
+        Yields ``(indices into positions, float32 logits (k, V_mm) on the MM's device)`` per
+        chunk.
         """
         cache, done, pos = None, 0, 0
         while pos < len(positions):
@@ -141,7 +147,7 @@ class MeasurementModel:
                                  logits_to_keep=keep.to(self.device) if take else 1)  # fmt: skip
             cache, done = out.past_key_values, end
             if take:
-                yield take, out.logits[0].float().cpu()
+                yield take, out.logits[0].float()
 
     def step_logits(
         self, gen_ids: Sequence[int], steps: Sequence[int], progress: bool = False
@@ -154,7 +160,8 @@ class MeasurementModel:
             progress: Show a progress bar over the steps.
 
         Yields:
-            ``(indices into steps, float32 logits (k, V_mm))``, every step exactly once.
+            ``(indices into steps, float32 logits (k, V_mm) on the MM's device)``, every step
+            exactly once.
         """
         from tqdm.auto import tqdm
 
@@ -196,8 +203,58 @@ class MeasurementModel:
         """Gate entropies H_t of the given steps of one text: float32 (len(steps),)."""
         out = torch.full((len(steps),), float("nan"))
         for idx, logits in self.step_logits(gen_ids, steps, progress):
-            out[idx] = entropy_from_logits(logits)
+            out[idx] = entropy_from_logits(logits).cpu()  # reduced where the logits are
         return out
+
+    @torch.inference_mode()
+    def texts_entropies(
+        self, texts: Sequence[Sequence[int]], steps: Sequence[Sequence[int]]
+    ) -> list[Tensor]:
+        """:meth:`text_entropies` of many texts: float32 (len(steps[i]),) per text.
+
+        With ``batch_logits`` > 0, same-tokenizer texts shorter than the window share padded
+        forwards (right padding, so each real position sees exactly its own context) of at
+        most ``batch_logits`` logit values each; others take the per-text path.
+        """
+        budget = self.batch_logits
+        if budget is None:
+            budget = 0 if self.device.type == "cpu" else 2**30
+        out: list[Tensor | None] = [None] * len(texts)
+        batchable = []
+        for n, ids in enumerate(texts):
+            if (
+                budget > 0
+                and self.same_tokenizer
+                and steps[n]
+                and (self.window <= 0 or len(ids) - 1 < self.window)
+            ):
+                batchable.append(n)
+            else:
+                out[n] = self.text_entropies(texts[n], steps[n])
+        batchable.sort(key=lambda n: len(texts[n]))
+        vocab = int(self.model.get_output_embeddings().weight.shape[0])
+        while batchable:
+            longest = max(steps[batchable[0]])
+            group = [batchable.pop(0)]
+            while batchable:
+                longest_next = max(longest, max(steps[batchable[0]]))
+                if (len(group) + 1) * longest_next * vocab > budget:
+                    break
+                longest = longest_next
+                group.append(batchable.pop(0))
+            with self.timer.stage("mm"):
+                x = torch.full((len(group), longest), self.start_id, dtype=torch.long)
+                mask = torch.zeros_like(x)
+                for row, n in enumerate(group):  # context of step t: [start] + S_{0:t-1}
+                    body = [int(i) for i in texts[n][: max(steps[n]) - 1]]
+                    x[row, 1 : 1 + len(body)] = torch.tensor(body, dtype=torch.long)
+                    mask[row, : 1 + len(body)] = 1
+                logits = self.model(input_ids=x.to(self.device), attention_mask=mask.to(
+                    self.device), use_cache=False).logits  # fmt: skip
+                for row, n in enumerate(group):
+                    at = torch.tensor(steps[n], dtype=torch.long, device=logits.device) - 1
+                    out[n] = entropy_from_logits(logits[row, at]).cpu()
+        return out  # type: ignore[return-value]
 
     def text_green_mass(
         self, gen_ids: Sequence[int], steps: Sequence[int], lists: GreenLists

@@ -69,7 +69,8 @@ def mm_probs(wm: object, prefix: list[int]) -> torch.Tensor:
     else:
         body = mm.tokenizer(_decode(wm.tokenizer, prefix), add_special_tokens=False)["input_ids"]
     context = [mm.start_id, *body[window_start(len(body), wm.config.mm_window) :]]
-    logits = mm.model(input_ids=torch.tensor([context])).logits[0, -1].double()
+    x = torch.tensor([context], device=mm.device)
+    logits = mm.model(input_ids=x).logits[0, -1].double().cpu()
     return torch.softmax(logits, dim=-1)
 
 
@@ -83,8 +84,8 @@ def mm_entropy(wm: object, prefix: list[int]) -> float:
 def slsve(wm: object, text: str) -> torch.Tensor:
     """v_hat over the vocabulary for one text, one row per layer: bool tensor (L, V)."""
     u = wm.embedder.encode([text], convert_to_tensor=True, normalize_embeddings=False).float()
-    v = wm.mapper(u.cpu())[0]
-    return torch.stack([(v > 0)[token_map] for token_map in wm.token_maps])
+    v = wm.mapper(u.to(next(wm.mapper.parameters()).device))[0].cpu()
+    return torch.stack([(v > 0)[token_map] for token_map in wm.token_maps.cpu()])
 
 
 def repeated(prefix: list[int], h: int) -> bool:
@@ -133,7 +134,9 @@ def rule(logits: torch.Tensor, green: torch.Tensor, cfg: object) -> torch.Tensor
 def sampling_logits(
     logits: torch.Tensor, decision: RefStep, cfg: object, prefix: list[int], eos: set[int]
 ) -> torch.Tensor:
-    """What is sampled from at one step: the rule (if gated) and the filters, in config order."""
+    """What is sampled from at one step: the rule (if gated) and the filters, in config order
+    (on the CPU)."""
+    logits = logits.cpu()
     if cfg.filter_first:
         logits = top_k_top_p(logits, cfg.top_k, cfg.top_p)
     if decision.gated:
@@ -179,7 +182,8 @@ def generate(
     gen: list[int] = []
     steps: list[RefStep] = []
     for _ in range(max_new_tokens):
-        logits = model(input_ids=torch.tensor([prompt_ids + gen])).logits[0, -1].float()
+        x = torch.tensor([prompt_ids + gen], device=next(model.parameters()).device)
+        logits = model(input_ids=x).logits[0, -1].float().cpu()
         decision = step(wm, gen)
         steps.append(decision)
         logits = sampling_logits(logits, decision, cfg, gen, eos)

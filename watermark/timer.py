@@ -12,19 +12,33 @@ from contextlib import contextmanager
 
 
 class StageTimer:
-    """Accumulates seconds per stage name."""
+    """Accumulates seconds per stage name.
 
-    def __init__(self) -> None:
+    With ``sync`` (profiling on a GPU) each stage waits for the device at its start and end, so
+    queued kernels count where they were launched; the default never synchronises.
+    """
+
+    def __init__(self, sync: bool = False) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.sync = sync
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Adds the time spent inside the ``with`` block to stage ``name``."""
+        self._wait()
         start = time.perf_counter()
         try:
             yield
         finally:
+            self._wait()
             self.seconds[name] += time.perf_counter() - start
+
+    def _wait(self) -> None:
+        if self.sync:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
 
     def reset(self) -> None:
         """Forgets every stage's time."""

@@ -26,3 +26,17 @@ def test_embedding_cache_rebuilt_on_change_and_checked(tmp_path, tiny_embedder_d
     save_file({"embeddings": torch.zeros(2, 8)}, str(path), metadata={"key": "x", "dim": "8"})
     with pytest.raises(ValueError, match="delete the file"):
         embed_corpus(texts, emb_name, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                          reason="needs a CUDA GPU"))],
+)  # fmt: skip
+def test_embeddings_come_back_on_the_cpu(tmp_path, tiny_embedder_dir, device):
+    """Fresh and cached embeddings are CPU tensors wherever they were computed."""
+    texts = ["one small sentence.", "another sentence here."]
+    fresh = embed_corpus(texts, str(tiny_embedder_dir), tmp_path, device=device)
+    cached = embed_corpus(texts, str(tiny_embedder_dir), tmp_path)
+    assert fresh.device.type == cached.device.type == "cpu"
+    assert torch.equal(fresh, cached)

@@ -66,6 +66,30 @@ def test_fast_detection_matches_reference(
         assert wm.core.measurement.extra_forwards > 0  # boundary re-encodings were exercised
 
 
+@pytest.mark.parametrize("budget", [1, 40 * 60 * 64, 2**30])  # one text / a few / all per forward
+def test_batched_mm_matches_per_text_and_reference(tiny: SimpleNamespace, budget: int) -> None:
+    """Texts sharing padded MM forwards (the accelerator default) get the per-text gates."""
+    wm = tiny.make(context_guard=1)
+    texts = sentences(5, seed=11, length=24) + ["river", "bank loan price"]
+    per_text = wm.detect(texts, batch_size=len(texts))
+    wm.core.measurement.batch_logits = budget
+    try:
+        batched = wm.detect(texts, batch_size=4)
+    finally:
+        wm.core.measurement.batch_logits = None
+    for text, a, b in zip(texts, per_text, batched):
+        assert a.scored == b.scored and a.green == b.green
+        assert a.p_value == pytest.approx(b.p_value, rel=1e-5, abs=1e-12)
+        for h_a, h_b in zip(a.entropy, b.entropy):
+            assert h_a == h_b or h_a == pytest.approx(h_b, abs=1e-4)
+        assert b.scored == reference.detect(wm, text).scored
+
+
+def test_detect_batch_size_is_checked(tiny: SimpleNamespace) -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        tiny.make().detect(["river city"], batch_size=0)
+
+
 @pytest.mark.parametrize(
     "cross,null,local",
     [(False, "vocab", 0), (False, "mm", 0), (True, "vocab", 0), (True, "vocab", 6)],

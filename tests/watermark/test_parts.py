@@ -54,19 +54,24 @@ def test_cuda_detection_and_generation_match_cpu(tiny: SimpleNamespace) -> None:
     from watermark.generation import generate
     from watermark.watermark import Watermark
 
-    cpu = tiny.make()
-    gen = copy.deepcopy(tiny.gen).cuda()
-    gpu = Watermark.load(cpu.config, tokenizer=tiny.gtok, generator=gen,
-                         embedder=copy.deepcopy(tiny.emb), mapper=copy.deepcopy(tiny.mapper),
-                         device="cuda")  # fmt: skip
+    def on(device: str) -> tuple[Watermark, torch.nn.Module]:
+        gen = copy.deepcopy(tiny.gen).to(device)
+        wm = Watermark.load(tiny.make().config, tokenizer=tiny.gtok, generator=gen,
+                            measurement_model=copy.deepcopy(tiny.mm).to(device),
+                            mm_tokenizer=tiny.gtok, embedder=copy.deepcopy(tiny.emb).to(device),
+                            mapper=copy.deepcopy(tiny.mapper), device=device)  # fmt: skip
+        return wm, gen
+
+    (cpu, cpu_gen), (gpu, gpu_gen) = on("cpu"), on("cuda")
     assert model_device(gpu.core.measurement.model).type == "cuda"
     assert gpu.token_maps.device.type == "cuda"
+    assert model_device(cpu.core.measurement.model).type == "cpu"
     texts = sentences(3, seed=7, length=20)
     for a, b in zip(cpu.detect(texts), gpu.detect(texts)):
         assert a.scored == b.scored and a.green == b.green
         assert a.p_value == pytest.approx(b.p_value, rel=1e-4)
     outs = {}
-    for name, wm, model in (("cpu", cpu, tiny.gen), ("cuda", gpu, gen)):
+    for name, wm, model in (("cpu", cpu, cpu_gen), ("cuda", gpu, gpu_gen)):
         proc = wm.logits_processor()
         outs[name] = generate(model, tiny.gtok, PROMPTS, proc, max_new_tokens=16, do_sample=False)
     assert [o.token_ids for o in outs["cpu"]] == [o.token_ids for o in outs["cuda"]]
