@@ -1,4 +1,4 @@
-"""Command line: ``python -m watermark generate|detect|show|detect-corpus``.
+"""Command line: ``python -m watermark generate|detect|show|detect-corpus|keygen|calibrate``.
 
 * ``generate``: prompts from ``--prompt`` or ``--file`` (JSONL, ``prompt`` field) -> one
   ``{"prompt", "text"}`` per prompt (the continuation only), which feeds ``detect --file``.
@@ -6,6 +6,11 @@
   per text (``--per-token`` adds the per-token flags, ``--windows 128,256`` the windowed test).
 * ``show``: like ``detect``, and writes an HTML page of the scored and green tokens.
 * ``detect-corpus``: a whole corpus over devices and nodes (:mod:`watermark.corpus`).
+* ``keygen``: a config with a fresh secret key (:mod:`watermark.keys`); ``calibrate``: FPR and
+  TPR by length on your own texts (:mod:`watermark.calibrate`).
+
+``--key-file`` (repeatable) replaces the config's keys: the first is the current key, the others
+are earlier keys that detection also tries.
 
 JSON lines go to stdout in input order; progress and logs to stderr. Inputs are checked before a
 model loads; a mistake prints one ``error:`` line and exits with status 2 (``-v``: traceback).
@@ -21,15 +26,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from watermark.cli_parser import USAGE_ERROR
+from watermark.cli_parser import build_parser as _build_parser
+
 logger = logging.getLogger("watermark.cli")
-USAGE_ERROR = 2
-EXAMPLES = {
-    "generate": "python -m watermark generate --prompt 'The storm hit the coast.' > gen.jsonl",
-    "detect": "python -m watermark detect --file gen.jsonl",
-    "show": "python -m watermark show --file gen.jsonl --out page.html",
-    "detect-corpus": "python -m watermark detect-corpus --input docs.jsonl --output scores.jsonl "
-    "--devices 2 --accelerator cpu",
-}
 
 
 class UsageError(ValueError):
@@ -89,6 +89,10 @@ def _config(args: argparse.Namespace):
     from watermark.config import as_config
 
     cfg = as_config(args.config)
+    if getattr(args, "key_file", None):
+        refs = ["file:" + str(Path(f).expanduser().resolve()) for f in args.key_file]
+        cfg = replace(cfg, key=refs[0], old_keys=refs[1:])
+    cfg.secret_keys()  # an unreadable key file or unset variable is reported now
     if getattr(args, "windows", None):
         cfg = replace(cfg, window_sizes=args.windows)  # checked again
     cfg.mapper_dir()
@@ -166,6 +170,44 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_keygen(args: argparse.Namespace) -> int:
+    from watermark.config import as_config
+    from watermark.keys import fresh_key, fresh_opening_sentence, write_private
+
+    base = as_config(args.config)
+    out = Path(args.out)
+    for path in (out, Path(args.key_file) if args.key_file else None):
+        if path is not None and path.exists() and not args.force:
+            raise UsageError(f"{path} exists; pass --force to overwrite it")
+    key, summary = fresh_key(), {"config": str(out)}
+    if args.key_file:
+        key_path = write_private(args.key_file, key + "\n", overwrite=args.force)
+        key = "file:" + str(key_path.resolve())
+        summary["key_file"] = str(key_path)
+    old = [base.key, *base.old_keys] if args.rotate else []
+    cfg = replace(base, key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
+    write_private(out, json.dumps(cfg.to_dict(), indent=2) + "\n", overwrite=args.force)
+    _emit({**summary, "old_keys": len(old), "mode": "0600"})
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from watermark.calibrate import calibrate
+
+    human = [row["text"] for row in _read_jsonl(args.human, "text")]
+    marked = (
+        [row["text"] for row in _read_jsonl(args.watermarked, "text")] if args.watermarked else []
+    )
+    if not human:
+        raise UsageError(f"--human {args.human} holds no texts")
+    wm, _ = _load(_config(args), args)
+    rows = calibrate(wm, human, marked, args.lengths, args.expect_key,
+                     args.human_by_length, progress=True)  # fmt: skip
+    for row in rows:
+        _emit(row)
+    return 0
+
+
 def cmd_detect_corpus(args: argparse.Namespace) -> int:
     _config(args)  # checked before any process starts
     try:
@@ -183,117 +225,12 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
-def window_list(text: str) -> list[int]:
-    """argparse type: comma-separated span sizes >= 2, e.g. ``128,256``."""
-    try:
-        sizes = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected sizes like 128,256, got {text!r}") from None
-    if not sizes or min(sizes) < 2:
-        raise argparse.ArgumentTypeError(f"sizes must be >= 2, got {text!r}")
-    return sizes
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one ``error:`` line and exit status 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(USAGE_ERROR, f"error: {message} (see {self.prog} --help)\n")
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows each option's default where it has one (not for None or False flags)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
-            text += " (default: %(default)s)"
-        return text
-
-
-def _subparser(sub, name: str, helptext: str, func) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        name,
-        help=helptext,
-        description=helptext,
-        formatter_class=HelpFormatter,
-    )
-    p.epilog = f"example:\n  {EXAMPLES[name]}"
-    p.set_defaults(func=func)
-    return p
-
-
-def _device_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
-    p.add_argument(
-        "--dtype",
-        choices=["float32", "bfloat16", "float16"],
-        help="compute dtype of the models (default: the config's compute_dtype); detect with "
-        "the dtype the text was generated with",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m watermark``."""
-    parser = Parser(
-        prog="python -m watermark",
-        description=__doc__.split("\n")[0],
-        epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES.values()),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-
-    gen = _subparser(sub, "generate", "watermarked continuations of prompts", cmd_generate)
-    gen.add_argument("--prompt", action="append", help="a prompt (repeatable)")
-    gen.add_argument("--file", help="JSONL file with a 'prompt' field per line ('-' = stdin)")
-    gen.add_argument("--max-new-tokens", type=positive_int, default=200, help="tokens per text")
-    gen.add_argument("--seed", type=int, default=0, help="sampling seed (batch b uses seed + b)")
-    gen.add_argument("--batch-size", type=positive_int, default=8, help="prompts per batch")
-    gen.add_argument("--no-watermark", action="store_true", help="generate without watermark")
-    gen.add_argument("--config", help="watermark config JSON (default: the shipped one)")
-    _device_options(gen)
-
-    for name, func, helptext in (
-        ("detect", cmd_detect, "detect the watermark in texts"),
-        ("show", cmd_show, "write an HTML page highlighting scored and green tokens"),
-    ):
-        p = _subparser(sub, name, helptext, func)
-        p.add_argument("--text", action="append", help="a text (repeatable)")
-        p.add_argument("--file", help="JSONL file with a 'text' field per line ('-' = stdin)")
-        p.add_argument("--config", help="watermark config JSON (default: the shipped one)")
-        _device_options(p)
-        if name == "detect":
-            p.add_argument("--per-token", action="store_true", help="add per-token flags")
-            p.add_argument("--windows", type=window_list, help="windowed test for partly "
-                           "watermarked text: span sizes in tokens, e.g. 128,256")  # fmt: skip
-        else:
-            p.add_argument("--out", default="watermark.html", help="HTML file to write")
-    bulk = _subparser(sub, "detect-corpus", "detect a whole corpus on several devices or nodes "
-                      "(Lightning), resumable", cmd_detect_corpus)  # fmt: skip
-    bulk.add_argument("--input", required=True, help="JSONL or Parquet file")
-    bulk.add_argument("--output", required=True, help="JSONL file, one result per input row")
-    bulk.add_argument("--field", default="text", help="column holding the texts")
-    bulk.add_argument("--config", help="watermark config JSON (default: the shipped one)")
-    bulk.add_argument("--accelerator", default="auto", choices=["auto", "cpu", "gpu"])
-    bulk.add_argument("--devices", type=positive_int, default=1, help="processes per node")
-    bulk.add_argument("--num-nodes", type=positive_int, default=1, help="nodes")
-    bulk.add_argument("--shard-size", type=positive_int, default=64, help="rows per shard")
-    bulk.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
-                      help="compute dtype (default: the config's)")  # fmt: skip
-    bulk.add_argument("--per-token", action="store_true", help="add per-token flags")
-    return parser
+    return _build_parser(
+        {"generate": cmd_generate, "detect": cmd_detect, "show": cmd_show,
+         "detect-corpus": cmd_detect_corpus, "keygen": cmd_keygen, "calibrate": cmd_calibrate}
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

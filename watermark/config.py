@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from data.paths import REPO_ROOT, resolve_path
+from watermark.keys import DEMO_KEY, resolve_key
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
@@ -39,6 +40,7 @@ LATER_FIELDS_OFF = {
     "embed_window": 0,
     "compute_dtype": "float32",
     "window_sizes": [],
+    "old_keys": [],
 }
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
@@ -63,7 +65,10 @@ class WatermarkConfig:
         mm_start_token: Token the MM conditions on before the first generated token (the empty
             prefix). ``None`` uses the MM tokenizer's BOS token, else its EOS token.
         embedder: Sentence embedder (SE) name, see :func:`data.packaged_models.load_embedder`.
-        key: Secret key of the token map. Secret: never logged.
+        key: Secret key of the token map: the key itself, ``"env:NAME"`` (an environment
+            variable) or ``"file:PATH"`` (a key file), see :mod:`watermark.keys`. Never logged.
+        old_keys: Earlier keys (same forms) that detection also tries, for key rotation; the
+            p-value is corrected for the number of keys tried.
         opening_sentence: Secret opening sentence embedded for the first ``opening_steps`` steps.
         alpha: Entropy threshold in nats: steps t > M are watermarked iff H(P_MM) >= alpha.
         delta: Strength of the multiplicative rules ``paper`` and ``floor`` (AWTS).
@@ -118,7 +123,8 @@ class WatermarkConfig:
     measurement_model: str = "smollm2-135m"
     mm_start_token: str | None = None
     embedder: str = "minilm"
-    key: str = field(default="adaptive-watermark-demo-key-not-secret", repr=False)
+    key: str = field(default=DEMO_KEY, repr=False)
+    old_keys: list[str] = field(default_factory=list, repr=False)
     opening_sentence: str = field(default=DEMO_OPENING, repr=False)
     alpha: float = 2.0
     delta: float = 1.5
@@ -226,6 +232,15 @@ class WatermarkConfig:
         """A path-valued field resolved by :func:`data.paths.resolve_path` (next to the config,
         the current directory, the repository root); short names and hub ids are unchanged."""
         return resolve_path(value, Path(self.source).parent if self.source else None)
+
+    def secret_keys(self) -> list[str]:
+        """The keys themselves: ``key`` first (generation uses it), then ``old_keys``.
+
+        Raises:
+            ValueError: If an ``env:`` / ``file:`` key cannot be read (the message names the
+                variable or file, not a key).
+        """
+        return [resolve_key(ref, self.resolve_path) for ref in [self.key, *self.old_keys]]
 
     def mapper_dir(self) -> Path:
         """The mapper folder, resolved; raises a clear error if it does not exist."""

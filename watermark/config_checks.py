@@ -32,7 +32,9 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "unique_tokens": (bool,),
     "allowed_scripts": (list,),
     "window_sizes": (list,),
+    "old_keys": (list,),
 }
+SECRET_FIELDS = ("key", "old_keys", "opening_sentence")  # never echoed in a message
 
 
 def type_problems(cfg: object) -> list[str]:
@@ -44,7 +46,8 @@ def type_problems(cfg: object) -> list[str]:
         value, types = getattr(cfg, f.name), FIELD_TYPES.get(f.name, (str,))
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
-            found.append(f"{f.name} must be {names}, got {value!r}")
+            got = type(value).__name__ if f.name in SECRET_FIELDS else repr(value)
+            found.append(f"{f.name} must be {names}, got {got}")
     return found
 
 
@@ -77,6 +80,8 @@ def problems(cfg: object) -> list[str]:
         found.append(f"need top_k >= 0 and 0 < top_p <= 1, got {cfg.top_k}, {cfg.top_p}")
     if not cfg.key:
         found.append("key must be a non-empty string")
+    if not all(isinstance(k, str) and k for k in cfg.old_keys):
+        found.append("old_keys must be a list of non-empty strings (keys, env:NAME or file:PATH)")
     if cfg.vocab_size is not None and cfg.vocab_size < 1:
         found.append(f"vocab_size must be >= 1 or null, got {cfg.vocab_size}")
     if cfg.compute_dtype not in COMPUTE_DTYPES:

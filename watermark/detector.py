@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
@@ -53,6 +53,7 @@ SUMMARY_FIELDS = (
     "is_watermarked",
     "window_p_value",
     "window",
+    "key_index",
     "reason",
 )
 
@@ -77,6 +78,11 @@ class DetectionResult:
             number of windows (see :func:`watermark.stats.windowed_test`; 1 when nothing is
             scored); else ``None``.
         window: With ``window_sizes``: first and last step of the best window.
+        key_index: The key that matched best (0: the config's ``key``, k: ``old_keys[k-1]``).
+            With several keys, ``p_value`` and ``window_p_value`` are that key's, multiplied by
+            the number of keys (Bonferroni, capped at 1).
+        key_p_values: Per key tried, its own uncorrected p-value (window p-value with
+            ``window_sizes``).
         reason: Why the text was not scored, else ``None``.
         token_ids: Generator token ids s_1..s_T.
         tokens: Text piece of each token (concatenation = decoded text).
@@ -104,6 +110,8 @@ class DetectionResult:
     is_watermarked: bool = False
     window_p_value: float | None = None
     window: list[int] | None = None
+    key_index: int = 0
+    key_p_values: list[float] = field(default_factory=list)
     reason: str | None = None
     token_ids: list[int] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
@@ -263,13 +271,29 @@ class Detector:
                 )
                 continue
             rows = rows_of.get(n, [])
-            results.append(
-                self._assemble(ids, gates[n], lists.select(rows), [steps[i] for i in rows])
-            )
+            own, pieces = lists.select(rows), token_pieces(core.tokenizer, ids)
+            per_key = [
+                self._assemble(ids, gates[n], core.semantic.from_signs(own.signs, key),
+                               [steps[i] for i in rows], pieces)
+                for key in range(core.semantic.num_keys)
+            ]  # fmt: skip
+            results.append(self._best_key(per_key))
         return results
 
+    def _best_key(self, per_key: list[DetectionResult]) -> DetectionResult:
+        """The result under the best-matching key, its p-values corrected for the keys tried."""
+        windowed = self.config.window_sizes
+        key_p = [r.window_p_value if windowed else r.p_value for r in per_key]
+        best = min(range(len(per_key)), key=key_p.__getitem__)
+        found, k = per_key[best], len(per_key)
+        p = min(1.0, k * found.p_value)
+        window_p = None if found.window_p_value is None else min(1.0, k * found.window_p_value)
+        watermarked = (p if window_p is None else window_p) < self.config.target_fpr
+        return replace(found, p_value=p, window_p_value=window_p, is_watermarked=watermarked,
+                       key_index=best, key_p_values=key_p)  # fmt: skip
+
     def _assemble(
-        self, ids: list[int], gate: TextGate, lists: GreenLists, steps: list[int]
+        self, ids: list[int], gate: TextGate, lists: GreenLists, steps: list[int], pieces: list[str]
     ) -> DetectionResult:
         core, cfg = self.core, self.config
         T = len(ids)
@@ -324,7 +348,7 @@ class Detector:
             window=window,
             reason=None if num_scored else "no scored tokens",
             token_ids=list(ids),
-            tokens=token_pieces(core.tokenizer, ids),
+            tokens=pieces,
             scored=scored,
             green=green,
             green_bits=green_bits,

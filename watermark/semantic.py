@@ -34,6 +34,8 @@ class SemanticScorer:
         token_maps: Long tensor (L, V) mapping token ids to mapper output dimensions, per layer.
         batch_size: Embedding batch size.
         timer: Adds the embedder's and the mapper's time to stages ``embed`` and ``map``.
+        old_token_maps: The token maps (L, V) of earlier keys, which detection also tries (key
+            rotation); key k >= 1 of :meth:`from_signs` is ``old_token_maps[k - 1]``.
     """
 
     def __init__(
@@ -43,6 +45,7 @@ class SemanticScorer:
         token_maps: torch.Tensor,
         batch_size: int = 32,
         timer: StageTimer | None = None,
+        old_token_maps: Sequence[torch.Tensor] = (),
     ) -> None:
         self.embedder = embedder
         self.mapper = mapper.eval()
@@ -52,9 +55,19 @@ class SemanticScorer:
         self.timer = timer or StageTimer()
         self.num_dims = int(mapper.config.output_dim)
         self.num_layers, self.vocab_size = (int(n) for n in self.token_maps.shape)
-        self.dim_counts = torch.stack(  # (L, D)
-            [tokens_per_dim(m, self.num_dims) for m in self.token_maps]
-        )
+        self.dim_counts = self._counts(self.token_maps)  # (L, D)
+        self.key_maps = [(self.token_maps, self.dim_counts)]  # per key: (maps, counts)
+        for maps in old_token_maps:
+            maps = maps.to(self.device, torch.long).reshape(self.token_maps.shape)
+            self.key_maps.append((maps, self._counts(maps)))
+
+    def _counts(self, token_maps: torch.Tensor) -> torch.Tensor:
+        return torch.stack([tokens_per_dim(m, self.num_dims) for m in token_maps])
+
+    @property
+    def num_keys(self) -> int:
+        """Keys detection tries: the current one and the earlier ones."""
+        return len(self.key_maps)
 
     @torch.inference_mode()
     def embed(self, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
@@ -80,9 +93,10 @@ class SemanticScorer:
         """All-False signs (n, D) on the mapper's device."""
         return torch.zeros(n, self.num_dims, dtype=torch.bool, device=self.device)
 
-    def from_signs(self, signs: torch.Tensor) -> GreenLists:
-        """The green lists of mapper signs (N, D)."""
-        return GreenLists(signs, self.token_maps, self.dim_counts)
+    def from_signs(self, signs: torch.Tensor, key: int = 0) -> GreenLists:
+        """The green lists of mapper signs (N, D) under key ``key`` (0: the current key)."""
+        maps, counts = self.key_maps[key]
+        return GreenLists(signs, maps, counts)
 
     def green_lists(self, texts: Sequence[str], progress: bool = False) -> GreenLists:
         """The green lists of each text (N = len(texts))."""

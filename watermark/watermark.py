@@ -22,6 +22,7 @@ from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
 from watermark.detector import DetectionResult, Detector
 from watermark.generation import Generation, eos_ids, generate
+from watermark.keys import DEMO_KEY, warn_demo_key
 from watermark.parts import (
     DTYPES,
     check_prompts,
@@ -49,6 +50,7 @@ class Watermark:
         self.core = core
         self.tokenizer = core.tokenizer
         self.detector = Detector(core)
+        self.uses_demo_key = False  # set by load: generation then warns once per process
 
     def __repr__(self) -> str:
         return f"Watermark({self.config!r})"
@@ -128,16 +130,16 @@ class Watermark:
                 f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
             )
         D = int(mapper.config.output_dim)
+        keys = cfg.secret_keys()
         try:
-            token_maps = build_token_maps(cfg.key, vocab, D, cfg.layers, cfg.token_map)
+            token_maps = [build_token_maps(k, vocab, D, cfg.layers, cfg.token_map) for k in keys]
         except ValueError as err:
             raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
         mm = load_measurement(
             cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab, device
         )
-        semantic = SemanticScorer(
-            embedder, mapper, token_maps, batch_size=cfg.embed_batch_size, timer=mm.timer
-        )
+        semantic = SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
+                                  timer=mm.timer, old_token_maps=token_maps[1:])  # fmt: skip
         logger.info(
             "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
             cfg.generator,
@@ -149,12 +151,16 @@ class Watermark:
             device,
             cfg.compute_dtype,
         )
-        return cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic))
+        wm = cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic))
+        wm.uses_demo_key = keys[0] == DEMO_KEY
+        return wm
 
     def logits_processor(
         self, record: bool = False, eos_token_ids: Sequence[int] | None = None
     ) -> AdaptiveWatermarkLogitsProcessor:
         """A new logits processor for ``model.generate`` (one per concurrent generation)."""
+        if self.uses_demo_key:
+            warn_demo_key()
         return AdaptiveWatermarkLogitsProcessor(
             self.core, eos_token_ids=eos_token_ids, record=record
         )

@@ -47,3 +47,30 @@ def test_cli_generate_detect_show(
     assert html.count('class="g"') + html.count('class="r"') == sum(
         d["num_scored"] for d in detected[1:]
     )
+
+
+def test_cli_key_files_and_rotation(
+    tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """generate under one key file, detect with three: the text's key is found and reported."""
+    from watermark.cli import main
+
+    save_tiny_watermark(tiny, tiny_embedder_dir, tmp_path, key="unused-config-key")
+    cfg = str(tmp_path / "wm.json")
+    files = []
+    for name in ("b", "a", "c"):
+        (tmp_path / f"{name}.key").write_text(f"secret-{name}\n")
+        files += ["--key-file", str(tmp_path / f"{name}.key")]
+    assert main(["generate", "--config", cfg, "--prompt", "river city", "--max-new-tokens",
+                 "30", "--key-file", str(tmp_path / "a.key")]) == 0  # fmt: skip
+    out = capsys.readouterr()
+    assert "secret-" not in out.out + out.err
+    gen_file = tmp_path / "gen.jsonl"
+    gen_file.write_text(out.out)
+    assert main(["detect", "--config", cfg, "--file", str(gen_file), *files]) == 0
+    rotated = json.loads(capsys.readouterr().out)
+    assert main(["detect", "--config", cfg, "--file", str(gen_file), "--key-file",
+                 str(tmp_path / "a.key")]) == 0  # fmt: skip
+    alone = json.loads(capsys.readouterr().out)
+    assert rotated["key_index"] == 1 and alone["key_index"] == 0
+    assert rotated["p_value"] == min(1.0, 3 * alone["p_value"])

@@ -155,3 +155,13 @@ def test_library_prompt_checks(tiny: SimpleNamespace) -> None:
             wm.generate(tiny.gen, ["river"], max_new_tokens=bad)
     with pytest.raises(ValueError, match="text 1 is a NoneType"):
         wm.detect(["river", None])
+
+
+def test_unreadable_keys_are_usage_errors(folders, capsys, tmp_path, monkeypatch) -> None:
+    missing = str(tmp_path / "none.key")
+    fails(capsys, ["detect", "--text", "river city", "--config", folders.config, "--key-file",
+                   missing], "cannot be read", "none.key")  # fmt: skip
+    monkeypatch.delenv("WM_NOPE", raising=False)
+    cfg = write_config(folders, "envkey.json", key="env:WM_NOPE")
+    fails(capsys, ["detect", "--text", "river city", "--config", cfg], "WM_NOPE")
+    fails(capsys, ["calibrate", "--human", missing, "--config", folders.config], "none.key")

@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from watermark.config_checks import SECRET_FIELDS
 from watermark.evaluate.config import EvalConfig
 from watermark.evaluate.curves import run_curves
 from watermark.evaluate.frontier import run_frontier
@@ -48,7 +49,7 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     results = {
         "config": cfg.to_dict(),
         "watermark_config": {  # without the secrets
-            k: v for k, v in ev.wm_config.to_dict().items() if k not in ("key", "opening_sentence")
+            k: v for k, v in ev.wm_config.to_dict().items() if k not in SECRET_FIELDS
         },
         "units": len(ev.units),
         "sources": sorted({u["source"] for u in ev.units}),

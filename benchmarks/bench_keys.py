@@ -1,0 +1,61 @@
+"""Cost of key rotation: detection seconds per text with one key against several, side by side.
+
+Both watermarks share the generator, the embedder and the mapper; the rotated one tries the
+shipped key plus ``--keys - 1`` fresh ones. Prints one JSON object with the seconds per text of
+each and their ratio, after checking that the shipped key's own p-values agree.
+
+Example::
+
+    python benchmarks/bench_keys.py --texts 24 --keys 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from data.packaged_models import load_lm  # noqa: E402
+from watermark.config import as_config  # noqa: E402
+from watermark.evaluate.heldout import units  # noqa: E402
+from watermark.keys import fresh_key  # noqa: E402
+from watermark.watermark import Watermark  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--texts", type=int, default=24)
+    parser.add_argument("--keys", type=int, default=3)
+    args = parser.parse_args(argv)
+    cfg = as_config(None)
+    model, tokenizer = load_lm(cfg.generator)
+    one = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
+    rotated_cfg = replace(cfg, old_keys=[fresh_key() for _ in range(args.keys - 1)])
+    rotated = Watermark.load(rotated_cfg, tokenizer=tokenizer, generator=model,
+                             embedder=one.embedder, mapper=one.mapper)  # fmt: skip
+    found = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
+    texts = [u["human"] for u in found[: args.texts]]
+    one.detect(texts[:2])  # warm-up
+    seconds = {}
+    for name, wm in (("one_key", one), ("rotated", rotated), ("one_key_again", one)):
+        start = time.perf_counter()
+        results = wm.detect(texts)
+        seconds[name] = (time.perf_counter() - start) / len(texts)
+        if name == "one_key":
+            single = [r.p_value for r in results]
+        if name == "rotated":
+            agree = all(r.key_p_values[0] == p for r, p in zip(results, single))
+    one_key = (seconds["one_key"] + seconds["one_key_again"]) / 2
+    print(json.dumps({"texts": len(texts), "keys": args.keys, "s_per_text": seconds,
+                      "ratio_rotated_to_one_key": seconds["rotated"] / one_key,
+                      "shipped_key_p_values_agree": agree}, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
