@@ -121,10 +121,20 @@ def test_verbose_shows_the_traceback(folders, tmp_path: Path) -> None:
         main(["-v", "detect", "--file", str(tmp_path / "nope.jsonl")])
 
 
-def test_first_use_conversion_is_logged_by_default(folders, capsys) -> None:
-    main(["detect", "--text", "river", "--config", "/no/such/config.json"])
-    capsys.readouterr()
-    assert logging.getLogger("data.packaged_models").isEnabledFor(logging.INFO)
+def test_first_use_conversion_is_logged_by_default(folders, capsys, caplog, monkeypatch) -> None:
+    """Without -v, the one-time model conversion still reports itself (at INFO)."""
+    import data.packaged_models as models
+
+    def convert(name: str) -> Path:
+        models.logger.info("Converted %s in 1.0 s", name)
+        raise ValueError("stopped after the conversion message")
+
+    monkeypatch.setattr(models, "_packaged_lm", convert)
+    cfg = write_config(folders, "packaged.json", generator="smollm2-135m", vocab_size=None)
+    monkeypatch.setattr(models.logger, "level", logging.NOTSET)  # as before the CLI sets it
+    fails(capsys, ["detect", "--text", "river", "--config", cfg], "stopped after")
+    found = [r for r in caplog.records if r.name == "data.packaged_models"]
+    assert [r.getMessage() for r in found] == ["Converted smollm2-135m in 1.0 s"]
 
 
 def test_help_shows_defaults_and_an_example(capsys) -> None:

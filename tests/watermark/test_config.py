@@ -53,12 +53,12 @@ def test_default_config_points_at_committed_mapper(tmp_path: Path, monkeypatch) 
     rule = ("scaling", "bias", "delta", "layers", "filter_first", "context_guard", "fresh_only")
     assert all(getattr(plain, f) == getattr(cfg, f) for f in rule)
     monkeypatch.chdir(tmp_path)  # resolution does not depend on the working directory
-    expected = REPO_ROOT / "checkpoints" / "mapper-minilm"
-    if expected.is_dir():
-        assert cfg.mapper_dir() == expected.resolve()
-    else:
-        with pytest.raises(FileNotFoundError, match="mapper-minilm"):
-            cfg.mapper_dir()
+    expected = REPO_ROOT / "checkpoints" / "mapper-minilm"  # committed with the repository
+    assert (expected / "model.safetensors").is_file() and (expected / "config.json").is_file()
+    assert cfg.mapper_dir() == expected.resolve()
+    missing = WatermarkConfig(mapper="checkpoints/no-such-mapper", opening_sentence="x")
+    with pytest.raises(FileNotFoundError, match="no-such-mapper"):
+        missing.mapper_dir()
     # a relative path next to a user's config file wins
     (tmp_path / "cfgdir" / "my-mapper").mkdir(parents=True)
     user = WatermarkConfig(mapper="my-mapper", opening_sentence="x").save(
