@@ -45,6 +45,8 @@ from watermark.evaluate.speed import timed_generate  # noqa: E402
 from watermark.text import decode_ids, encode_text  # noqa: E402
 from watermark.watermark import Watermark  # noqa: E402
 
+HELDOUT = ROOT / "data/corpus/heldout.jsonl.gz"
+
 
 def log(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
@@ -62,12 +64,8 @@ def load(args: argparse.Namespace, dtype: str) -> tuple[Watermark, torch.nn.Modu
 
 def prompts(wm: Watermark, n: int) -> list[str]:
     """``n`` held-out news prompts, cycled when there are fewer."""
-    found = [u["prompt"] for u in units(args_heldout(), wm.tokenizer, "news", 0, 1)]
+    found = [u["prompt"] for u in units(HELDOUT, wm.tokenizer, "news", 0, 1)]
     return [found[i % len(found)] for i in range(n)]
-
-
-def args_heldout() -> Path:
-    return ROOT / "data/corpus/heldout.jsonl.gz"
 
 
 def human_texts(tokenizer: object, n: int, tokens: int) -> list[str]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from watermark.calibrate import LENGTHS
+from watermark.config import COMPUTE_DTYPES
+
 USAGE_ERROR = 2
 EXAMPLES = {
     "generate": "python -m watermark generate --prompt 'The storm hit the coast.' > gen.jsonl",
@@ -81,7 +84,7 @@ def _device_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
     p.add_argument(
         "--dtype",
-        choices=["float32", "bfloat16", "float16"],
+        choices=COMPUTE_DTYPES,
         help="compute dtype of the models (default: the config's compute_dtype); detect with "
         "the dtype the text was generated with",
     )
@@ -136,7 +139,7 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     bulk.add_argument("--devices", type=positive_int, default=1, help="processes per node")
     bulk.add_argument("--num-nodes", type=positive_int, default=1, help="nodes")
     bulk.add_argument("--shard-size", type=positive_int, default=64, help="rows per shard")
-    bulk.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
+    bulk.add_argument("--dtype", choices=COMPUTE_DTYPES,
                       help="compute dtype (default: the config's)")  # fmt: skip
     bulk.add_argument("--per-token", action="store_true", help="add per-token flags")
     keygen = _subparser(sub, "keygen", "write a config with a fresh secret key (mode 0600)",
@@ -152,7 +155,7 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
                      "watermarked texts", commands["calibrate"])  # fmt: skip
     cal.add_argument("--human", required=True, help="JSONL of unwatermarked texts ('text')")
     cal.add_argument("--watermarked", help="JSONL of watermarked texts ('text')")
-    cal.add_argument("--lengths", type=window_list, default=[50, 100, 150, 200, 300, 400],
+    cal.add_argument("--lengths", type=window_list, default=list(LENGTHS),
                      help="length bins in generator tokens")  # fmt: skip
     cal.add_argument("--expect-key", type=int, default=0, help="index of the key the "
                      "watermarked texts were made with (0: key; k: old_keys[k-1])")  # fmt: skip
