@@ -18,12 +18,16 @@ A design is a key span and a margin:
   its step (q = 0: every scored token).
 
 Per design: tested units per original text, the share of them kept (tested again in the rewrite),
-and the flip rate of kept units' bits. ``z_proj`` projects the mean z after the attack for a
-watermark whose tested tokens are green at rate ``--green`` before it, new units at 0.5.
+the flip rate of kept units' bits, and (``by_cosine``) the kept units and their flip rate by the
+cosine between the embeddings of the unit's key span before and after the rewrite. ``z_proj``
+projects the mean z after the attack for a watermark whose tested tokens are green at rate
+``--green`` before it, new units at 0.5.
 
 Example::
 
     python benchmarks/key_stability.py --texts 32 --designs window:32,sent:1:64 --margins 0,0.5
+    python benchmarks/key_stability.py --config configs/matched.yaml --texts-of ours \
+        --embedder mpnet --mapper checkpoints/mapper-mpnet --designs window:32 --margins 0
 """
 
 from __future__ import annotations
@@ -121,23 +125,25 @@ def spans(design: str, tokenizer: object, ids: list[int], steps: list[int]) -> l
 
 
 class Keys:
-    """Mapper outputs v of key texts, embedded once per process."""
+    """Embeddings u and mapper outputs v of key texts, embedded once per process."""
 
     def __init__(self, wm: object) -> None:
         self.wm, self.cache = wm, {}
 
-    def values(self, texts: list[str]) -> torch.Tensor:
+    def values(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(u, v)``: float (N, E) embeddings and float (N, D) mapper outputs of the texts."""
         new = sorted({t for t in texts if t not in self.cache})
         if new:
             semantic = self.wm.core.semantic
             with torch.inference_mode():
-                v = semantic.mapper(semantic.embed(new))
-            self.cache.update(zip(new, v))
-        return torch.stack([self.cache[t] for t in texts])
+                u = semantic.embed(new)
+                self.cache.update(zip(new, zip(u, semantic.mapper(u))))
+        found = [self.cache[t] for t in texts]
+        return torch.stack([f[0] for f in found]), torch.stack([f[1] for f in found])
 
 
 def units(wm, keys: Keys, gate_cache: dict, text: str, design: str, q: float) -> dict:
-    """Tested units of one text: token id -> green bit."""
+    """Tested units of one text: token id -> (green bit, embedding of its key span)."""
     tok = wm.tokenizer
     ids = encode_text(tok, text)
     if text not in gate_cache:
@@ -150,13 +156,29 @@ def units(wm, keys: Keys, gate_cache: dict, text: str, design: str, q: float) ->
         seen.add(ids[t - 1])
     if not steps:
         return {}
-    v = keys.values([decode_ids(tok, ids[a:b]) for a, b in spans(design, tok, ids, steps)])
+    u, v = keys.values([decode_ids(tok, ids[a:b]) for a, b in spans(design, tok, ids, steps)])
     dims = wm.token_maps[0][torch.tensor([ids[t - 1] for t in steps])]
     val = v.gather(1, dims[:, None])[:, 0]
     keep = torch.ones_like(val, dtype=torch.bool)
     if q > 0:
         keep = val.abs() > torch.quantile(v.abs(), q, dim=1)
-    return {ids[t - 1]: bool(x > 0) for t, x, k in zip(steps, val, keep) if k}
+    return {ids[t - 1]: (bool(x > 0), e) for t, x, e, k in zip(steps, val, u, keep) if k}
+
+
+COSINE_BINS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
+
+
+def flips_by_cosine(pairs: list[tuple]) -> dict:
+    """Share of kept units and their flip rate per bin of the cosine between the key spans'
+    embeddings before and after the rewrite; ``pairs``: (bit before, bit after, cosine)."""
+    out = {}
+    for lo, hi in zip(COSINE_BINS, (*COSINE_BINS[1:], 1.01)):
+        inside = [a != b for a, b, c in pairs if lo <= c < hi]
+        out[f"{lo}-{min(hi, 1.0)}"] = {
+            "share": round(len(inside) / max(1, len(pairs)), 3),
+            "flip_rate": round(sum(inside) / max(1, len(inside)), 3),
+        }
+    return out
 
 
 def main() -> None:
@@ -168,11 +190,17 @@ def main() -> None:
     parser.add_argument("--attacks", default="paraphrase,para_syn_0.5")
     parser.add_argument("--green", type=float, default=0.85)
     parser.add_argument("--alpha", type=float, help="entropy gate (default: the shipped one)")
+    parser.add_argument("--texts-of", default="unwatermarked",
+                        help="the method whose cached generations are read (e.g. ours, whose "
+                             "rewrites configs/matched.yaml caches)")  # fmt: skip
+    parser.add_argument("--embedder", help="sentence embedder (with --mapper; default: shipped)")
+    parser.add_argument("--mapper", help="mapper folder trained on that embedder's outputs")
     args = parser.parse_args()
     ev = Evaluation(EvalConfig.load(args.config))
-    wm = ev.method("ours").wm if args.alpha is None else ev.ours_variant(alpha=args.alpha).wm
+    overrides = {k: getattr(args, k) for k in ("alpha", "embedder", "mapper") if getattr(args, k)}
+    wm = ev.ours_variant(**overrides).wm if overrides else ev.method("ours").wm
     unit_list = ev.all_units[: args.texts]
-    originals = [g["text"] for g in ev.generations(ev.method("unwatermarked"), unit_list)]
+    originals = [g["text"] for g in ev.generations(ev.method(args.texts_of), unit_list)]
     humans = [u["human"] for u in unit_list]
     keys, gates = Keys(wm), {}
     for attack in args.attacks.split(","):
@@ -180,12 +208,15 @@ def main() -> None:
         for design in args.designs.split(","):
             for q in map(float, args.margins.split(",")):
                 n_orig = n_att = kept = flips = 0
+                pairs = []  # per kept unit: bit before, bit after, cosine of the key spans
                 for a, b in zip(originals, attacked):
                     before = units(wm, keys, gates, a, design, q)
                     after = units(wm, keys, gates, b, design, q)
                     both = [u for u in after if u in before]
                     n_orig, n_att, kept = n_orig + len(before), n_att + len(after), kept + len(both)
-                    flips += sum(before[u] != after[u] for u in both)
+                    pairs += [(before[u][0], after[u][0], float(torch.cosine_similarity(
+                        before[u][1], after[u][1], dim=0))) for u in both]  # fmt: skip
+                    flips += sum(before[u][0] != after[u][0] for u in both)
                 n, g = len(originals), args.green
                 f = flips / max(1, kept)
                 green_after = kept * (g * (1 - f) + (1 - g) * f) + (n_att - kept) * 0.5
@@ -199,6 +230,7 @@ def main() -> None:
                     "flip_rate": round(f, 3),
                     "z_orig_proj": round((2 * g - 1) * math.sqrt(n_orig / n), 2),
                     "z_proj": round(z_after, 2),
+                    "by_cosine": flips_by_cosine(pairs),
                 }), flush=True)  # fmt: skip
 
 

@@ -42,6 +42,9 @@ LATER_FIELDS_OFF = {
     "window_sizes": [],
     "old_keys": [],
 }
+# speed-only fields: the cache views hold them at these values whatever the config says, so a
+# cached result does not depend on them (32: the embedding batch when the caches were written)
+SPEED_ONLY = {"embed_batch_size": 32}
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
 GENERATION_ONLY = ("delta", "bias", "scaling", "filter_first", "top_k", "top_p", "embed_batch_size")
@@ -178,7 +181,7 @@ class WatermarkConfig:
         return {k: v for k, v in self._cache_view().items() if k not in GENERATION_ONLY}
 
     def _cache_view(self) -> dict[str, Any]:
-        data = self.to_dict()
+        data = {**self.to_dict(), **SPEED_ONLY}
         return {k: v for k, v in data.items() if LATER_FIELDS_OFF.get(k, object()) != v}
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -34,6 +34,9 @@ def test_config_rules_strengths_and_cache_views() -> None:
     )
     floor = WatermarkConfig(**{**base.to_dict(), "scaling": "floor", "filter_first": False})
     assert floor.detection_dict() == base.detection_dict()
+    # the embedding batch changes speed only: it never splits a cache
+    batched = WatermarkConfig(**{**base.to_dict(), "embed_batch_size": 7})
+    assert batched.generation_dict() == base.generation_dict()
     guarded = WatermarkConfig(**{**base.to_dict(), "context_guard": 4})
     assert guarded.detection_dict() != base.detection_dict()
     for bad, match in (({"layers": 3}, "layers"), ({"bias": -1.0}, "bias"),
