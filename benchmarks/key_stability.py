@@ -207,18 +207,17 @@ def main() -> None:
         attacked = ev.attacked(ATTACKS[attack], originals, humans)
         for design in args.designs.split(","):
             for q in map(float, args.margins.split(",")):
-                n_orig = n_att = kept = flips = 0
+                n_orig = n_att = 0
                 pairs = []  # per kept unit: bit before, bit after, cosine of the key spans
                 for a, b in zip(originals, attacked):
                     before = units(wm, keys, gates, a, design, q)
                     after = units(wm, keys, gates, b, design, q)
-                    both = [u for u in after if u in before]
-                    n_orig, n_att, kept = n_orig + len(before), n_att + len(after), kept + len(both)
+                    n_orig, n_att = n_orig + len(before), n_att + len(after)
                     pairs += [(before[u][0], after[u][0], float(torch.cosine_similarity(
-                        before[u][1], after[u][1], dim=0))) for u in both]  # fmt: skip
-                    flips += sum(before[u][0] != after[u][0] for u in both)
-                n, g = len(originals), args.green
-                f = flips / max(1, kept)
+                        before[u][1], after[u][1], dim=0)))
+                        for u in after if u in before]  # fmt: skip
+                n, g, kept = len(originals), args.green, len(pairs)
+                f = sum(x != y for x, y, _ in pairs) / max(1, kept)
                 green_after = kept * (g * (1 - f) + (1 - g) * f) + (n_att - kept) * 0.5
                 z_after = (green_after - n_att / 2) / math.sqrt(n_att / 4) / math.sqrt(n)
                 print(json.dumps({
