@@ -41,13 +41,16 @@ LATER_FIELDS_OFF = {
     "compute_dtype": "float32",
     "window_sizes": [],
     "old_keys": [],
+    "temperature": 1.0,
 }
 # speed-only fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)
 SPEED_ONLY = {"embed_batch_size": 32}
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
-GENERATION_ONLY = ("delta", "bias", "scaling", "filter_first", "top_k", "top_p", "embed_batch_size")
+GENERATION_ONLY = (
+    "delta", "bias", "scaling", "filter_first", "temperature", "top_k", "top_p", "embed_batch_size"
+)  # fmt: skip
 
 
 @dataclass
@@ -78,6 +81,8 @@ class WatermarkConfig:
         bias: Strength of the ``additive`` rule (added to green logits).
         layers: Green lists per step of the ``tournament`` rule (its strength).
         opening_steps: M; generated steps t = 1..M use the opening sentence and skip the gate.
+        temperature: Sampling temperature, applied to the logits before the filters and the rule
+            at every step (1: the model's own distribution). Generation only.
         top_k: Top-k of sampling; also sets the floor of ``floor``.
         top_p: Nucleus mass of sampling.
         scaling: The strength rule (see :mod:`watermark.rules`): ``"paper"`` is the paper's
@@ -134,6 +139,7 @@ class WatermarkConfig:
     bias: float = 2.0
     layers: int = 1
     opening_steps: int = 0
+    temperature: float = 1.0
     top_k: int = 50
     top_p: float = 0.9
     scaling: str = "additive"

@@ -18,6 +18,7 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "delta": (float, int),
     "bias": (float, int),
     "top_p": (float, int),
+    "temperature": (float, int),
     "target_fpr": (float, int),
     "layers": (int,),
     "opening_steps": (int,),
@@ -76,6 +77,8 @@ def problems(cfg: object) -> list[str]:
         found.append("opening_sentence must be set when opening_steps > 0")
     if not 0 < cfg.target_fpr < 1:
         found.append(f"target_fpr must be in (0, 1), got {cfg.target_fpr}")
+    if not cfg.temperature > 0:
+        found.append(f"need temperature > 0, got {cfg.temperature}")
     if cfg.top_k < 0 or not 0 < cfg.top_p <= 1:
         found.append(f"need top_k >= 0 and 0 < top_p <= 1, got {cfg.top_k}, {cfg.top_p}")
     if not cfg.key:

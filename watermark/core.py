@@ -263,6 +263,7 @@ class WatermarkCore:
             top_k=cfg.top_k,
             top_p=cfg.top_p,
             filter_first=cfg.filter_first,
+            temperature=cfg.temperature,
             neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
         )
 

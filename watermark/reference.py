@@ -136,7 +136,7 @@ def sampling_logits(
 ) -> torch.Tensor:
     """What is sampled from at one step: the rule (if gated) and the filters, in config order
     (on the CPU)."""
-    logits = logits.cpu()
+    logits = logits.cpu() / cfg.temperature
     if cfg.filter_first:
         logits = top_k_top_p(logits, cfg.top_k, cfg.top_p)
     if decision.gated:

@@ -30,7 +30,9 @@ disfavours them, and the tournament stays distribution-preserving.
 re-weights tokens the model itself would sample: a boost can no longer pull a tail token into
 the nucleus. The tournament is distribution-preserving only with ``filter_first``.
 
-Rows whose gate is closed get the filters only; -inf logits stay -inf.
+The sampling temperature divides every row's logits first, as transformers' temperature warper
+does before top-k / top-p. Rows whose gate is closed get the temperature and the filters only;
+-inf logits stay -inf.
 """
 
 from __future__ import annotations
@@ -146,6 +148,7 @@ def apply_rule(
     top_p: float = 1.0,
     filter_first: bool = False,
     neutral: torch.Tensor | None = None,
+    temperature: float = 1.0,
 ) -> torch.Tensor:
     """The sampling logits of a batch.
 
@@ -161,12 +164,15 @@ def apply_rule(
         top_p: Top-p of the sampling filters.
         filter_first: Filter before the rule instead of after it.
         neutral: Bool (B, V) of tokens whose v_hat is 1/2 in every list, or None.
+        temperature: Divides the logits before anything else (every row).
 
     Returns:
         New float tensor (B, V).
     """
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
+    if temperature != 1.0:
+        logits = logits / temperature
     base = filter_logits(logits, top_k, top_p) if filter_first else logits
     batch, vocab = logits.shape
     if rule == "tournament" and filter_first and 0 < top_k < vocab:

@@ -23,7 +23,10 @@ class Tap(LogitsProcessor):
         return scores
 
 
-@pytest.mark.parametrize("rule", RULE_CASES)
+TEMPERATURE_CASES = [{**RULE_CASES[7], "temperature": 1.3}, {**RULE_CASES[3], "temperature": 0.7}]
+
+
+@pytest.mark.parametrize("rule", RULE_CASES + TEMPERATURE_CASES)
 def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: dict) -> None:
     """At every step of a sampled batch the processor's output equals the reference's."""
     wm = tiny.make(**rule)

@@ -162,3 +162,21 @@ def test_nucleus_on_top_k_candidates_equals_sorting_the_vocabulary() -> None:
         for batch in (x, x[2:]):  # x[2:]: no ties, k finite logits per row (the candidates path)
             fast = filter_logits(batch, k, p)
             assert torch.equal(fast, torch.stack([top_k_top_p(row, k, p) for row in batch]))
+
+
+def test_temperature_divides_logits_before_filters_and_rule() -> None:
+    """Temperature T acts first, on every row: the same as the rule on logits / T."""
+    logits = torch.tensor([[3.0, 1.0, -1.0, -2.0, -INF], [2.0, 1.5, 1.0, 0.0, -1.0]])
+    green = torch.tensor([[True, False, True, False, True], [False, True, True, False, True]])
+    gated = torch.tensor([True, False])
+    maps = one_list(5)
+    for rule in ("additive", "tournament"):
+        hot = apply_rule(logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
+                         filter_first=True, temperature=2.0)  # fmt: skip
+        want = apply_rule(logits / 2.0, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
+                          filter_first=True)  # fmt: skip
+        assert torch.equal(hot, want)
+        # a higher temperature widens the nucleus of the closed-gate row
+        cold = apply_rule(logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
+                          filter_first=True)  # fmt: skip
+        assert torch.isfinite(hot[1]).sum() > torch.isfinite(cold[1]).sum()
