@@ -1,11 +1,14 @@
-"""Readers for the corpus files that ``python -m data.build`` writes, and an optional online loader.
+"""An optional online corpus loader, and the writer of corpus files.
 
-* :func:`load_corpus` reads ``data/corpus/sentences.jsonl.gz`` (or ``heldout.jsonl.gz``).
+Training reads corpus files with :func:`mapper.corpus.load_corpus` (it ships with the library);
+this module is a repository tool:
+
 * :func:`load_sentence_compression` maps the paper's training set,
   ``embedding-data/sentence-compression`` on the Hugging Face hub, to the same record schema. It
   needs network access (or a warm ``datasets`` cache) and is never used by the tests. Online users
   write it as a corpus with ``python -m data.loaders OUT.jsonl.gz [--limit N]`` and train on it
   with ``--data.corpus OUT.jsonl.gz``.
+* :func:`write_corpus` writes records as a gzip JSONL corpus.
 """
 
 from __future__ import annotations
@@ -17,27 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-AUGMENTATION_KINDS = ("paraphrase", "shortened", "expanded", "synonym")
-
-
-def load_corpus(path: str | Path) -> list[dict]:
-    """Read a gzip (or plain) JSONL corpus into a list of records.
-
-    Args:
-        path: The corpus file.
-
-    Returns:
-        The records, in file order.
-
-    Raises:
-        FileNotFoundError: If the file is missing (the fix: ``python -m data.build``).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus {path} not found: build it with `python -m data.build`")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+from mapper.corpus import AUGMENTATION_KINDS
 
 
 def _hash_fraction(text: str) -> float:
@@ -89,7 +72,7 @@ def load_sentence_compression(
 
 
 def write_corpus(records: list[dict], path: str | Path) -> Path:
-    """Write records as a gzip JSONL corpus that :func:`load_corpus` and training read."""
+    """Write records as a gzip JSONL corpus that :func:`mapper.corpus.load_corpus` reads."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as f:

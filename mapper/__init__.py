@@ -18,7 +18,7 @@ def __getattr__(name: str) -> Any:  # lazy: `import mapper` stays light
 
         return getattr(model, name)
     if name == "load_embedder":
-        from data.packaged_models import load_embedder
+        from watermark.models import load_embedder
 
         return load_embedder
     raise AttributeError(f"module 'mapper' has no attribute {name!r}")

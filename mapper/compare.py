@@ -14,10 +14,10 @@ import sys
 
 import torch
 
-from data.paths import resolve_path
 from mapper.datamodule import MapperDataModule
 from mapper.metrics import compare_to_simhash
 from mapper.semantic_mapper import SemanticMapper
+from watermark.paths import resolve_path
 
 DEFAULT_CORPUS = "data/corpus/sentences.jsonl.gz"
 ROWS = (

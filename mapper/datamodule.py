@@ -18,10 +18,11 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from data.loaders import AUGMENTATION_KINDS as AUG_KINDS
-from data.packaged_models import EMBEDDER_DIMS, embedder_dim, load_embedder
-from data.paths import resolve_path
+from mapper.corpus import AUGMENTATION_KINDS as AUG_KINDS
+from mapper.corpus import load_corpus
 from mapper.embedding_cache import embed_corpus
+from watermark.models import EMBEDDER_DIMS, embedder_dim, load_embedder
+from watermark.paths import resolve_path
 
 log = logging.getLogger(__name__)
 
@@ -122,13 +123,11 @@ class MapperDataModule(L.LightningDataModule):
 
     # -- corpus and embeddings ------------------------------------------------------------------
     def _records(self) -> list[dict]:
-        from data.loaders import load_corpus
-
         corpus = resolve_path(self.corpus)
         if not Path(corpus).is_file():
             raise FileNotFoundError(
                 f"corpus '{self.corpus}' not found: build it with `python -m data.build` or pass "
-                "--data.corpus PATH (the default corpus ships in data/corpus/)"
+                "--data.corpus PATH (a clone holds the default corpus in data/corpus/)"
             )
         records = load_corpus(corpus)
         train = [r for r in records if r.get("split") == "train"]

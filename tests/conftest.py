@@ -23,7 +23,7 @@ def tiny_embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from sentence_transformers import SentenceTransformer, models
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from data.packaged_models import resolve_model
+    from watermark.models import resolve_model
 
     root = tmp_path_factory.mktemp("tiny_embedder")
     tok = AutoTokenizer.from_pretrained(str(resolve_model("minilm", "embedder")))

@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
 
         return AdaptiveWatermarkLogitsProcessor
     if name in ("load_lm", "resolve_lm"):
-        from data import packaged_models as models
+        from watermark import models
 
         return getattr(models, name)
     raise AttributeError(f"module 'watermark' has no attribute {name!r}")

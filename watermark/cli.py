@@ -106,7 +106,7 @@ def _load(cfg, args: argparse.Namespace, with_generator: bool = False):
     device = resolve_device(args.device)
     if not with_generator:
         return Watermark.load(cfg, device=device, dtype=args.dtype), None
-    from data.packaged_models import load_lm
+    from watermark.models import load_lm
 
     dtype = DTYPES[args.dtype or cfg.compute_dtype]
     model, tokenizer = load_lm(cfg.resolve_path(cfg.generator), dtype=dtype)
@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for name in ("data.packaged_models", "watermark.corpus"):  # first-use work, resumes
+    for name in ("watermark.models", "watermark.corpus"):  # first-use work, resumes
         logging.getLogger(name).setLevel(logging.INFO)
     try:
         return int(args.func(args))

@@ -5,9 +5,10 @@ derive the entropy gate, the green lists and the statistics from the same fields
 only be checked with the configuration (and secret key) it was generated with.
 
 Relative paths (the mapper folder, or model folders) follow the project's one rule,
-:func:`data.paths.resolve_path`: next to the JSON file the config was loaded from, the current
-directory, then the repository root. The shipped default config therefore finds the committed
-``checkpoints/mapper-minilm`` from an editable install wherever it is run from.
+:func:`watermark.paths.resolve_path`: next to the JSON file the config was loaded from, the
+current directory, the installed package, then the repository root of a clone. The default mapper
+``checkpoints/mapper-minilm`` is package data of ``watermark``, so the shipped config finds it
+from an installed wheel or a clone, wherever it is run from.
 
 The secret key and opening sentence never appear in ``repr`` or logs.
 """
@@ -20,10 +21,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from data.paths import REPO_ROOT, resolve_path
 from watermark.keys import DEMO_KEY, resolve_key
+from watermark.paths import DEFAULT_MAPPER, PACKAGE_DIR, resolve_path, search_dirs
 
-PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 
 STRENGTH_FIELD = {"paper": "delta", "floor": "delta", "additive": "bias", "tournament": "layers"}
@@ -70,7 +70,7 @@ class WatermarkConfig:
         measurement_model: Measurement model (MM) for the entropy gate (AWTI).
         mm_start_token: Token the MM conditions on before the first generated token (the empty
             prefix). ``None`` uses the MM tokenizer's BOS token, else its EOS token.
-        embedder: Sentence embedder (SE) name, see :func:`data.packaged_models.load_embedder`.
+        embedder: Sentence embedder (SE) name, see :func:`watermark.models.load_embedder`.
         key: Secret key of the token map: the key itself, ``"env:NAME"`` (an environment
             variable) or ``"file:PATH"`` (a key file), see :mod:`watermark.keys`. Never logged.
         old_keys: Earlier keys (same forms) that detection also tries, for key rotation; the
@@ -125,7 +125,7 @@ class WatermarkConfig:
             texts whose letters are mostly in other scripts are not scored.
     """
 
-    mapper: str = "checkpoints/mapper-minilm"
+    mapper: str = DEFAULT_MAPPER
     generator: str = "smollm2-135m"
     vocab_size: int | None = None
     measurement_model: str = "smollm2-135m"
@@ -238,9 +238,13 @@ class WatermarkConfig:
         return cls.load(DEFAULT_CONFIG_PATH)
 
     def resolve_path(self, value: str) -> str:
-        """A path-valued field resolved by :func:`data.paths.resolve_path` (next to the config,
-        the current directory, the repository root); short names and hub ids are unchanged."""
-        return resolve_path(value, Path(self.source).parent if self.source else None)
+        """A path-valued field resolved by :func:`watermark.paths.resolve_path` (next to the
+        config, the current directory, the package, a clone's root); short names and hub ids are
+        unchanged."""
+        return resolve_path(value, self._config_dir())
+
+    def _config_dir(self) -> Path | None:
+        return Path(self.source).parent if self.source else None
 
     def secret_keys(self) -> list[str]:
         """The keys themselves: ``key`` first (generation uses it), then ``old_keys``.
@@ -255,9 +259,10 @@ class WatermarkConfig:
         """The mapper folder, resolved; raises a clear error if it does not exist."""
         resolved = Path(self.resolve_path(self.mapper))
         if not resolved.is_dir():
+            looked = ", ".join(str(d) for d in search_dirs(self._config_dir()))
             raise FileNotFoundError(
-                f"mapper folder {self.mapper!r} not found (looked next to the config, in the "
-                f"current directory and in {REPO_ROOT}); train and export one with "
+                f"mapper folder {self.mapper!r} not found (looked in {looked}); "
+                "train and export one with "
                 "`python -m mapper.train` or point `mapper` at an exported folder"
             )
         return resolved

@@ -67,14 +67,14 @@ def head_width(model: torch.nn.Module) -> int:
 def load_tokenizer(name: str) -> object:
     from transformers import AutoTokenizer
 
-    from data.packaged_models import resolve_lm  # lazy: converts packaged GGUF models on first use
+    from watermark.models import resolve_lm  # lazy: converts packaged GGUF models on first use
 
     return AutoTokenizer.from_pretrained(str(resolve_lm(name)))
 
 
 def config_vocab(name: str) -> int:
     """LM-head width from a causal LM's config (no weights are loaded)."""
-    from data.packaged_models import causal_lm_config
+    from watermark.models import causal_lm_config
 
     return int(causal_lm_config(name).get_text_config().vocab_size)
 
@@ -135,7 +135,7 @@ def load_measurement(
         if same_name and reusable == (device, dtype):
             model = generator
         else:
-            from data.packaged_models import load_lm
+            from watermark.models import load_lm
 
             model, loaded_tok = load_lm(cfg.resolve_path(cfg.measurement_model))
             mm_tokenizer = mm_tokenizer or loaded_tok

@@ -16,13 +16,13 @@ from dataclasses import replace
 
 import torch
 
-from data.packaged_models import embedder_dim, load_embedder
 from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
 from watermark.detector import DetectionResult, Detector
 from watermark.generation import Generation, eos_ids, generate
 from watermark.keys import DEMO_KEY, warn_demo_key
+from watermark.models import embedder_dim, load_embedder
 from watermark.parts import (
     DTYPES,
     check_prompts,

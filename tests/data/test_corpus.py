@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from data.loaders import load_corpus
 from data.splits import TRAIN, VAL
+from mapper.corpus import load_corpus
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 

@@ -1,17 +1,10 @@
-"""Tests for corpus loading and the sentence-compression loader (data.loaders)."""
+"""Tests for the sentence-compression loader and the corpus writer (data.loaders)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from data.loaders import load_corpus
-
-
-def test_load_corpus_missing_file_names_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="python -m data.build"):
-        load_corpus(tmp_path / "nope.jsonl.gz")
+from mapper.corpus import load_corpus
 
 
 def test_sentence_compression_loader_maps_pairs(tmp_path: Path, monkeypatch) -> None:

@@ -123,7 +123,7 @@ def test_verbose_shows_the_traceback(folders, tmp_path: Path) -> None:
 
 def test_first_use_conversion_is_logged_by_default(folders, capsys, caplog, monkeypatch) -> None:
     """Without -v, the one-time model conversion still reports itself (at INFO)."""
-    import data.packaged_models as models
+    import watermark.models as models
 
     def convert(name: str) -> Path:
         models.logger.info("Converted %s in 1.0 s", name)
@@ -133,7 +133,7 @@ def test_first_use_conversion_is_logged_by_default(folders, capsys, caplog, monk
     cfg = write_config(folders, "packaged.json", generator="smollm2-135m", vocab_size=None)
     monkeypatch.setattr(models.logger, "level", logging.NOTSET)  # as before the CLI sets it
     fails(capsys, ["detect", "--text", "river", "--config", cfg], "stopped after")
-    found = [r for r in caplog.records if r.name == "data.packaged_models"]
+    found = [r for r in caplog.records if r.name == "watermark.models"]
     assert [r.getMessage() for r in found] == ["Converted smollm2-135m in 1.0 s"]
 
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from watermark.config import REPO_ROOT, WatermarkConfig
+from mapper.semantic_mapper import SemanticMapper
+from watermark.config import WatermarkConfig
+from watermark.paths import PACKAGE_DIR
 
 
 def test_config_json_roundtrip_and_secrets_hidden(tmp_path: Path) -> None:
@@ -45,7 +47,7 @@ def test_config_rules_strengths_and_cache_views() -> None:
             WatermarkConfig(opening_sentence="x", **bad)
 
 
-def test_default_config_points_at_committed_mapper(tmp_path: Path, monkeypatch) -> None:
+def test_default_config_points_at_the_packaged_mapper(tmp_path: Path, monkeypatch) -> None:
     cfg = WatermarkConfig.default()
     assert cfg.mapper == "checkpoints/mapper-minilm" and cfg.generator == "smollm2-135m"
     assert (cfg.alpha, cfg.delta, cfg.opening_steps, cfg.top_k, cfg.top_p) == (2, 1.5, 0, 50, 0.9)
@@ -56,9 +58,10 @@ def test_default_config_points_at_committed_mapper(tmp_path: Path, monkeypatch) 
     rule = ("scaling", "bias", "delta", "layers", "filter_first", "context_guard", "fresh_only")
     assert all(getattr(plain, f) == getattr(cfg, f) for f in rule)
     monkeypatch.chdir(tmp_path)  # resolution does not depend on the working directory
-    expected = REPO_ROOT / "checkpoints" / "mapper-minilm"  # committed with the repository
-    assert (expected / "model.safetensors").is_file() and (expected / "config.json").is_file()
-    assert cfg.mapper_dir() == expected.resolve()
+    expected = PACKAGE_DIR / "checkpoints" / "mapper-minilm"  # package data of `watermark`
+    assert cfg.mapper_dir() == plain.mapper_dir() == expected.resolve()
+    shipped = SemanticMapper.from_pretrained(cfg.mapper_dir())  # fails if the files are missing
+    assert shipped.config.input_dim == 384  # MiniLM, the default embedder
     missing = WatermarkConfig(mapper="checkpoints/no-such-mapper", opening_sentence="x")
     with pytest.raises(FileNotFoundError, match="no-such-mapper"):
         missing.mapper_dir()

@@ -21,7 +21,7 @@ PROMPTS = [
 
 @pytest.fixture(scope="module")
 def real():
-    from data.packaged_models import load_lm
+    from watermark.models import load_lm
     from watermark.watermark import Watermark
 
     model, tokenizer = load_lm("smollm2-135m")

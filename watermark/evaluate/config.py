@@ -2,7 +2,7 @@
 
 A YAML file sets any field of :class:`EvalConfig`; its optional ``quick:`` mapping holds the
 overrides that ``--quick`` applies on top (fewer prompts, shorter texts, smaller ablations).
-Relative paths follow :func:`data.paths.resolve_path` (YAML folder, cwd, repo root).
+Relative paths follow :func:`watermark.paths.resolve_path` (YAML folder, cwd, repo root).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from data.paths import resolve_path
 from watermark.config import WatermarkConfig
+from watermark.paths import resolve_path
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
@@ -210,7 +210,7 @@ class EvalConfig:
         return cls(**data)
 
     def resolve(self, value: str) -> str:
-        """A path resolved by :func:`data.paths.resolve_path` (YAML folder, cwd, repo root)."""
+        """A path resolved by :func:`watermark.paths.resolve_path` (YAML folder, cwd, repo root)."""
         return resolve_path(value, self.source_dir)
 
     def output_path(self) -> Path:

