@@ -39,7 +39,7 @@ from watermark.paths import PACKAGE_DIR
 
 model, tokenizer = watermark.load_lm("smollm2-135m")
 wm = watermark.Watermark.load(tokenizer=tokenizer, generator=model)  # the shipped default
-out = wm.generate(model, [{PROMPT!r}], max_new_tokens={TOKENS}, seed=0)[0]
+out = wm.generate([{PROMPT!r}], max_new_tokens={TOKENS}, seed=0)[0]  # as in the README
 result = wm.detect([out.text])[0]
 needs = [r for r in md.requires("adaptive-watermark") if "extra ==" not in r]
 missing = []

@@ -5,10 +5,9 @@ Typical use::
     import watermark
     model, tokenizer = watermark.load_lm("smollm2-135m")
     wm = watermark.Watermark.load(tokenizer=tokenizer, generator=model)  # shipped default
-    texts = [g.text for g in wm.generate(model, ["The storm hit the coast on Monday."])]
+    texts = [g.text for g in wm.generate(["The storm hit the coast on Monday."])]
     result = wm.detect(texts)[0]                    # DetectionResult: score, z_score, p_value, ...
-
-``wm.logits_processor()`` gives a ``LogitsProcessor`` for ``model.generate`` directly.
+    ids = model.generate(**inputs, **wm.generation_kwargs())   # your own generate call
 See ``docs/watermark.md`` for the design decisions and measurements.
 """
 

@@ -122,13 +122,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for n, prompt in enumerate(prompts):
         if not prompt.strip():
             raise UsageError(f"prompt {n + 1} is empty; give some text for the model to continue")
-    wm, model = _load(_config(args), args, with_generator=True)
+    wm, _ = _load(_config(args), args, with_generator=True)  # wm holds the generator
     batches = range(0, len(prompts), args.batch_size)
     for b, start in enumerate(tqdm(batches, desc="generate", unit="batch", file=sys.stderr)):
         batch = prompts[start : start + args.batch_size]
         seed = None if args.seed is None else args.seed + b
         outs = wm.generate(
-            model,
             batch,
             max_new_tokens=args.max_new_tokens,
             seed=seed,

@@ -2,10 +2,10 @@
 
 :func:`generate` tokenizes a batch of prompts with left padding, runs ``model.generate`` and
 returns only the continuations, decoded with :func:`watermark.text.decode_ids` and cut at the
-first EOS. Our watermark processor applies the sampling filters itself (in its rule's order);
-any other processor (a baseline) runs first and top-k / top-p are passed after it as explicit
-warpers. The built-in warpers are switched off either way, so the order does not depend on the
-transformers version.
+first EOS. Our watermark processor applies the temperature and the sampling filters itself (in
+its rule's order); any other processor (a baseline), or none, runs first and the temperature,
+top-k and top-p are passed after it as explicit warpers, in transformers' order. The built-in
+warpers are switched off either way, so the order does not depend on the transformers version.
 """
 
 from __future__ import annotations
@@ -15,12 +15,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList, TopKLogitsWarper, TopPLogitsWarper
+from transformers import (
+    GenerationConfig,
+    LogitsProcessor,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
 
 from watermark.fused import can_fuse, fused_generate
 from watermark.text import decode_ids
 
 logger = logging.getLogger(__name__)
+
+# each of transformers' sampling warpers at a value that adds no warper
+_NEUTRAL = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": None, "typical_p": 1.0,
+            "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "top_h": None}  # fmt: skip
+
+
+def warpers_off() -> dict[str, object]:
+    """``model.generate`` arguments that switch off every sampling warper the installed
+    transformers knows (so a model's ``generation_config`` adds none)."""
+    known = GenerationConfig()
+    return {k: v for k, v in _NEUTRAL.items() if hasattr(known, k)}
 
 
 @dataclass
@@ -61,6 +79,7 @@ def generate(
     max_new_tokens: int = 200,
     top_k: int = 50,
     top_p: float = 0.9,
+    temperature: float = 1.0,
     do_sample: bool = True,
     seed: int | None = None,
     fuse: bool = True,
@@ -77,6 +96,8 @@ def generate(
         max_new_tokens: Number of new tokens per prompt.
         top_k: Top-k after a baseline processor (0 disables; ours applies its config's).
         top_p: Nucleus mass after a baseline processor (1 disables; ours applies its config's).
+        temperature: Divides the logits after a baseline processor, before top-k / top-p (1
+            disables; ours applies its config's).
         do_sample: Sample (True) or greedy.
         seed: Seed of torch's global RNG before sampling.
         fuse: Run the MM inside the generator's forward when our processor's MM is the
@@ -97,6 +118,8 @@ def generate(
             processor.reset()
         processors.append(processor)
     filtered = getattr(processor, "applies_sampling_filters", False)
+    if do_sample and temperature != 1.0 and not filtered:
+        processors.append(TemperatureLogitsWarper(temperature))
     if do_sample and top_k > 0 and not filtered:
         processors.append(TopKLogitsWarper(top_k=top_k))
     if do_sample and top_p < 1.0 and not filtered:
@@ -114,7 +137,7 @@ def generate(
                              int(generate_kwargs.get("min_new_tokens", 0)))  # fmt: skip
         return _results(tokenizer, prompts, processor, out, enc["input_ids"].shape[1], stop)
     if do_sample:  # switch off the built-in warpers: ours run after the watermark
-        generate_kwargs = {"top_k": 0, "top_p": 1.0, "temperature": 1.0, **generate_kwargs}
+        generate_kwargs = {**warpers_off(), **generate_kwargs}
     out = model.generate(
         **enc,
         logits_processor=processors,

@@ -1,10 +1,14 @@
-"""Loading a watermark: config -> tokenizer, measurement model, embedder, mapper, token map.
+"""The user-facing :class:`Watermark`: loading, watermarked generation, detection.
 
 :class:`Watermark` bundles everything generation and detection share and checks that the parts
 fit together at load time (embedder width vs mapper input, mapper output vs token map, tokenizer
 vs LM-head width, null model vs MM), failing with a message that names the mismatch. Components
 can be passed in already loaded (tests use tiny random models; the CLI reuses the generator as
 the MM when both names are equal).
+
+It holds its generator (the one given to :meth:`Watermark.load`, else the MM when the config
+names the same model), so ``wm.generate(prompts)`` needs no model, and it gives the one way to
+watermark a user's own ``model.generate`` call: ``**wm.generation_kwargs()``.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
+from transformers import LogitsProcessorList
 
 from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
 from watermark.detector import DetectionResult, Detector
-from watermark.generation import Generation, eos_ids, generate
+from watermark.generation import Generation, eos_ids, generate, warpers_off
 from watermark.keys import DEMO_KEY, warn_demo_key
 from watermark.models import embedder_dim, load_embedder
 from watermark.parts import (
@@ -45,9 +50,12 @@ class Watermark:
     Use :meth:`load`; the constructor takes ready components.
     """
 
-    def __init__(self, config: WatermarkConfig, core: WatermarkCore) -> None:
+    def __init__(
+        self, config: WatermarkConfig, core: WatermarkCore, generator: torch.nn.Module | None = None
+    ) -> None:
         self.config = config
         self.core = core
+        self.generator = generator  # what generate() uses when no model is given
         self.tokenizer = core.tokenizer
         self.detector = Detector(core)
         self.uses_demo_key = False  # set by load: generation then warns once per process
@@ -89,8 +97,10 @@ class Watermark:
         Args:
             config: A config, a JSON path, or ``None`` for the shipped default.
             tokenizer: Generator tokenizer (default: loaded from ``config.generator``).
-            generator: The generator model, if loaded; used to check the LM-head width and reused
-                as the MM when ``config.measurement_model == config.generator``.
+            generator: The generator model, if loaded; used to check the LM-head width, reused
+                as the MM when ``config.measurement_model == config.generator``, and held by
+                the Watermark for :meth:`generate` and :meth:`generation_kwargs`. Without it the
+                MM is held when the config names the same model for both.
             measurement_model: MM model (default: loaded from ``config.measurement_model``).
             mm_tokenizer: MM tokenizer (default: the generator's when the names are equal).
             embedder: Sentence-transformers model (default: ``load_embedder(config.embedder)``).
@@ -151,46 +161,87 @@ class Watermark:
             device,
             cfg.compute_dtype,
         )
-        wm = cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic))
+        if generator is None and cfg.measurement_model == cfg.generator and mm.same_tokenizer:
+            generator = mm.model  # the generator's weights, loaded once
+        wm = cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic), generator)
         wm.uses_demo_key = keys[0] == DEMO_KEY
         return wm
 
     def logits_processor(
         self, record: bool = False, eos_token_ids: Sequence[int] | None = None
     ) -> AdaptiveWatermarkLogitsProcessor:
-        """A new logits processor for ``model.generate`` (one per concurrent generation)."""
+        """A new logits processor (one per concurrent generation).
+
+        It applies the config's temperature, top-k and top-p itself, and refuses to run next to
+        transformers' own; :meth:`generation_kwargs` passes it with those switched off.
+        """
         if self.uses_demo_key:
             warn_demo_key()
         return AdaptiveWatermarkLogitsProcessor(
             self.core, eos_token_ids=eos_token_ids, record=record
         )
 
+    def generation_kwargs(self, record: bool = False) -> dict[str, object]:
+        """Arguments that watermark a ``model.generate`` call of the held generator::
+
+            model.generate(**inputs, **wm.generation_kwargs(), max_new_tokens=200)
+
+        A fresh processor (EOS ids of the held generator and the tokenizer), ``do_sample=True``
+        and every transformers sampling warper switched off (``temperature=1.0, top_k=0,
+        top_p=1.0``, min-p, typical, epsilon, eta): the processor applies the config's
+        temperature, top-k and top-p. Repeating one of these keywords in the call is a
+        ``TypeError``; they override the model's ``generation_config`` and one passed to the
+        call; a warper that still reaches the processor makes it raise (see
+        :mod:`watermark.processor`).
+        """
+        eos = eos_ids(self.generator, self.tokenizer)
+        processor = self.logits_processor(record=record, eos_token_ids=eos)
+        return {"logits_processor": LogitsProcessorList([processor]), "do_sample": True,
+                **warpers_off()}  # fmt: skip
+
     def generate(
         self,
-        model: torch.nn.Module,
-        prompts: Sequence[str] | str,
+        model_or_prompts: torch.nn.Module | Sequence[str] | str,
+        prompts: Sequence[str] | str | None = None,
+        /,
         max_new_tokens: int = 200,
         seed: int | None = None,
         watermark: bool = True,
         record: bool = True,
         **kwargs: object,
     ) -> list[Generation]:
-        """Watermarked continuations of ``prompts`` (rule and top-k / top-p from the config).
+        """Continuations of ``prompts`` from the held generator: ``wm.generate(prompts, ...)``.
 
-        A single string is one prompt. Raises ``ValueError`` for an empty or blank prompt, or
-        ``max_new_tokens < 1``, before any generation work.
+        Temperature, top-k and top-p come from the config, with or without the watermark
+        (``watermark=False`` samples the same way, unwatermarked). ``wm.generate(model,
+        prompts, ...)`` is accepted when ``model`` is the held generator, or when the Watermark
+        holds none (its MM is another model and no generator was given to :meth:`load`).
+
+        Raises ``ValueError`` for an empty or blank prompt, ``max_new_tokens < 1``, a model
+        other than the held one, or sampling arguments the config sets, before any work.
         """
+        if prompts is None:
+            model, prompts = None, model_or_prompts
+        elif isinstance(model_or_prompts, torch.nn.Module):
+            model = model_or_prompts
+        else:
+            raise ValueError(
+                "give the prompts first and the rest by name: wm.generate(prompts, "
+                "max_new_tokens=...), or wm.generate(model, prompts, ...)"
+            )
+        model = self._generator(model)
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         check_prompts(prompts)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
             raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        width = head_width(model)
-        if width != self.core.vocab_size:
+        clash = sorted({"temperature", "top_k", "top_p"} & set(kwargs))
+        if clash:
             raise ValueError(
-                f"model LM head has width {width} but the watermark was built for "
-                f"V={self.core.vocab_size}"
+                f"{', '.join(clash)} come from the watermark config (temperature="
+                f"{self.config.temperature}, top_k={self.config.top_k}, top_p="
+                f"{self.config.top_p}); change them there"
             )
         processor = None
         if watermark:
@@ -205,9 +256,34 @@ class Watermark:
             max_new_tokens=max_new_tokens,
             top_k=self.config.top_k,
             top_p=self.config.top_p,
+            temperature=self.config.temperature,
             seed=seed,
             **kwargs,
         )
+
+    def _generator(self, model: torch.nn.Module | None) -> torch.nn.Module:
+        """The model to generate with: the held generator, or ``model`` when none is held."""
+        held = self.generator
+        if model is None and held is None:
+            raise ValueError(
+                "this Watermark holds no generator (its measurement model is another model): "
+                "load it with Watermark.load(..., generator=model) or call "
+                "wm.generate(model, prompts)"
+            )
+        if model is not None and held is not None and model is not held:
+            raise ValueError(
+                "this Watermark holds the generator it was loaded and checked with; call "
+                "wm.generate(prompts) without a model, or load a Watermark with "
+                "Watermark.load(..., generator=model) for the other model"
+            )
+        model = held if model is None else model
+        width = head_width(model)
+        if width != self.core.vocab_size:
+            raise ValueError(
+                f"model LM head has width {width} but the watermark was built for "
+                f"V={self.core.vocab_size}"
+            )
+        return model
 
     def detect(
         self, texts: Sequence[str] | str, progress: bool = False, batch_size: int | None = None

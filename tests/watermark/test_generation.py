@@ -1,4 +1,5 @@
-"""Tests for batched watermarked generation vs the reference, and generate/detect round trips."""
+"""Tests for batched watermarked generation vs the reference, generate/detect round trips, and
+unwatermarked sampling at the config's temperature."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 
 from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS, fused_watermark
 from watermark import reference
+from watermark.generation import eos_ids
 
 WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}
 
@@ -93,3 +95,30 @@ def test_fused_generation_matches_reference_and_model_generate(
         if "min_new_tokens" in kwargs:
             assert all(len(o.token_ids) >= 20 for o in fused)
     assert len(calls) == 3
+
+
+def test_unwatermarked_generation_samples_at_the_config_temperature(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``watermark=False`` samples like transformers with the config's temperature, top-k and
+    top-p (temperature first); at temperature 1 no temperature warper is added."""
+    enc = tiny.gtok(PROMPTS, return_tensors="pt", padding=True, padding_side="left")
+    enc = {k: v.to(tiny.device) for k, v in enc.items()}
+    stop = set(eos_ids(tiny.gen, tiny.gtok))
+
+    def plain(**sampling: object) -> list[list[int]]:
+        torch.manual_seed(4)
+        out = tiny.gen.generate(**enc, do_sample=True, max_new_tokens=12, **sampling)
+        rows = out[:, enc["input_ids"].shape[1] :].tolist()
+        return [row[: next((i for i, t in enumerate(row) if t in stop), len(row))] for row in rows]
+
+    hot = tiny.make(temperature=1.8, top_k=10, top_p=0.9)
+    outs = hot.generate(PROMPTS, max_new_tokens=12, seed=4, watermark=False)
+    assert [o.token_ids for o in outs] == plain(temperature=1.8, top_k=10, top_p=0.9)
+    assert [o.token_ids for o in outs] != plain(temperature=1.0, top_k=10, top_p=0.9)
+    seen = []
+    generate = tiny.gen.generate
+    monkeypatch.setattr(tiny.gen, "generate", lambda **kw: seen.append(kw) or generate(**kw))
+    tiny.make(top_k=10, top_p=0.9).generate(PROMPTS, max_new_tokens=2, watermark=False)
+    assert [type(p).__name__ for p in seen[0]["logits_processor"]] == [
+        "TopKLogitsWarper", "TopPLogitsWarper"]  # fmt: skip
