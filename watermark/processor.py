@@ -1,16 +1,27 @@
-"""The watermarking ``LogitsProcessor`` for ``model.generate``.
+"""The watermarking ``LogitsProcessor`` for ``model.generate`` and its second-filter guard.
 
-Usage::
+Usage (:meth:`watermark.watermark.Watermark.generation_kwargs` builds these arguments)::
 
-    proc = wm.logits_processor()
-    model.generate(**inputs, logits_processor=LogitsProcessorList([proc]), do_sample=True,
-                   top_k=0, top_p=1.0)
+    model.generate(**inputs, **wm.generation_kwargs(), max_new_tokens=200)
+    # = logits_processor=[a fresh processor], do_sample=True, temperature=1.0, top_k=0,
+    #   top_p=1.0 and the other warpers (min-p, typical, ...) off
 
-The processor returns the logits to sample from: the strength rule *and* the config's sampling
-filters (top-k, top-p, in the rule's order; see :mod:`watermark.rules`). Switch off the
-built-in warpers (``top_k=0, top_p=1.0``; transformers' default top-k of 50 is harmless when the
-config's top-k is at most 50) so nothing truncates the distribution a second time;
-:func:`watermark.generation.generate` does this.
+The processor returns the logits to sample from: the config's temperature, the strength rule
+*and* the config's sampling filters (top-k, top-p, in the rule's order; see
+:mod:`watermark.rules`). Transformers' own warpers (temperature, top-k, top-p, min-p, ... from the
+call's arguments or the model's ``generation_config``, whose default top-k is 50) run *after*
+custom processors, so any of them would change that distribution a second time, silently.
+
+**A second filter is refused.** On the first step of each generation the processor finds the
+``LogitsProcessorList`` that is calling it (a few frames up the stack: transformers calls every
+processor from ``LogitsProcessorList.__call__``) and raises ``ValueError`` if that list holds a
+sampling warper. That list is the only place where the call's arguments, the model's
+``generation_config`` and the user's own processors have all been merged, so the check sees what
+will really run, whatever its source. It raises rather than removing the warper: the warper is
+what the caller asked for, and editing transformers' internal list behind their back would make
+the output depend on a hidden change. The error comes before any token is sampled. A processor
+called from elsewhere (:mod:`watermark.fused`, a hand-written loop) has no such list and nothing
+that adds warpers, so the check is skipped.
 
 The processor works out where the generated part starts from its first call (the prompt length,
 shared by all rows thanks to left padding) and detects a new ``generate`` call when the ids stop
@@ -21,15 +32,36 @@ an EOS token are only filtered.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import torch
-from transformers import LogitsProcessor
+from transformers import LogitsProcessor, LogitsProcessorList
+from transformers.generation import logits_process
 
 from watermark.core import StepDecision, WatermarkCore
 
 logger = logging.getLogger(__name__)
+
+# transformers' sampling warpers (those present in the installed version); any one of them next
+# to the watermark processor would filter its output a second time
+WARPERS = tuple(
+    getattr(logits_process, name)
+    for name in (
+        "TemperatureLogitsWarper",
+        "TopKLogitsWarper",
+        "TopPLogitsWarper",
+        "TopHLogitsWarper",
+        "MinPLogitsWarper",
+        "TypicalLogitsWarper",
+        "EpsilonLogitsWarper",
+        "EtaLogitsWarper",
+    )
+    if hasattr(logits_process, name)
+)
+SETTINGS = ("temperature", "top_k", "top_p", "top_h", "min_p", "mass", "epsilon")
+MAX_FRAMES = 8  # how far up the stack the calling LogitsProcessorList is looked for
 
 
 @dataclass
@@ -58,7 +90,7 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         record: Keep a :class:`GenerationRecord` of every step in ``self.record``.
     """
 
-    applies_sampling_filters = True  # top-k / top-p are part of its output
+    applies_sampling_filters = True  # temperature, top-k and top-p are part of its output
 
     def __init__(
         self,
@@ -109,6 +141,7 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
                 "config was made for"
             )
         if not self._is_continuation(input_ids):
+            check_no_second_filter(self, self.core.config)
             factory = self.state_factory or self.core.measurement.start
             self._state = factory(input_ids.shape[0])
             self.record = GenerationRecord(prompt_length=int(input_ids.shape[1]))
@@ -122,3 +155,51 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         if self.keep_record:
             self.record.decisions.append(decision)
         return self.core.sampling_logits(scores, decision)
+
+
+def calling_list(processor: LogitsProcessor) -> LogitsProcessorList | None:
+    """The ``LogitsProcessorList`` whose ``__call__`` is running ``processor``, if any."""
+    frame = sys._getframe(1)
+    try:
+        for _ in range(MAX_FRAMES):
+            if frame is None:
+                return None
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, LogitsProcessorList) and any(p is processor for p in owner):
+                return owner
+            frame = frame.f_back
+        return None
+    finally:
+        del frame  # no reference cycle through the stack
+
+
+def second_filters(processors: Iterable[LogitsProcessor]) -> list[str]:
+    """Descriptions of the sampling warpers among ``processors`` (a neutral temperature is none)."""
+    found = []
+    for proc in processors:
+        if not isinstance(proc, WARPERS):
+            continue
+        if getattr(proc, "temperature", None) == 1.0:
+            continue
+        args = ", ".join(f"{k}={v}" for k, v in vars(proc).items() if k in SETTINGS)
+        found.append(f"{type(proc).__name__}({args})")
+    return found
+
+
+def check_no_second_filter(processor: LogitsProcessor, config: object) -> None:
+    """Raises ``ValueError`` if the list calling ``processor`` also holds a sampling warper."""
+    chain = calling_list(processor)
+    if chain is None:
+        logger.debug("watermark processor not called from a LogitsProcessorList: no check")
+        return
+    found = second_filters(p for p in chain if p is not processor)
+    if found:
+        raise ValueError(
+            f"a second sampling filter runs with the watermark processor: {', '.join(found)}. "
+            "The processor already applies the watermark config's temperature / top-k / top-p "
+            f"({config.temperature} / {config.top_k} / {config.top_p}); transformers adds its "
+            "own from the generate call or the model's generation_config (default top_k=50), "
+            "and filtering twice samples from a distribution that neither the reference nor "
+            "the detector assumes. Call model.generate(**inputs, **wm.generation_kwargs()), or "
+            "pass temperature=1.0, top_k=0, top_p=1.0 (change sampling in the watermark config)"
+        )

@@ -1,4 +1,5 @@
-"""Tests for the logits processor inside model.generate: per-step output vs reference, reuse."""
+"""Tests for the logits processor inside model.generate: per-step output vs reference, reuse,
+and the refusal of a second sampling filter (from the call, the generation_config or the list)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
+from transformers import (
+    GenerationConfig,
+    LogitsProcessor,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+)
 
 from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS
 from watermark import reference
@@ -58,8 +65,6 @@ def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: di
 
 
 def test_processor_with_model_generate_and_reuse(tiny: SimpleNamespace) -> None:
-    from transformers import LogitsProcessorList
-
     wm = tiny.make()
     proc = wm.logits_processor(record=True)
     enc = tiny.gtok(PROMPTS, return_tensors="pt", padding=True, padding_side="left")
@@ -70,8 +75,9 @@ def test_processor_with_model_generate_and_reuse(tiny: SimpleNamespace) -> None:
             **enc,
             logits_processor=LogitsProcessorList([proc]),
             do_sample=True,
-            top_k=10,
-            top_p=0.9,
+            temperature=1.0,
+            top_k=0,
+            top_p=1.0,
             max_new_tokens=new,
             suppress_tokens=SPECIAL_IDS,
         )
@@ -80,3 +86,67 @@ def test_processor_with_model_generate_and_reuse(tiny: SimpleNamespace) -> None:
         assert out.shape[1] == enc["input_ids"].shape[1] + new
     with pytest.raises(ValueError, match="width"):
         proc(enc["input_ids"], torch.zeros(3, len(tiny.gtok) + 1))
+
+
+def _encoded(tiny: SimpleNamespace) -> dict:
+    enc = tiny.gtok(PROMPTS, return_tensors="pt", padding=True, padding_side="left")
+    return {k: v.to(tiny.device) for k, v in enc.items()}
+
+
+SECOND_FILTERS = [  # (call arguments besides the processor, generation_config fields, expected)
+    ({"top_k": 10}, {}, r"TopKLogitsWarper\(top_k=10\)"),
+    ({"top_k": 0, "top_p": 0.9}, {}, r"TopPLogitsWarper\(top_p=0.9\)"),
+    ({"top_k": 0, "temperature": 0.7}, {}, r"TemperatureLogitsWarper\(temperature=0.7\)"),
+    ({"top_k": 0, "min_p": 0.1}, {}, r"MinPLogitsWarper"),
+    ({}, {}, r"TopKLogitsWarper\(top_k=50\)"),  # transformers' default top-k
+    ({"top_k": 0}, {"top_p": 0.8}, r"TopPLogitsWarper\(top_p=0.8\)"),  # the model's config
+    ({"top_k": 0}, {"temperature": 0.6}, r"TemperatureLogitsWarper\(temperature=0.6\)"),
+    ({"generation_config": GenerationConfig(top_k=7)}, {}, r"TopKLogitsWarper\(top_k=7\)"),
+    ({"top_k": 0, "extra": [TopKLogitsWarper(top_k=5)]}, {}, r"TopKLogitsWarper\(top_k=5\)"),
+]
+
+
+@pytest.mark.parametrize("call,model_config,found", SECOND_FILTERS)
+def test_second_filter_is_refused(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, call: dict, model_config: dict,
+    found: str,
+) -> None:  # fmt: skip
+    """A warper that would filter the processor's output again raises before any sampling."""
+    wm = tiny.make()
+    for name, value in model_config.items():
+        monkeypatch.setattr(tiny.gen.generation_config, name, value)
+    proc = wm.logits_processor(record=True)
+    call = dict(call)
+    processors = LogitsProcessorList([*call.pop("extra", []), proc])
+    with pytest.raises(ValueError, match=f"second sampling filter.*{found}.*generation_kwargs"):
+        tiny.gen.generate(**_encoded(tiny), logits_processor=processors, do_sample=True,
+                          max_new_tokens=4, **call)  # fmt: skip
+    assert proc.record.decisions == []  # refused on the first step, before any work
+
+
+def test_generation_kwargs_override_the_model_config(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``**wm.generation_kwargs()`` switches off the generation_config's warpers (same tokens as
+    without them); repeating one of its arguments is a TypeError; a neutral temperature warper
+    is no second filter."""
+    wm = tiny.make()
+    enc = _encoded(tiny)
+
+    def tokens() -> list:
+        torch.manual_seed(0)
+        return tiny.gen.generate(**enc, **wm.generation_kwargs(), max_new_tokens=12).tolist()
+
+    plain = tokens()
+    warpers = {"temperature": 0.5, "top_k": 3, "top_p": 0.5, "min_p": 0.2, "typical_p": 0.5}
+    for name, value in warpers.items():
+        monkeypatch.setattr(tiny.gen.generation_config, name, value)
+    assert tokens() == plain
+    kwargs = wm.generation_kwargs()
+    assert {k: kwargs[k] for k in ("do_sample", "temperature", "top_k", "top_p")} == {
+        "do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}  # fmt: skip
+    with pytest.raises(TypeError, match="multiple values for keyword argument 'top_k'"):
+        tiny.gen.generate(**enc, **wm.generation_kwargs(), top_k=50)
+    kwargs["logits_processor"].insert(0, TemperatureLogitsWarper(1.0))
+    torch.manual_seed(0)
+    assert tiny.gen.generate(**enc, **kwargs, max_new_tokens=12).tolist() == plain
