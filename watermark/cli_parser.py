@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 
 from watermark.calibrate import LENGTHS
-from watermark.config import COMPUTE_DTYPES
+from watermark.config_checks import COMPUTE_DTYPES
 
 USAGE_ERROR = 2
 EXAMPLES = {

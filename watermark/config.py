@@ -21,36 +21,14 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from watermark.config_checks import problems
 from watermark.keys import DEMO_KEY, resolve_key
 from watermark.paths import DEFAULT_MAPPER, PACKAGE_DIR, resolve_path, search_dirs
+from watermark.rules import STRENGTH_FIELD
 
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 
-STRENGTH_FIELD = {"paper": "delta", "floor": "delta", "additive": "bias", "tournament": "layers"}
-SCALINGS = tuple(STRENGTH_FIELD)  # the strength rules, see watermark.rules
-TOKEN_MAPS = ("keyed", "identity")
-NULL_MODELS = ("vocab", "mm")
-# fields added after results were cached, at the values that leave those results unchanged
-# (fresh_only off; the long-text limits never reached by texts of <= 512 tokens): left out of
-# the cache views at these values, so that earlier cached results keep their keys
-LATER_FIELDS_OFF = {
-    "fresh_only": False,
-    "mm_window": 2048,
-    "embed_prefix_tokens": 512,
-    "embed_window": 0,
-    "compute_dtype": "float32",
-    "window_sizes": [],
-    "old_keys": [],
-    "temperature": 1.0,
-}
-# speed-only fields: the cache views hold them at these values whatever the config says, so a
-# cached result does not depend on them (32: the embedding batch when the caches were written)
-SPEED_ONLY = {"embed_batch_size": 32}
-COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
-GENERATION_ONLY = (
-    "delta", "bias", "scaling", "filter_first", "temperature", "top_k", "top_p", "embed_batch_size"
-)  # fmt: skip
 
 
 @dataclass
@@ -160,8 +138,6 @@ class WatermarkConfig:
     source: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from watermark.config_checks import problems
-
         found = problems(self)
         if found:
             raise ValueError("invalid watermark config: " + "; ".join(found))
@@ -176,19 +152,6 @@ class WatermarkConfig:
         data = asdict(self)
         data.pop("source")
         return data
-
-    def generation_dict(self) -> dict[str, Any]:
-        """The fields generation depends on (all but the strengths of the other rules)."""
-        unused = set(STRENGTH_FIELD.values()) - {STRENGTH_FIELD[self.scaling]}
-        return {k: v for k, v in self._cache_view().items() if k not in unused}
-
-    def detection_dict(self) -> dict[str, Any]:
-        """The fields detection depends on (all but the rule, its strength and the filters)."""
-        return {k: v for k, v in self._cache_view().items() if k not in GENERATION_ONLY}
-
-    def _cache_view(self) -> dict[str, Any]:
-        data = {**self.to_dict(), **SPEED_ONLY}
-        return {k: v for k, v in data.items() if LATER_FIELDS_OFF.get(k, object()) != v}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes the config as JSON to ``path``."""

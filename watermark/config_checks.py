@@ -1,14 +1,26 @@
-"""Type and range checks of a :class:`~watermark.config.WatermarkConfig`, run when it is read.
+"""Type, choice and range checks of a :class:`~watermark.config.WatermarkConfig`, run when it is
+made.
 
 Types are checked first (a JSON ``"two"`` for ``alpha`` is named as such, not met later as a
-``TypeError`` inside torch); the ranges assume them.
+``TypeError`` inside torch); the choices and ranges assume them. The config module imports this
+one, never the other way round: the checks read a config's fields by name.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
 
-from watermark.config import COMPUTE_DTYPES, NULL_MODELS, SCALINGS, TOKEN_MAPS
+from watermark.rules import RULES
+
+# the dtypes the measurement model and the embedder may compute in (torch.<name>)
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+# the values a field with a fixed set of choices may take
+CHOICES: dict[str, tuple[str, ...]] = {
+    "scaling": RULES,
+    "token_map": ("keyed", "identity"),
+    "null_model": ("vocab", "mm"),
+    "compute_dtype": COMPUTE_DTYPES,
+}
 
 # JSON types of the fields (bool is not an int here; an int is a float)
 FIELD_TYPES: dict[str, tuple[type, ...]] = {
@@ -57,12 +69,9 @@ def problems(cfg: object) -> list[str]:
     found = type_problems(cfg)
     if found:
         return found
-    if cfg.scaling not in SCALINGS:
-        found.append(f"scaling must be one of {SCALINGS}, got {cfg.scaling!r}")
-    if cfg.token_map not in TOKEN_MAPS:
-        found.append(f"token_map must be one of {TOKEN_MAPS}, got {cfg.token_map!r}")
-    if cfg.null_model not in NULL_MODELS:
-        found.append(f"null_model must be one of {NULL_MODELS}, got {cfg.null_model!r}")
+    for name, choices in CHOICES.items():
+        if getattr(cfg, name) not in choices:
+            found.append(f"{name} must be one of {choices}, got {getattr(cfg, name)!r}")
     if cfg.delta <= 0 or cfg.bias <= 0:
         found.append(f"delta and bias must be > 0, got {cfg.delta}, {cfg.bias}")
     if cfg.layers < 1 or (cfg.layers > 1 and cfg.scaling != "tournament"):
@@ -87,8 +96,6 @@ def problems(cfg: object) -> list[str]:
         found.append("old_keys must be a list of non-empty strings (keys, env:NAME or file:PATH)")
     if cfg.vocab_size is not None and cfg.vocab_size < 1:
         found.append(f"vocab_size must be >= 1 or null, got {cfg.vocab_size}")
-    if cfg.compute_dtype not in COMPUTE_DTYPES:
-        found.append(f"compute_dtype must be one of {COMPUTE_DTYPES}")
     if cfg.mm_window < 2 or cfg.embed_prefix_tokens < 1:
         found.append(
             f"need mm_window >= 2 and embed_prefix_tokens >= 1, got {cfg.mm_window}, "

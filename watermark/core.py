@@ -30,7 +30,7 @@ import torch
 from watermark.config import WatermarkConfig
 from watermark.green_lists import GreenLists
 from watermark.measurement import MeasurementModel, MMGenerationState
-from watermark.rules import apply_rule
+from watermark.rules.logits import apply_rule
 from watermark.semantic import SemanticScorer
 from watermark.text import decode_ids
 from watermark.timer import StageTimer

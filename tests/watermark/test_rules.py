@@ -10,7 +10,7 @@ from transformers import TopKLogitsWarper, TopPLogitsWarper
 
 from watermark.core import repeated_context, repeated_steps
 from watermark.reference import repeated
-from watermark.rules import apply_rule, filter_logits, logit_floor, tournament
+from watermark.rules.logits import apply_rule, filter_logits, logit_floor, tournament
 
 INF = float("inf")
 

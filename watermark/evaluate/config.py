@@ -7,8 +7,6 @@ Relative paths follow :func:`watermark.paths.resolve_path` (YAML folder, cwd, re
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -223,8 +221,3 @@ class EvalConfig:
         data.pop("quick")
         data.pop("source_dir")
         return data
-
-
-def digest(obj: Any) -> str:
-    """Short stable hash of a JSON-able object (cache keys)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]

@@ -15,8 +15,8 @@ import itertools
 import math
 from pathlib import Path
 
-from watermark.config import STRENGTH_FIELD
 from watermark.evaluate.metrics import median
+from watermark.rules import STRENGTH_FIELD
 
 SHORT = {
     "scaling": "",

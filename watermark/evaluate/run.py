@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 
 from watermark.config import as_config
 from watermark.evaluate import attacks as atk
-from watermark.evaluate.config import KGW_BASES, EvalConfig, digest
+from watermark.evaluate.cache_keys import detection_key, generation_key
+from watermark.evaluate.config import KGW_BASES, EvalConfig
 from watermark.evaluate.heldout import units as load_units
 from watermark.evaluate.methods import (
     KGWMethod,
@@ -125,12 +126,7 @@ class Evaluation:
         if name == "ours":
             wm_cfg = replace(self.wm_config, **overrides)
             wm = Watermark.load(wm_cfg, tokenizer=self.tokenizer, generator=self.model)
-            return OursMethod(
-                wm,
-                self.model,
-                "ours-" + digest(wm_cfg.generation_dict()),
-                "ours-det-" + digest(wm_cfg.detection_dict()),
-            )
+            return OursMethod(wm, self.model, generation_key(wm_cfg), detection_key(wm_cfg))
         if name == "kgw1":
             return TransformersKGW(
                 self.model.config, self.tokenizer, cfg.kgw_gamma, cfg.kgw_delta, cfg.kgw_key

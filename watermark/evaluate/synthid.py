@@ -16,7 +16,7 @@ import torch
 from transformers import LogitsProcessor
 
 from watermark.evaluate.methods import Method, kgw_result
-from watermark.rules import filter_logits
+from watermark.rules.logits import filter_logits
 from watermark.text import encode_text
 
 

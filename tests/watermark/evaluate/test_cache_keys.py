@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 
 from watermark.config import WatermarkConfig
-from watermark.evaluate.config import digest
+from watermark.evaluate.cache_keys import (
+    detection_key,
+    detection_view,
+    digest,
+    generation_key,
+    generation_view,
+)
 
 # the shipped default config's fields when the caches were written
 SHIPPED = {
@@ -44,5 +50,23 @@ PINNED = {
 def test_cache_digests_are_pinned(name: str) -> None:
     changes, generation, detection = PINNED[name]
     cfg = WatermarkConfig(**{**SHIPPED, **changes})
-    assert digest(cfg.generation_dict()) == generation
-    assert digest(cfg.detection_dict()) == detection
+    assert digest(generation_view(cfg)) == generation
+    assert digest(detection_view(cfg)) == detection
+    assert generation_key(cfg) == f"ours-{generation}"
+    assert detection_key(cfg) == f"ours-det-{detection}"
+
+
+def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
+    base = WatermarkConfig(opening_sentence="x", scaling="additive", bias=3.0, filter_first=True)
+    # generation ignores the strengths of other rules; detection ignores the rule altogether
+    other_delta = WatermarkConfig(**{**base.to_dict(), "delta": 9.0})
+    assert generation_view(other_delta) == generation_view(base)
+    other_bias = WatermarkConfig(**{**base.to_dict(), "bias": 1.0})
+    assert generation_view(other_bias) != generation_view(base)
+    floor = WatermarkConfig(**{**base.to_dict(), "scaling": "floor", "filter_first": False})
+    assert detection_view(floor) == detection_view(base)
+    # the embedding batch changes speed only: it never splits a cache
+    batched = WatermarkConfig(**{**base.to_dict(), "embed_batch_size": 7})
+    assert generation_view(batched) == generation_view(base)
+    guarded = WatermarkConfig(**{**base.to_dict(), "context_guard": 4})
+    assert detection_view(guarded) != detection_view(base)

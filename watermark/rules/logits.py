@@ -1,4 +1,4 @@
-"""Strength rules: how a step's green lists change the generator's sampling distribution.
+"""The strength rules on logits: how a step's green lists change the sampling distribution.
 
 Every rule turns next-token logits (B, V) into the logits that are sampled from, given each row's
 mapper signs (B, D), the keyed token maps (L, V) that turn them into ``L`` green lists (1 for the
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import torch
 
-from watermark.config import SCALINGS as RULES
+from watermark.rules import RULES
 
 
 def logit_floor(logits: torch.Tensor, top_k: int) -> torch.Tensor:
