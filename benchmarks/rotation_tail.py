@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import watermark.detector as detector  # noqa: E402
+from watermark.api import Watermark  # noqa: E402
 from watermark.config import WatermarkConfig  # noqa: E402
 from watermark.models import load_lm  # noqa: E402
 from watermark.stats import green_test  # noqa: E402
-from watermark.watermark import Watermark  # noqa: E402
 
 CUTOFFS = (0.001, 1 / 300, 0.01, 0.05)
 

@@ -71,8 +71,8 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
     from sentence_transformers import SentenceTransformer
 
     from tests.helpers import bpe_tokenizer, tiny_llama, tiny_mapper, word_tokenizer
+    from watermark.api import Watermark
     from watermark.config import WatermarkConfig
-    from watermark.watermark import Watermark
 
     gtok, mtok = word_tokenizer(), bpe_tokenizer()
     ns = SimpleNamespace(

@@ -180,8 +180,8 @@ def save_tiny_watermark(
 
 def fused_watermark(tiny: object, **overrides: object) -> object:
     """A watermark whose MM is the generator itself (same object), so generation can fuse."""
+    from watermark.api import Watermark
     from watermark.config import WatermarkConfig
-    from watermark.watermark import Watermark
 
     fields = dict(mapper="unused", generator="tiny-gen", measurement_model="tiny-gen", key="k",
                   opening_sentence="a secret opening sentence", alpha=1.0, opening_steps=5,

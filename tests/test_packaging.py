@@ -23,7 +23,7 @@ PROJECT = ("watermark", "mapper", "data")
 # extra -> the modules its users run ("" is the core install); each walk stops at modules that
 # belong to another extra (the CLI's `detect-corpus` imports watermark.corpus lazily)
 EXTRAS = {
-    "": ["watermark", "watermark.__main__", "watermark.watermark", "mapper"],
+    "": ["watermark", "watermark.__main__", "watermark.api", "mapper"],
     "bulk": ["watermark.corpus"],
     "train": ["mapper.train", "mapper.compare", "mapper.export", "mapper.simhash"],
     "eval": [f"watermark.evaluate.{p.stem}" for p in (ROOT / "watermark/evaluate").glob("*.py")],

@@ -29,7 +29,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
     if name == "Watermark":
-        from watermark.watermark import Watermark
+        from watermark.api import Watermark
 
         return Watermark
     if name == "DetectionResult":

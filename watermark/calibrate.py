@@ -51,7 +51,7 @@ def calibrate(
     """The calibration table: one row for the whole texts, then one per length bin.
 
     Args:
-        wm: A loaded :class:`~watermark.watermark.Watermark`.
+        wm: A loaded :class:`~watermark.api.Watermark`.
         human: Texts known to be unwatermarked.
         watermarked: Texts generated with the watermark (under key ``expect_key``).
         lengths: Length bins in generator tokens.

@@ -100,15 +100,15 @@ def _config(args: argparse.Namespace):
 
 
 def _load(cfg, args: argparse.Namespace, with_generator: bool = False):
-    from watermark.parts import DTYPES, resolve_device
-    from watermark.watermark import Watermark
+    from watermark.api import Watermark
+    from watermark.devices import resolve_device, torch_dtype
 
     device = resolve_device(args.device)
     if not with_generator:
         return Watermark.load(cfg, device=device, dtype=args.dtype), None
     from watermark.models import load_lm
 
-    dtype = DTYPES[args.dtype or cfg.compute_dtype]
+    dtype = torch_dtype(args.dtype or cfg.compute_dtype)
     model, tokenizer = load_lm(cfg.resolve_path(cfg.generator), dtype=dtype)
     model = model.to(device)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model, device=device, dtype=args.dtype)

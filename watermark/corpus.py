@@ -94,7 +94,7 @@ class DetectionModule(L.LightningModule):
         self.wm = None
 
     def setup(self, stage: str) -> None:
-        from watermark.watermark import Watermark
+        from watermark.api import Watermark
 
         device = self.trainer.strategy.root_device
         self.wm = Watermark.load(self.wm_config, device=device, dtype=self.compute_dtype)

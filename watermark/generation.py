@@ -41,6 +41,20 @@ def warpers_off() -> dict[str, object]:
     return {k: v for k, v in _NEUTRAL.items() if hasattr(known, k)}
 
 
+def check_prompts(prompts: Sequence[str]) -> None:
+    """Raises ``ValueError`` unless every prompt is a string with some non-blank text."""
+    if not prompts:
+        raise ValueError("no prompts given")
+    for n, prompt in enumerate(prompts):
+        if not isinstance(prompt, str):
+            raise ValueError(f"prompt {n} is a {type(prompt).__name__}, not a string")
+        if not prompt.strip():
+            raise ValueError(
+                f"prompt {n} is empty; the model needs some text to continue (a title or a "
+                "first sentence)"
+            )
+
+
 @dataclass
 class Generation:
     """One continuation.

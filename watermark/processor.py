@@ -1,6 +1,6 @@
 """The watermarking ``LogitsProcessor`` for ``model.generate`` and its second-filter guard.
 
-Usage (:meth:`watermark.watermark.Watermark.generation_kwargs` builds these arguments)::
+Usage (:meth:`watermark.api.Watermark.generation_kwargs` builds these arguments)::
 
     model.generate(**inputs, **wm.generation_kwargs(), max_new_tokens=200)
     # = logits_processor=[a fresh processor], do_sample=True, temperature=1.0, top_k=0,

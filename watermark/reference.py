@@ -1,7 +1,7 @@
 """Reference implementation: the paper's Algorithm 2 and detection, one token at a time.
 
 Slow and plain on purpose; it is the oracle the fast paths are tested against. It reads only the
-raw components of a loaded :class:`~watermark.watermark.Watermark` (models, tokenizers, the token
+raw components of a loaded :class:`~watermark.api.Watermark` (models, tokenizers, the token
 map and the config) and re-derives everything else itself: no KV caches, no batching, one full
 forward of the generator and of the measurement model per step, one embedding per prefix.
 

@@ -59,7 +59,7 @@ def test_missing_binary_and_malformed_files(folders, tmp_path: Path, capsys) -> 
 def test_config_mistakes_are_reported_before_models_load(
     folders, tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    import watermark.watermark as wm_module
+    import watermark.api as wm_module
 
     def no_load(*args, **kwargs):
         raise AssertionError("models were loaded before the config was checked")
@@ -106,7 +106,7 @@ def test_bad_generate_arguments(folders, capsys) -> None:
 
 
 def test_show_checks_the_output_folder_before_detecting(folders, tmp_path, capsys, monkeypatch):
-    import watermark.watermark as wm_module
+    import watermark.api as wm_module
 
     monkeypatch.setattr(wm_module.Watermark, "load", lambda *a, **k: pytest.fail("loaded"))
     out = tmp_path / "no" / "such" / "page.html"

@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from watermark import models, reference
+from watermark.api import Watermark
 from watermark.config import WatermarkConfig
 from watermark.generation import eos_ids
-from watermark.watermark import Watermark
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,8 +21,8 @@ PROMPTS = [
 
 @pytest.fixture(scope="module")
 def real():
+    from watermark.api import Watermark
     from watermark.models import load_lm
-    from watermark.watermark import Watermark
 
     model, tokenizer = load_lm("smollm2-135m")
     cfg = WatermarkConfig.default()

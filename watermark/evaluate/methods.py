@@ -4,7 +4,7 @@ Every method gives a logits processor for generation (``None`` for unwatermarked
 texts (dicts with ``z``, ``p``, ``num_scored``, ``num_tokens``, ``green_fraction``, ``awr``) and,
 for the spoofing experiment, the true green list of a context.
 
-* ``ours``: the adaptive watermark (:class:`watermark.watermark.Watermark`).
+* ``ours``: the adaptive watermark (:class:`watermark.api.Watermark`).
 * ``kgw1``: transformers' own ``WatermarkLogitsProcessor`` / ``WatermarkDetector`` (``lefthash``,
   context width 1), with repeated bigrams counted once.
 * ``kgw0`` (one fixed keyed green list, "Unigram") and ``kgw2`` (green list seeded by the previous

@@ -20,6 +20,7 @@ from dataclasses import replace
 import torch
 from tqdm.auto import tqdm
 
+from watermark.api import Watermark
 from watermark.config import as_config
 from watermark.evaluate import attacks as atk
 from watermark.evaluate.cache_keys import detection_key, generation_key
@@ -37,7 +38,6 @@ from watermark.evaluate.synthid import SynthIDMethod
 from watermark.generation import generate
 from watermark.models import load_lm
 from watermark.text import encode_text
-from watermark.watermark import Watermark
 
 logger = logging.getLogger(__name__)
 

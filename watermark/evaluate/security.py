@@ -25,9 +25,9 @@ from collections.abc import Sequence
 
 import torch
 
+from watermark.api import Watermark
 from watermark.evaluate.methods import Method, OursMethod
 from watermark.text import encode_text
-from watermark.watermark import Watermark
 
 CONTEXT_WIDTH = {"kgw0": 0, "kgw1": 1, "kgw2": 2, "ours": 0}
 OPENING_TOKENS = 50  # the first tokens of each text counted for ``ours_opening``

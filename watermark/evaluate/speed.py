@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import torch
 
 from watermark import reference
-from watermark.watermark import Watermark
+from watermark.api import Watermark
 
 
 def timed_generate(

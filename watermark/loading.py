@@ -1,59 +1,29 @@
-"""The parts of a watermark: where they run, in which dtype, and the checks that they fit.
+"""Assembling a watermark's scoring core from its config: load each part, check that they fit.
 
-:func:`resolve_device` and :data:`DTYPES` place the measurement model (MM), the sentence
-embedder (SE), the mapper and the token maps on one device; the MM and the SE compute in the
-config's ``compute_dtype`` (part of the config, since it moves gates and green lists slightly;
-the mapper always runs in float32). The other functions load the generator's tokenizer and the
-MM and check widths and vocabularies, failing with a message that names the mismatch.
+:func:`build_core` loads the generator's tokenizer, the measurement model (MM), the sentence
+embedder (SE) and the mapper named in the config (or takes the ones passed in), places them on
+one device in the config's ``compute_dtype`` (see :mod:`watermark.devices`), builds the keyed
+token maps and checks widths and vocabularies, failing with a message that names the mismatch
+(embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head width, null
+model vs MM).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
 
 import torch
 
+from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig
+from watermark.core import WatermarkCore
+from watermark.devices import model_device, model_dtype, torch_dtype
 from watermark.measurement import MeasurementModel, resolve_start_id
+from watermark.models import embedder_dim, load_embedder
+from watermark.semantic import SemanticScorer
+from watermark.token_map import build_token_maps
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def resolve_device(
-    device: str | torch.device | None, generator: torch.nn.Module | None = None
-) -> torch.device:
-    """The device of the watermark's parts.
-
-    ``None``: the generator's device if one is given, else the CPU. ``"auto"``: CUDA when
-    available, else the CPU. Anything else must name an available device.
-    """
-    if device is None:
-        return model_device(generator) if generator is not None else torch.device("cpu")
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        found = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from err
-    if found.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: CUDA is not available here; use cpu or auto")
-    if (
-        found.type == "cuda"
-        and found.index is not None
-        and found.index >= torch.cuda.device_count()
-    ):
-        raise ValueError(f"device {device!r}: only {torch.cuda.device_count()} CUDA devices")
-    return found
-
-
-def model_device(model: torch.nn.Module) -> torch.device:
-    """The device of a model's first parameter."""
-    return next(model.parameters()).device
-
-
-def model_dtype(model: torch.nn.Module) -> torch.dtype:
-    """The dtype of a model's first floating-point parameter."""
-    return next(p.dtype for p in model.parameters() if p.is_floating_point())
+logger = logging.getLogger(__name__)
 
 
 def head_width(model: torch.nn.Module) -> int:
@@ -65,6 +35,7 @@ def head_width(model: torch.nn.Module) -> int:
 
 
 def load_tokenizer(name: str) -> object:
+    """The tokenizer of a causal LM (short name, folder or hub id)."""
     from transformers import AutoTokenizer
 
     from watermark.models import resolve_lm  # lazy: converts packaged GGUF models on first use
@@ -77,20 +48,6 @@ def config_vocab(name: str) -> int:
     from watermark.models import causal_lm_config
 
     return int(causal_lm_config(name).get_text_config().vocab_size)
-
-
-def check_prompts(prompts: Sequence[str]) -> None:
-    """Raises ``ValueError`` unless every prompt is a string with some non-blank text."""
-    if not prompts:
-        raise ValueError("no prompts given")
-    for n, prompt in enumerate(prompts):
-        if not isinstance(prompt, str):
-            raise ValueError(f"prompt {n} is a {type(prompt).__name__}, not a string")
-        if not prompt.strip():
-            raise ValueError(
-                f"prompt {n} is empty; the model needs some text to continue (a title or a "
-                "first sentence)"
-            )
 
 
 def same_vocabulary(a: object, b: object) -> bool:
@@ -129,7 +86,7 @@ def load_measurement(
     """The MM on ``device`` in ``compute_dtype`` (the generator itself when it is the same model,
     on that device, in that dtype)."""
     same_name = cfg.measurement_model == cfg.generator
-    dtype = DTYPES[cfg.compute_dtype]
+    dtype = torch_dtype(cfg.compute_dtype)
     if model is None:
         reusable = generator is not None and (model_device(generator), model_dtype(generator))
         if same_name and reusable == (device, dtype):
@@ -155,3 +112,61 @@ def load_measurement(
     return MeasurementModel(
         model.eval(), mm_tokenizer, tokenizer, same, start, window=cfg.mm_window
     )
+
+
+def build_core(
+    cfg: WatermarkConfig,
+    device: torch.device,
+    tokenizer: object | None = None,
+    generator: torch.nn.Module | None = None,
+    measurement_model: torch.nn.Module | None = None,
+    mm_tokenizer: object | None = None,
+    embedder: object | None = None,
+    mapper: SemanticMapper | None = None,
+) -> WatermarkCore:
+    """The scoring core of ``cfg`` on ``device``: every part not passed in is loaded by name.
+
+    Raises:
+        ValueError: If the parts do not fit together.
+    """
+    vocab = vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
+    if tokenizer is None:
+        tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
+    if len(tokenizer) > vocab:
+        raise ValueError(
+            f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
+            f"width) is {vocab}; the token map would not cover every token id"
+        )
+    mapper = mapper if mapper is not None else SemanticMapper.from_pretrained(cfg.mapper_dir())
+    mapper = mapper.to(device=device, dtype=torch.float32)
+    if embedder is None:
+        embedder = load_embedder(cfg.resolve_path(cfg.embedder), device=str(device))
+    embedder = embedder.to(device=device, dtype=torch_dtype(cfg.compute_dtype))
+    e_dim, m_in = embedder_dim(embedder), int(mapper.config.input_dim)
+    if e_dim != m_in:
+        raise ValueError(
+            f"embedder {cfg.embedder!r} outputs {e_dim}-d embeddings but the mapper "
+            f"{cfg.mapper!r} expects input_dim={m_in} (trained with "
+            f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
+        )
+    D = int(mapper.config.output_dim)
+    keys = cfg.secret_keys()
+    try:
+        token_maps = [build_token_maps(k, vocab, D, cfg.layers, cfg.token_map) for k in keys]
+    except ValueError as err:
+        raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
+    mm = load_measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab, device)
+    semantic = SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
+                              timer=mm.timer, old_token_maps=token_maps[1:])  # fmt: skip
+    logger.info(
+        "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
+        cfg.generator,
+        vocab,
+        D,
+        cfg.measurement_model,
+        "same" if mm.same_tokenizer else "cross",
+        cfg.embedder,
+        device,
+        cfg.compute_dtype,
+    )
+    return WatermarkCore(cfg, tokenizer, mm, semantic)

@@ -1,4 +1,4 @@
-"""Tests for device and dtype placement (watermark.parts); CUDA tests skip without a GPU."""
+"""Tests for device and dtype placement (watermark.devices); CUDA tests skip without a GPU."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.helpers import PROMPTS, sentences
-from watermark.parts import model_device, model_dtype, resolve_device
+from watermark.devices import model_device, model_dtype, resolve_device
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -30,7 +30,7 @@ def test_compute_dtype_moves_mm_and_embedder_not_the_mapper(tiny: SimpleNamespac
     assert wm.config.compute_dtype == "float32"
     import copy
 
-    from watermark.watermark import Watermark
+    from watermark.api import Watermark
 
     bf16 = Watermark.load(wm.config, tokenizer=tiny.gtok, generator=tiny.gen,
                           measurement_model=copy.deepcopy(tiny.mm), mm_tokenizer=tiny.gtok,
@@ -51,8 +51,8 @@ def test_compute_dtype_moves_mm_and_embedder_not_the_mapper(tiny: SimpleNamespac
 def test_cuda_detection_and_generation_match_cpu(tiny: SimpleNamespace) -> None:
     import copy
 
+    from watermark.api import Watermark
     from watermark.generation import generate
-    from watermark.watermark import Watermark
 
     def on(device: str) -> tuple[Watermark, torch.nn.Module]:
         gen = copy.deepcopy(tiny.gen).to(device)

@@ -1,10 +1,9 @@
-"""The user-facing :class:`Watermark`: loading, watermarked generation, detection.
+"""The library's entry point, :class:`Watermark`: loading, watermarked generation, detection.
 
-:class:`Watermark` bundles everything generation and detection share and checks that the parts
-fit together at load time (embedder width vs mapper input, mapper output vs token map, tokenizer
-vs LM-head width, null model vs MM), failing with a message that names the mismatch. Components
-can be passed in already loaded (tests use tiny random models; the CLI reuses the generator as
-the MM when both names are equal).
+``from watermark import Watermark`` gives this class. :meth:`Watermark.load` assembles the
+scoring core that generation and detection share (:func:`watermark.loading.build_core` checks
+that the parts fit together). Components can be passed in already loaded (tests use tiny random
+models; the CLI reuses the generator as the MM when both names are equal).
 
 It holds its generator (the one given to :meth:`Watermark.load`, else the MM when the config
 names the same model), so ``wm.generate(prompts)`` needs no model, and it gives the one way to
@@ -13,7 +12,6 @@ watermark a user's own ``model.generate`` call: ``**wm.generation_kwargs()``.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,23 +23,11 @@ from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
 from watermark.detector import DetectionResult, Detector
-from watermark.generation import Generation, eos_ids, generate, warpers_off
+from watermark.devices import dtype_name, resolve_device
+from watermark.generation import Generation, check_prompts, eos_ids, generate, warpers_off
 from watermark.keys import DEMO_KEY, warn_demo_key
-from watermark.models import embedder_dim, load_embedder
-from watermark.parts import (
-    DTYPES,
-    check_prompts,
-    head_width,
-    load_measurement,
-    load_tokenizer,
-    resolve_device,
-    vocab_size,
-)
+from watermark.loading import build_core, head_width
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.semantic import SemanticScorer
-from watermark.token_map import build_token_maps
-
-logger = logging.getLogger(__name__)
 
 
 class Watermark:
@@ -116,55 +102,16 @@ class Watermark:
         """
         cfg = as_config(config)
         if dtype is not None:
-            name = str(dtype).removeprefix("torch.")
-            cfg = replace(cfg, compute_dtype=name)  # checked by the config
+            cfg = replace(cfg, compute_dtype=dtype_name(dtype))  # checked by the config
         device = resolve_device(device, generator)
-        vocab = vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
-        if tokenizer is None:
-            tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
-        if len(tokenizer) > vocab:
-            raise ValueError(
-                f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
-                f"width) is {vocab}; the token map would not cover every token id"
-            )
-        mapper = mapper if mapper is not None else SemanticMapper.from_pretrained(cfg.mapper_dir())
-        mapper = mapper.to(device=device, dtype=torch.float32)
-        if embedder is None:
-            embedder = load_embedder(cfg.resolve_path(cfg.embedder), device=str(device))
-        embedder = embedder.to(device=device, dtype=DTYPES[cfg.compute_dtype])
-        e_dim, m_in = embedder_dim(embedder), int(mapper.config.input_dim)
-        if e_dim != m_in:
-            raise ValueError(
-                f"embedder {cfg.embedder!r} outputs {e_dim}-d embeddings but the mapper "
-                f"{cfg.mapper!r} expects input_dim={m_in} (trained with "
-                f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
-            )
-        D = int(mapper.config.output_dim)
-        keys = cfg.secret_keys()
-        try:
-            token_maps = [build_token_maps(k, vocab, D, cfg.layers, cfg.token_map) for k in keys]
-        except ValueError as err:
-            raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
-        mm = load_measurement(
-            cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab, device
-        )
-        semantic = SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
-                                  timer=mm.timer, old_token_maps=token_maps[1:])  # fmt: skip
-        logger.info(
-            "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
-            cfg.generator,
-            vocab,
-            D,
-            cfg.measurement_model,
-            "same" if mm.same_tokenizer else "cross",
-            cfg.embedder,
-            device,
-            cfg.compute_dtype,
-        )
+        core = build_core(cfg, device, tokenizer=tokenizer, generator=generator,
+                          measurement_model=measurement_model, mm_tokenizer=mm_tokenizer,
+                          embedder=embedder, mapper=mapper)  # fmt: skip
+        mm = core.measurement
         if generator is None and cfg.measurement_model == cfg.generator and mm.same_tokenizer:
             generator = mm.model  # the generator's weights, loaded once
-        wm = cls(cfg, WatermarkCore(cfg, tokenizer, mm, semantic), generator)
-        wm.uses_demo_key = keys[0] == DEMO_KEY
+        wm = cls(cfg, core, generator)
+        wm.uses_demo_key = cfg.secret_keys()[0] == DEMO_KEY
         return wm
 
     def logits_processor(
