@@ -105,7 +105,6 @@ class WatermarkCore:
         tokenizer: Generator tokenizer.
         measurement: The measurement model.
         semantic: SE + mapper + token map.
-        fixed_semantics: Use the opening sentence's green list at every step (spoofing study).
     """
 
     def __init__(
@@ -114,13 +113,11 @@ class WatermarkCore:
         tokenizer: object,
         measurement: MeasurementModel,
         semantic: SemanticScorer,
-        fixed_semantics: bool = False,
     ) -> None:
         self.config = config
         self.tokenizer = tokenizer
         self.measurement = measurement
         self.semantic = semantic
-        self.fixed_semantics = fixed_semantics
         self._opening: torch.Tensor | None = None
 
     @property
@@ -164,7 +161,7 @@ class WatermarkCore:
         a, b = self.prefix_span(step)
         return decode_ids(self.tokenizer, prefix_ids[a:b])
 
-    def _opening_signs(self) -> torch.Tensor:
+    def opening_signs(self) -> torch.Tensor:
         """Mapper signs of the opening sentence, bool (D,), computed once."""
         if self._opening is None:
             self._opening = self.semantic.green_lists([self.config.opening_sentence]).signs[0]
@@ -185,11 +182,10 @@ class WatermarkCore:
             Green lists of N = len(steps) steps.
         """
         signs = self.semantic.no_signs(len(steps))
-        fixed = self.fixed_semantics
-        late = [i for i, t in enumerate(steps) if t > self.opening_steps and not fixed]
-        early = [i for i, t in enumerate(steps) if t <= self.opening_steps or fixed]
+        late = [i for i, t in enumerate(steps) if t > self.opening_steps]
+        early = [i for i, t in enumerate(steps) if t <= self.opening_steps]
         if early:
-            signs[early] = self._opening_signs()
+            signs[early] = self.opening_signs()
         if late:
             inputs: dict[tuple[int, int, int], str] = {}  # (text, span) -> SE input
             keys = []
@@ -203,13 +199,6 @@ class WatermarkCore:
             found = self.semantic.green_lists(unique, progress=progress).signs
             signs[late] = found[[row[inputs[k]] for k in keys]]
         return self.semantic.from_signs(signs)
-
-    def with_fixed_semantics(self) -> WatermarkCore:
-        """A core whose green list is the opening sentence's at every step, gate unchanged.
-
-        The paper's strengthened spoofing attack: the sentence embedding is held fixed.
-        """
-        return WatermarkCore(self.config, self.tokenizer, self.measurement, self.semantic, True)
 
     def generation_step(
         self,

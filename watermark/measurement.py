@@ -102,7 +102,6 @@ class MeasurementModel:
         self.window = int(window)
         self.chunk = int(chunk)
         self.batch_logits = batch_logits
-        self.extra_forwards = 0
 
     @property
     def device(self) -> torch.device:
@@ -188,7 +187,6 @@ class MeasurementModel:
                     if ref[: len(bodies[i])] == bodies[i]:
                         length[i] = len(bodies[i]) - s
                     else:  # re-encoding changed earlier MM tokens at this boundary
-                        self.extra_forwards += 1
                         yield [i], self._logits([self.start_id, *bodies[i][s:]])[-1:]
                         bar.update(1)
             order = sorted(length, key=length.get)

@@ -225,7 +225,8 @@ class OursMethod(Method):
 
     def green_mask(self, context_ids: Sequence[int]) -> torch.Tensor:
         """The first green list of the fixed (opening-sentence) embedding, whatever the context."""
-        return self.wm.core.with_fixed_semantics().green_lists([1], [[]]).mask()[0, 0]
+        core = self.wm.core
+        return core.semantic.from_signs(core.opening_signs()[None]).mask()[0, 0]
 
     def detect(self, texts: Sequence[str]) -> list[dict]:
         out = []

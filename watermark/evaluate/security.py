@@ -26,18 +26,34 @@ from collections.abc import Sequence
 import torch
 
 from watermark.api import Watermark
+from watermark.core import WatermarkCore
 from watermark.evaluate.methods import Method, OursMethod
+from watermark.green_lists import GreenLists
 from watermark.text import encode_text
 
 CONTEXT_WIDTH = {"kgw0": 0, "kgw1": 1, "kgw2": 2, "ours": 0}
 OPENING_TOKENS = 50  # the first tokens of each text counted for ``ours_opening``
 
 
+class FixedSemanticsCore(WatermarkCore):
+    """A core whose green list is the opening sentence's at every step, gate unchanged: the
+    paper's strengthened spoofing attack, with the sentence embedding held fixed."""
+
+    def green_lists(
+        self, steps: Sequence[int], texts: Sequence[Sequence[int]], progress: bool = False
+    ) -> GreenLists:
+        signs = self.semantic.no_signs(len(steps))
+        if len(steps):
+            signs[:] = self.opening_signs()
+        return self.semantic.from_signs(signs)
+
+
 def fixed_semantics(method: OursMethod) -> OursMethod:
     """Our method with the sentence embedding held fixed (the strengthened spoofing attack)."""
     core = method.wm.core
+    fixed = FixedSemanticsCore(core.config, core.tokenizer, core.measurement, core.semantic)
     return OursMethod(
-        Watermark(core.config, core.with_fixed_semantics()),
+        Watermark(core.config, fixed),
         method.model,
         method.key + "-fixedsem",
         method.detect_key + "-fixedsem",

@@ -37,3 +37,15 @@ def test_opening_green_share(tiny) -> None:
     assert torch.equal(share, shared.core.green_lists([1], [[]]).mask()[0, 0].float())
     per_prefix = opening_green_share(tiny.make(opening_steps=0, embed_window=4), ids)
     assert ((per_prefix > 0) & (per_prefix < 1)).any()
+
+
+def test_fixed_semantics_core_uses_the_opening_list_at_every_step(tiny) -> None:
+    from watermark.evaluate.security import FixedSemanticsCore
+
+    core = tiny.make().core
+    fixed = FixedSemanticsCore(core.config, core.tokenizer, core.measurement, core.semantic)
+    late = fixed.green_lists([1, 40], [[], list(range(3, 42))])
+    assert torch.equal(late.signs[0], late.signs[1])  # the opening list at every step
+    assert torch.equal(late.signs[0], core.green_lists([1], [[]]).signs[0])
+    assert not torch.equal(late.signs[1], core.green_lists([40], [list(range(3, 42))]).signs[0])
+    assert len(fixed.green_lists([], [])) == 0
