@@ -1,4 +1,4 @@
-"""The detection test: z-score and exact one-sided p-value of the green count.
+"""The detection tests: z-score and exact one-sided p-value of the green count.
 
 Under H0 ("not written with this key") a tested token is green with probability gamma_t, and
 tested tokens are treated as independent, so the green count G is Poisson-binomial. The p-value
@@ -7,6 +7,9 @@ milliseconds for hundreds of tokens); the z-score
 ``(G - sum gamma_t) / sqrt(sum gamma_t (1 - gamma_t))`` is reported alongside. The windowed
 test (for partly watermarked text) takes the best of many windows and corrects for their number
 by simulating the null.
+
+:func:`z_score` is the one z-statistic of the project: the evaluation's baselines (KGW with a
+fixed gamma, SynthID's fair-coin g-values) use it with :func:`normal_sf` for their p-values.
 """
 
 from __future__ import annotations
@@ -38,6 +41,17 @@ def poisson_binomial_sf(k: int, probs: Sequence[float]) -> float:
     return float(min(1.0, max(0.0, _tail_table(p)[k])))
 
 
+def z_score(count: float, mean: float, variance: float) -> float:
+    """``(count - mean) / sqrt(variance)``: how far a count lies above its null mean (0 when the
+    variance is 0, e.g. nothing was tested)."""
+    return (count - mean) / math.sqrt(variance) if variance > 0 else 0.0
+
+
+def normal_sf(z: float) -> float:
+    """P(Z >= z) for a standard normal Z (the one-sided p-value of a z-score)."""
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
 def green_test(green: Sequence[bool], gammas: Sequence[float]) -> tuple[float, float]:
     """z-score and exact p-value of the green count.
 
@@ -52,9 +66,7 @@ def green_test(green: Sequence[bool], gammas: Sequence[float]) -> tuple[float, f
         return 0.0, 1.0
     g = np.clip(np.asarray(gammas, dtype=np.float64), GAMMA_EPS, 1.0 - GAMMA_EPS)
     count = int(np.sum(np.asarray(green, dtype=bool)))
-    mean = float(g.sum())
-    var = float((g * (1.0 - g)).sum())
-    z = (count - mean) / math.sqrt(var) if var > 0 else 0.0
+    z = z_score(count, float(g.sum()), float((g * (1.0 - g)).sum()))
     return float(z), poisson_binomial_sf(count, g)
 
 

@@ -8,7 +8,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from watermark.stats import green_test, poisson_binomial_sf
+from watermark.stats import green_test, normal_sf, poisson_binomial_sf, z_score
 
 
 def test_poisson_binomial_matches_brute_force() -> None:
@@ -27,6 +27,16 @@ def test_poisson_binomial_matches_brute_force() -> None:
     assert math.isfinite(z) and p == pytest.approx(1.0)
     z, p = green_test([True] * 30, [0.5] * 30)
     assert z == pytest.approx(math.sqrt(30)) and p == pytest.approx(0.5**30)
+
+
+def test_z_score_and_normal_tail() -> None:
+    assert z_score(75, 50.0, 25.0) == 5.0  # KGW: 75 green of 100 at gamma 1/2
+    assert z_score(3, 3.0, 0.0) == 0.0  # nothing tested
+    assert green_test([True, False, True], [0.2, 0.5, 0.4])[0] == pytest.approx(
+        z_score(2, 1.1, 0.65)
+    )
+    assert normal_sf(0.0) == pytest.approx(0.5) and normal_sf(1.6448536) == pytest.approx(0.05)
+    assert normal_sf(-1.0) + normal_sf(1.0) == pytest.approx(1.0)
 
 
 def test_window_spans_cover_the_text_with_a_quarter_stride() -> None:

@@ -14,31 +14,19 @@ for the spoofing experiment, the true green list of a context.
 * ``synthid``: SynthID-Text through transformers, in :mod:`watermark.evaluate.synthid`.
 
 KGW statistics: z = (G - gamma T) / sqrt(T gamma (1 - gamma)) over the T scored units, one-sided
-normal p-value.
+normal p-value (:func:`watermark.stats.z_score`, :func:`watermark.stats.normal_sf`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 
 import torch
 from transformers import LogitsProcessor
 
+from watermark.stats import normal_sf, z_score
 from watermark.text import encode_text
-
-
-def normal_sf(z: float) -> float:
-    """P(Z >= z) for a standard normal Z."""
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-def kgw_z(green: int, total: int, gamma: float) -> float:
-    """KGW z-score of ``green`` hits among ``total`` units (0 when nothing was scored)."""
-    if total == 0:
-        return 0.0
-    return (green - gamma * total) / math.sqrt(total * gamma * (1 - gamma))
 
 
 class KGWGreenLists:
@@ -142,7 +130,8 @@ class KGWMethod(Method):
             ids = encode_text(self.tokenizer, text)
             units = {tuple(ids[i - c : i + 1]) for i in range(c, len(ids))}
             green = sum(bool(self.lists.mask(u[:-1])[u[-1]]) for u in units)
-            z = kgw_z(green, len(units), self.lists.gamma)
+            gamma, total = self.lists.gamma, len(units)
+            z = z_score(green, gamma * total, total * gamma * (1 - gamma))
             out.append(kgw_result(z, green, len(units), len(ids)))
         return out
 

@@ -9,7 +9,6 @@ The frontier thresholds ``score`` on human text.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 
 import torch
@@ -17,6 +16,7 @@ from transformers import LogitsProcessor
 
 from watermark.evaluate.methods import Method, kgw_result
 from watermark.rules.logits import filter_logits
+from watermark.stats import z_score
 from watermark.text import encode_text
 
 
@@ -69,7 +69,7 @@ class SynthIDMethod(Method):
             keep = proc.compute_context_repetition_mask(x)[0].bool()
             bits = g[keep].flatten()
             n = int(bits.numel())
-            z = float((bits.sum() - 0.5 * n) / math.sqrt(0.25 * n)) if n else 0.0
+            z = z_score(float(bits.sum()), 0.5 * n, 0.25 * n)  # fair coins under H0
             res = kgw_result(z, int(bits.sum()), n, len(ids))
             res["score"] = float(bits.mean()) if n else 0.0
             res["num_scored"] = int(keep.sum())

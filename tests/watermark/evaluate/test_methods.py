@@ -8,12 +8,10 @@ import pytest
 import torch
 
 from tests.helpers import WORDS, tiny_llama, word_tokenizer
-from watermark.evaluate.methods import KGWGreenLists, KGWMethod, kgw_z, normal_sf
+from watermark.evaluate.methods import KGWGreenLists, KGWMethod
 
 
-def test_kgw_statistics_and_green_lists() -> None:
-    assert kgw_z(75, 100, 0.5) == pytest.approx(5.0)
-    assert normal_sf(0.0) == pytest.approx(0.5) and normal_sf(1.6448536) == pytest.approx(0.05)
+def test_kgw_green_lists() -> None:
     lists = KGWGreenLists(1000, 0.5, key=7, context=2)
     a, b = lists.mask([1, 2, 3]), lists.mask([9, 2, 3])
     assert int(a.sum()) == 500 and torch.equal(a, b)  # only the last two ids matter
@@ -50,4 +48,5 @@ def test_kgw_generation_is_detected_and_text_without_it_is_not() -> None:
         ids = tok(outs[0].text, add_special_tokens=False)["input_ids"]
         units = {tuple(ids[i - context : i + 1]) for i in range(context, len(ids))}
         green = sum(bool(method.green_mask(u[:-1])[u[-1]]) for u in units)
-        assert marked[0]["z"] == pytest.approx(kgw_z(green, len(units), 0.5))
+        n = len(units)
+        assert marked[0]["z"] == pytest.approx((green - 0.5 * n) / (0.25 * n) ** 0.5)
