@@ -38,7 +38,7 @@ def units(method: object, tokenizer: object, text: str) -> tuple[dict, float]:
     c, ids = CONTEXT[method.name], encode_text(tokenizer, text)
     found = {tuple(ids[i - c : i + 1]) for i in range(max(c, 1), len(ids))}
     green = {u: bool(method.green_mask(list(u[:-1]) or [0])[u[-1]]) for u in found}
-    return green, method.detect([text])[0]["z"]
+    return green, method.detect([text])[0].z_score
 
 
 def main() -> None:

@@ -147,7 +147,7 @@ def ablations(ev: Evaluation) -> dict:
                     "value": value,
                     **attacked,
                     **clean,
-                    "human_awr": sum(d["awr"] for d in neg) / len(neg),
+                    "human_awr": sum(d.awr for d in neg) / len(neg),
                     "ppl_median": median(quality["ppl"]),
                     "rep4": quality["rep4"],
                     "seconds_per_text": sum(g["seconds"] for g in gens) / len(gens),

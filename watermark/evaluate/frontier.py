@@ -97,15 +97,15 @@ def frontier_row(ev, method, units: list[dict], label: str, cell: dict | None) -
         return row
     pos = ev.detections(method, [g["text"] for g in gens])
     neg = ev.detections(method, [u["human"] for u in units])
-    key = "score" if method.name == "synthid" else "z"
-    cut = human_threshold([d[key] for d in neg])
+    key = "score" if method.name == "synthid" else "z_score"
+    cut = human_threshold([getattr(d, key) for d in neg])
     row.update(
         {
-            "detected@p<0.01": sum(d["p"] < 0.01 for d in pos) / len(pos),
-            "detected@1%human": sum(d[key] > cut for d in pos) / len(pos),
-            "fpr@p<0.01": sum(d["p"] < 0.01 for d in neg) / len(neg),
-            "z_median": median([d["z"] for d in pos]),
-            "awr": sum(d["awr"] for d in pos) / len(pos),
+            "detected@p<0.01": sum(d.p_value < 0.01 for d in pos) / len(pos),
+            "detected@1%human": sum(getattr(d, key) > cut for d in pos) / len(pos),
+            "fpr@p<0.01": sum(d.p_value < 0.01 for d in neg) / len(neg),
+            "z_median": median([d.z_score for d in pos]),
+            "awr": sum(d.awr for d in pos) / len(pos),
         }
     )
     return row

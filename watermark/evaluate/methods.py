@@ -1,8 +1,8 @@
 """The watermarking methods compared by the evaluation, behind one small interface.
 
 Every method gives a logits processor for generation (``None`` for unwatermarked text), detects
-texts (dicts with ``z``, ``p``, ``num_scored``, ``num_tokens``, ``green_fraction``, ``awr``) and,
-for the spoofing experiment, the true green list of a context.
+texts (one :class:`~watermark.evaluate.detection.MethodDetection` per text) and, for the spoofing
+experiment, the true green list of a context.
 
 * ``ours``: the adaptive watermark (:class:`watermark.api.Watermark`).
 * ``kgw1``: transformers' own ``WatermarkLogitsProcessor`` / ``WatermarkDetector`` (``lefthash``,
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import torch
 from transformers import LogitsProcessor
 
+from watermark.evaluate.detection import MethodDetection
 from watermark.stats import normal_sf, z_score
 from watermark.text import encode_text
 
@@ -93,7 +94,7 @@ class Method:
     def processor(self) -> LogitsProcessor | None:
         return None
 
-    def detect(self, texts: Sequence[str]) -> list[dict]:
+    def detect(self, texts: Sequence[str]) -> list[MethodDetection]:
         raise NotImplementedError(f"{self.name} has no detector")
 
     def green_mask(self, context_ids: Sequence[int]) -> torch.Tensor:
@@ -123,7 +124,7 @@ class KGWMethod(Method):
     def green_mask(self, context_ids: Sequence[int]) -> torch.Tensor:
         return self.lists.mask(context_ids)
 
-    def detect(self, texts: Sequence[str]) -> list[dict]:
+    def detect(self, texts: Sequence[str]) -> list[MethodDetection]:
         c = self.lists.context
         out = []
         for text in texts:
@@ -169,7 +170,7 @@ class TransformersKGW(Method):
         mask[ids] = True
         return mask
 
-    def detect(self, texts: Sequence[str]) -> list[dict]:
+    def detect(self, texts: Sequence[str]) -> list[MethodDetection]:
         out = []
         for text in texts:
             ids = encode_text(self.tokenizer, text)
@@ -182,15 +183,17 @@ class TransformersKGW(Method):
         return out
 
 
-def kgw_result(z: float, green: int, total: int, num_tokens: int) -> dict:
-    return {
-        "z": z,
-        "p": normal_sf(z) if total else 1.0,
-        "num_scored": total,
-        "num_tokens": num_tokens,
-        "green_fraction": green / total if total else 0.0,
-        "awr": 1.0 if num_tokens else 0.0,
-    }
+def kgw_result(z: float, green: int, total: int, num_tokens: int) -> MethodDetection:
+    """A detection from a z-score and ``green`` hits among ``total`` scored units (every token
+    counts as watermarkable: awr 1)."""
+    return MethodDetection(
+        z_score=z,
+        p_value=normal_sf(z) if total else 1.0,
+        num_scored=total,
+        num_tokens=num_tokens,
+        green_fraction=green / total if total else 0.0,
+        awr=1.0 if num_tokens else 0.0,
+    )
 
 
 class OursMethod(Method):
@@ -217,17 +220,5 @@ class OursMethod(Method):
         core = self.wm.core
         return core.semantic.from_signs(core.opening_signs()[None]).mask()[0, 0]
 
-    def detect(self, texts: Sequence[str]) -> list[dict]:
-        out = []
-        for r in self.wm.detect(list(texts)):
-            out.append(
-                {
-                    "z": r.z_score,
-                    "p": r.p_value,
-                    "num_scored": r.num_scored,
-                    "num_tokens": r.num_tokens,
-                    "green_fraction": r.green_fraction,
-                    "awr": r.awr,
-                }
-            )
-        return out
+    def detect(self, texts: Sequence[str]) -> list[MethodDetection]:
+        return [MethodDetection.from_result(r) for r in self.wm.detect(list(texts))]

@@ -25,6 +25,7 @@ from watermark.config import as_config
 from watermark.evaluate import attacks as atk
 from watermark.evaluate.cache_keys import detection_key, generation_key
 from watermark.evaluate.config import KGW_BASES, EvalConfig
+from watermark.evaluate.detection import MethodDetection
 from watermark.evaluate.heldout import units as load_units
 from watermark.evaluate.methods import (
     KGWMethod,
@@ -59,13 +60,13 @@ def interleave(items: list[dict], key: str) -> list[dict]:
     return out
 
 
-def score_detections(pos: list[dict], neg: list[dict]) -> dict:
+def score_detections(pos: list[MethodDetection], neg: list[MethodDetection]) -> dict:
     """Detection metrics of positives vs negatives, their z-scores, mean AWR and green share."""
-    pos_z = [d["z"] for d in pos]
-    res = detection_metrics(pos_z, [d["z"] for d in neg])
+    pos_z = [d.z_score for d in pos]
+    res = detection_metrics(pos_z, [d.z_score for d in neg])
     res["z"] = pos_z
-    res["awr"] = sum(d["awr"] for d in pos) / len(pos)
-    res["green_fraction"] = sum(d["green_fraction"] for d in pos) / len(pos)
+    res["awr"] = sum(d.awr for d in pos) / len(pos)
+    res["green_fraction"] = sum(d.green_fraction for d in pos) / len(pos)
     return res
 
 
@@ -178,8 +179,8 @@ class Evaluation:
 
     # ---- detection --------------------------------------------------------------------------
 
-    def detections(self, method: Method, texts: list[str], chunk: int = 8) -> list[dict]:
-        """Detection dicts (``z``, ``p``, ...; ``seconds`` per text) for ``texts``."""
+    def detections(self, method: Method, texts: list[str], chunk: int = 8) -> list[MethodDetection]:
+        """The detection of each text (with ``seconds`` per text), cached."""
         table = self.store.table("detections")
         keys = [f"{method.detect_key}|{text_hash(t)}" for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in table}.items())
@@ -191,11 +192,12 @@ class Evaluation:
             results = method.detect([t for _, t in part])
             seconds = (time.perf_counter() - start) / len(part)
             self.store.put("detections", [
-                {"key": k, **r, "seconds": seconds} for (k, _), r in zip(part, results)
+                {"key": k, **replace(r, seconds=seconds).to_record()}
+                for (k, _), r in zip(part, results)
             ])  # fmt: skip
             bar.update(len(part))
         bar.close()
-        return [table[k] for k in keys]
+        return [MethodDetection.from_record(table[k]) for k in keys]
 
     # ---- attacks ----------------------------------------------------------------------------
 
@@ -267,10 +269,10 @@ class Evaluation:
         humans = [u["human"] for u in units]
         neg = self.detections(method, humans)
         pos = self.detections(method, [g["text"] for g in gens])
-        out["human_z"] = [d["z"] for d in neg]
-        out["seconds_per_detection"] = sum(d["seconds"] for d in neg + pos) / len(neg + pos)
-        out["fpr@p<0.01"] = sum(d["p"] < 0.01 for d in neg) / len(neg)
-        out["tpr@p<0.01"] = sum(d["p"] < 0.01 for d in pos) / len(pos)
+        out["human_z"] = [d.z_score for d in neg]
+        out["seconds_per_detection"] = sum(d.seconds for d in neg + pos) / len(neg + pos)
+        out["fpr@p<0.01"] = sum(d.p_value < 0.01 for d in neg) / len(neg)
+        out["tpr@p<0.01"] = sum(d.p_value < 0.01 for d in pos) / len(pos)
         out["attacks"] = {"none": score_detections(pos, neg)}
         for attack in self.cfg.attacks:
             name = f"{attack['kind']}@{attack['strength']}"

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import torch
 from transformers import LogitsProcessor
 
+from watermark.evaluate.detection import MethodDetection
 from watermark.evaluate.methods import Method
 
 logger = logging.getLogger(__name__)
@@ -167,5 +168,5 @@ def steal_and_spoof(ev, targets: Sequence[str]) -> dict:
     return out
 
 
-def _flagged(detections: list[dict]) -> float:
-    return sum(d["p"] < 0.01 for d in detections) / max(1, len(detections))
+def _flagged(detections: list[MethodDetection]) -> float:
+    return sum(d.p_value < 0.01 for d in detections) / max(1, len(detections))

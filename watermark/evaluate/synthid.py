@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 from transformers import LogitsProcessor
 
+from watermark.evaluate.detection import MethodDetection
 from watermark.evaluate.methods import Method, kgw_result
 from watermark.rules.logits import filter_logits
 from watermark.stats import z_score
@@ -58,7 +60,7 @@ class SynthIDMethod(Method):
         inner = self.config.construct_processor(vocab_size=0, device="cpu")
         return FilteredProcessor(inner, self.top_k, self.top_p)
 
-    def detect(self, texts: Sequence[str]) -> list[dict]:
+    def detect(self, texts: Sequence[str]) -> list[MethodDetection]:
         proc = self.config.construct_processor(vocab_size=0, device="cpu")
         pad = [0] * (self.config.ngram_len - 1)  # generation starts from an all-zero context
         out = []
@@ -71,8 +73,7 @@ class SynthIDMethod(Method):
             n = int(bits.numel())
             z = z_score(float(bits.sum()), 0.5 * n, 0.25 * n)  # fair coins under H0
             res = kgw_result(z, int(bits.sum()), n, len(ids))
-            res["score"] = float(bits.mean()) if n else 0.0
-            res["num_scored"] = int(keep.sum())
-            res["awr"] = int(keep.sum()) / len(ids) if ids else 0.0
-            out.append(res)
+            contexts = int(keep.sum())
+            out.append(replace(res, score=float(bits.mean()) if n else 0.0, num_scored=contexts,
+                               awr=contexts / len(ids) if ids else 0.0))  # fmt: skip
         return out

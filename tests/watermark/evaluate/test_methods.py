@@ -42,11 +42,11 @@ def test_kgw_generation_is_detected_and_text_without_it_is_not() -> None:
                         max_new_tokens=60, top_k=20, seed=0, min_new_tokens=50)  # fmt: skip
         marked = method.detect([o.text for o in outs])
         plain = method.detect([" ".join(random.Random(i).choices(WORDS, k=60)) for i in range(3)])
-        assert all(d["z"] > 3 for d in marked), (name, marked)
-        assert all(abs(d["z"]) < 3 for d in plain)
+        assert all(d.z_score > 3 for d in marked), (name, marked)
+        assert all(abs(d.z_score) < 3 for d in plain)
         # z recomputed by hand from the green lists over distinct (context, token) units
         ids = tok(outs[0].text, add_special_tokens=False)["input_ids"]
         units = {tuple(ids[i - context : i + 1]) for i in range(context, len(ids))}
         green = sum(bool(method.green_mask(u[:-1])[u[-1]]) for u in units)
         n = len(units)
-        assert marked[0]["z"] == pytest.approx((green - 0.5 * n) / (0.25 * n) ** 0.5)
+        assert marked[0].z_score == pytest.approx((green - 0.5 * n) / (0.25 * n) ** 0.5)
