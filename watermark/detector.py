@@ -5,8 +5,12 @@ model once to get every step's gate (:meth:`WatermarkCore.text_gate`), embed the
 scored steps in batches (:meth:`WatermarkCore.green_lists`), and read whether each scored
 token is green under its v_hat.
 
-* ``score`` is the paper's ``sum_{t in W} delta * v_hat_t[s_t] / |W|``; ``green_fraction`` the same
-  without delta; ``awr`` = |W| / T.
+* ``score`` is the paper's ``sum_{t in W} strength * v_hat_t[s_t] / |W|`` with the strength of
+  the configured rule (``delta`` for ``paper`` / ``floor``, ``bias`` for ``additive``). The
+  tournament has no logit scale (its strength, ``layers``, is a count of green lists): its score
+  is the mean green bit over its ``layers`` lists, SynthID-Text's mean g-value, in [0, 1]
+  (:func:`paper_score`). ``green_fraction`` is the share of scored tokens green in the first
+  list; ``awr`` = |W| / T.
 * The z-test uses the scored tokens' green bits (one per green list: L = ``layers`` bits per
   token for the tournament, else 1), each token id counted once (its first scored occurrence)
   when ``unique_tokens`` is set: consecutive prefixes have nearly the same embedding, hence
@@ -63,7 +67,9 @@ class DetectionResult:
     """Detection result for one text.
 
     Attributes:
-        score: Paper's score, mean of delta * v_hat over the scored tokens (0 if none).
+        score: Paper's score: mean of strength * v_hat over the scored tokens, with the rule's
+            strength (``delta`` or ``bias``); under the tournament the mean green bit over its
+            lists (0 if nothing is scored; see :func:`paper_score`).
         green_fraction: Fraction of scored tokens that are green.
         num_scored: |W|, the number of scored tokens.
         num_tokens: T, the number of generator tokens of the text.
@@ -133,6 +139,17 @@ class DetectionResult:
         if per_token:
             return data
         return {k: data[k] for k in SUMMARY_FIELDS}
+
+
+def paper_score(rule: str, strength: float, green: torch.Tensor) -> float:
+    """The score of the scored tokens' green bits ``green`` (N, L): ``strength`` times the share
+    green in the first list, or under the tournament the share of all N * L bits that are green
+    (0 when N = 0)."""
+    if green.shape[0] == 0:
+        return 0.0
+    if rule == "tournament":
+        return int(green.sum()) / green.numel()
+    return strength * int(green[:, 0].sum()) / green.shape[0]
 
 
 def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> list[str]:
@@ -333,7 +350,7 @@ class Detector:
         num_green = int(green_scored[:, 0].sum()) if steps else 0
         entropy = [None if math.isnan(h) else float(h) for h in gate.entropy.tolist()]
         return DetectionResult(
-            score=cfg.delta * num_green / num_scored if num_scored else 0.0,
+            score=paper_score(cfg.scaling, cfg.strength, green_scored),
             green_fraction=num_green / num_scored if num_scored else 0.0,
             num_scored=num_scored,
             num_tokens=T,

@@ -243,8 +243,13 @@ def detect(wm: object, text: str) -> RefDetection:
     tested_green = [b for t in tested for b in step_bits[t]]
     gammas = [g for t in tested for g in step_gammas[t]]
     n = sum(result.scored)
-    greens = sum(g for g, s in zip(result.green, result.scored) if s)
-    result.score = cfg.delta * greens / n if n else 0.0
+    if cfg.scaling == "tournament":  # no logit scale: the mean green bit over all lists
+        bits = [b for t in step_bits for b in step_bits[t]]
+        result.score = sum(bits) / len(bits) if bits else 0.0
+    else:  # strength (delta or bias) times the green share of the first list
+        strength = cfg.bias if cfg.scaling == "additive" else cfg.delta
+        greens = sum(g for g, s in zip(result.green, result.scored) if s)
+        result.score = strength * greens / n if n else 0.0
     result.z_score, result.p_value = green_test(tested_green, gammas)
     if cfg.window_sizes:
         scored = sorted(step_bits)

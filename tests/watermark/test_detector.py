@@ -38,6 +38,18 @@ def test_gate_first_m_steps_exactly(tiny: SimpleNamespace) -> None:
     assert none.num_scored == 0 and none.reason == "no scored tokens" and none.p_value == 1.0
 
 
+def test_score_uses_the_active_rule_strength(tiny: SimpleNamespace) -> None:
+    text = sentences(1, seed=5, length=30)[0]
+    additive = tiny.make(scaling="additive", bias=3.0, delta=1.5, alpha=0.0).detect([text])[0]
+    assert additive.num_scored == 30 and 0 < additive.green_fraction < 1
+    assert additive.score == pytest.approx(3.0 * additive.green_fraction)  # bias, not delta
+    paper = tiny.make(scaling="paper", bias=3.0, delta=1.5, alpha=0.0).detect([text])[0]
+    assert paper.score == pytest.approx(1.5 * paper.green_fraction)
+    tour = tiny.make(scaling="tournament", layers=3, alpha=0.0).detect([text])[0]
+    assert tour.score == pytest.approx(sum(tour.green_bits) / (3 * tour.num_scored))
+    assert tour.score != pytest.approx(3 * tour.green_fraction)
+
+
 @pytest.mark.parametrize(
     "cross,null,guard,layers,fresh",
     [(False, "vocab", 0, 1, False), (False, "mm", 0, 1, False), (True, "vocab", 0, 1, False),
