@@ -24,6 +24,7 @@ from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
 from watermark.detector import DetectionResult, Detector
 from watermark.devices import dtype_name, resolve_device
+from watermark.errors import UserError
 from watermark.generation import Generation, check_prompts, eos_ids, generate, warpers_off
 from watermark.keys import DEMO_KEY, warn_demo_key
 from watermark.loading import build_core, head_width
@@ -172,7 +173,7 @@ class Watermark:
         elif isinstance(model_or_prompts, torch.nn.Module):
             model = model_or_prompts
         else:
-            raise ValueError(
+            raise UserError(
                 "give the prompts first and the rest by name: wm.generate(prompts, "
                 "max_new_tokens=...), or wm.generate(model, prompts, ...)"
             )
@@ -180,12 +181,12 @@ class Watermark:
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         check_prompts(prompts)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+            raise UserError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
         if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+            raise UserError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         clash = sorted({"temperature", "top_k", "top_p"} & set(kwargs))
         if clash:
-            raise ValueError(
+            raise UserError(
                 f"{', '.join(clash)} come from the watermark config (temperature="
                 f"{self.config.temperature}, top_k={self.config.top_k}, top_p="
                 f"{self.config.top_p}); change them there"
@@ -212,13 +213,13 @@ class Watermark:
         """The model to generate with: the held generator, or ``model`` when none is held."""
         held = self.generator
         if model is None and held is None:
-            raise ValueError(
+            raise UserError(
                 "this Watermark holds no generator (its measurement model is another model): "
                 "load it with Watermark.load(..., generator=model) or call "
                 "wm.generate(model, prompts)"
             )
         if model is not None and held is not None and model is not held:
-            raise ValueError(
+            raise UserError(
                 "this Watermark holds the generator it was loaded and checked with; call "
                 "wm.generate(prompts) without a model, or load a Watermark with "
                 "Watermark.load(..., generator=model) for the other model"
@@ -226,7 +227,7 @@ class Watermark:
         model = held if model is None else model
         width = head_width(model)
         if width != self.core.vocab_size:
-            raise ValueError(
+            raise UserError(
                 f"model LM head has width {width} but the watermark was built for "
                 f"V={self.core.vocab_size}"
             )
@@ -242,7 +243,7 @@ class Watermark:
         texts = [texts] if isinstance(texts, str) else list(texts)
         for n, text in enumerate(texts):
             if not isinstance(text, str):
-                raise ValueError(f"text {n} is a {type(text).__name__}, not a string")
+                raise UserError(f"text {n} is a {type(text).__name__}, not a string")
         if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
-            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+            raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         return self.detector.detect(texts, progress=progress, chunk_size=batch_size)

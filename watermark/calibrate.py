@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from watermark.errors import UserError
 from watermark.text import encode_text
 
 CUTOFFS = (0.001, 0.01, 0.05)
@@ -64,7 +65,7 @@ def calibrate(
         ValueError: If there are no human texts.
     """
     if not human:
-        raise ValueError("no human texts to calibrate on")
+        raise UserError("no human texts to calibrate on")
     ids = {
         name: [encode_text(wm.tokenizer, t) for t in texts]
         for name, texts in (("human", human), ("watermarked", watermarked))

@@ -13,7 +13,10 @@
 are earlier keys that detection also tries.
 
 JSON lines go to stdout in input order; progress and logs to stderr. Inputs are checked before a
-model loads; a mistake prints one ``error:`` line and exits with status 2 (``-v``: traceback).
+model loads. A mistake the user can fix (bad input or arguments, an invalid config, a missing
+file or package: :data:`USER_ERRORS`) prints one ``error:`` line and exits with status 2; an
+internal failure (anything else) prints one ``error: internal failure`` line and exits with
+status 1. ``-v`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -28,11 +31,18 @@ from pathlib import Path
 
 from watermark.cli_parser import USAGE_ERROR
 from watermark.cli_parser import build_parser as _build_parser
+from watermark.errors import UserError
 
 logger = logging.getLogger("watermark.cli")
 
 
-class UsageError(ValueError):
+INTERNAL_ERROR = 1
+# mistakes the user can fix: our own checks, and files or packages that are missing or unreadable
+USER_ERRORS = (UserError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+               PermissionError, FileExistsError, ImportError)  # fmt: skip
+
+
+class UsageError(UserError):
     """A mistake in the command line or its inputs."""
 
 
@@ -212,7 +222,7 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
     try:
         from watermark.corpus import detect_corpus
     except ImportError as err:
-        raise ImportError(
+        raise UsageError(
             f"detect-corpus needs lightning and datasets ({err}); pip install '.[bulk]'"
         ) from err
     summary = detect_corpus(args.input, args.output, field=args.field, config=args.config,
@@ -232,8 +242,13 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
 
 
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (2 for a user mistake)."""
+    """Entry point; returns the exit code (2 for a user mistake, 1 for an internal failure)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, or a command-line mistake already reported
@@ -247,9 +262,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(name).setLevel(logging.INFO)
     try:
         return int(args.func(args))
-    except (ValueError, OSError, ImportError) as err:
+    except USER_ERRORS as err:
         if args.verbose:
             raise
-        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {_first_line(err)}", file=sys.stderr)
         return USAGE_ERROR
+    except Exception as err:  # a bug, or the machine (memory, disk): not the user's input
+        if args.verbose:
+            raise
+        print(f"error: internal failure ({type(err).__name__}: {_first_line(err)}); run again "
+              "with -v for the traceback", file=sys.stderr)  # fmt: skip
+        return INTERNAL_ERROR

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from watermark.config_checks import problems
+from watermark.errors import UserError
 from watermark.keys import DEMO_KEY, resolve_key
 from watermark.paths import DEFAULT_MAPPER, PACKAGE_DIR, resolve_path, search_dirs
 from watermark.rules import STRENGTH_FIELD
@@ -140,7 +141,7 @@ class WatermarkConfig:
     def __post_init__(self) -> None:
         found = problems(self)
         if found:
-            raise ValueError("invalid watermark config: " + "; ".join(found))
+            raise UserError("invalid watermark config: " + "; ".join(found))
 
     @property
     def strength(self) -> float:
@@ -165,7 +166,7 @@ class WatermarkConfig:
         known = {f.name for f in fields(cls)} - {"source"}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown watermark config keys {unknown}; known: {sorted(known)}")
+            raise UserError(f"unknown watermark config keys {unknown}; known: {sorted(known)}")
         return cls(**data, source=source)
 
     @classmethod
@@ -185,15 +186,15 @@ class WatermarkConfig:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except UnicodeDecodeError as err:
-            raise ValueError(f"watermark config {path} is not UTF-8 text") from err
+            raise UserError(f"watermark config {path} is not UTF-8 text") from err
         except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
+            raise UserError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
         if not isinstance(data, dict):
-            raise ValueError(f"watermark config {path} must hold a JSON object of fields")
+            raise UserError(f"watermark config {path} must hold a JSON object of fields")
         try:
             return cls.from_dict(data, source=str(path))
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{path}: {err}") from err
+            raise UserError(f"{path}: {err}") from err
 
     @classmethod
     def default(cls) -> WatermarkConfig:

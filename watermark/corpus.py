@@ -25,6 +25,8 @@ import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader, Dataset
 
+from watermark.errors import UserError
+
 logger = logging.getLogger(__name__)
 
 
@@ -38,9 +40,9 @@ def read_corpus(path: str, field: str) -> object:
     try:
         data = load_dataset(kind, data_files=path, split="train")
     except Exception as err:  # datasets raises many types for unreadable files
-        raise ValueError(f"--input {path}: cannot read it as {kind.upper()} ({err})") from err
+        raise UserError(f"--input {path}: cannot read it as {kind.upper()} ({err})") from err
     if field not in data.column_names:
-        raise ValueError(f"--input {path}: no {field!r} column (has {data.column_names})")
+        raise UserError(f"--input {path}: no {field!r} column (has {data.column_names})")
     return data
 
 
@@ -157,7 +159,7 @@ def detect_corpus(
     """Runs bulk detection; returns a summary (rows, shards, output path) on rank 0."""
     out = Path(output)
     if not out.parent.is_dir():
-        raise ValueError(f"--output {out}: folder {out.parent} does not exist; create it first")
+        raise UserError(f"--output {out}: folder {out.parent} does not exist; create it first")
     parts = out.with_name(out.name + ".parts")
     parts.mkdir(exist_ok=True)
     dm = CorpusDataModule(input_path, field, parts, shard_size)

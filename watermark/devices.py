@@ -11,12 +11,13 @@ from __future__ import annotations
 import torch
 
 from watermark.config_checks import COMPUTE_DTYPES
+from watermark.errors import UserError
 
 
 def torch_dtype(name: str) -> torch.dtype:
     """The torch dtype of a compute dtype name (``"bfloat16"`` -> ``torch.bfloat16``)."""
     if name not in COMPUTE_DTYPES:
-        raise ValueError(f"compute_dtype must be one of {COMPUTE_DTYPES}, got {name!r}")
+        raise UserError(f"compute_dtype must be one of {COMPUTE_DTYPES}, got {name!r}")
     return getattr(torch, name)
 
 
@@ -40,15 +41,15 @@ def resolve_device(
     try:
         found = torch.device(device)
     except RuntimeError as err:
-        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from err
+        raise UserError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from err
     if found.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: CUDA is not available here; use cpu or auto")
+        raise UserError(f"device {device!r}: CUDA is not available here; use cpu or auto")
     if (
         found.type == "cuda"
         and found.index is not None
         and found.index >= torch.cuda.device_count()
     ):
-        raise ValueError(f"device {device!r}: only {torch.cuda.device_count()} CUDA devices")
+        raise UserError(f"device {device!r}: only {torch.cuda.device_count()} CUDA devices")
     return found
 
 

@@ -24,6 +24,7 @@ from transformers import (
     TopPLogitsWarper,
 )
 
+from watermark.errors import UserError
 from watermark.fused import can_fuse, fused_generate
 from watermark.text import decode_ids
 
@@ -44,12 +45,12 @@ def warpers_off() -> dict[str, object]:
 def check_prompts(prompts: Sequence[str]) -> None:
     """Raises ``ValueError`` unless every prompt is a string with some non-blank text."""
     if not prompts:
-        raise ValueError("no prompts given")
+        raise UserError("no prompts given")
     for n, prompt in enumerate(prompts):
         if not isinstance(prompt, str):
-            raise ValueError(f"prompt {n} is a {type(prompt).__name__}, not a string")
+            raise UserError(f"prompt {n} is a {type(prompt).__name__}, not a string")
         if not prompt.strip():
-            raise ValueError(
+            raise UserError(
                 f"prompt {n} is empty; the model needs some text to continue (a title or a "
                 "first sentence)"
             )

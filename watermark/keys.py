@@ -20,6 +20,8 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
+from watermark.errors import UserError
+
 logger = logging.getLogger(__name__)
 
 DEMO_KEY = "adaptive-watermark-demo-key-not-secret"
@@ -49,17 +51,17 @@ def resolve_key(ref: str, resolve_path: Callable[[str], str] = str) -> str:
         name = ref[4:]
         value = os.environ.get(name, "").strip()
         if not value:
-            raise ValueError(f"the key's environment variable {name} is not set or empty")
+            raise UserError(f"the key's environment variable {name} is not set or empty")
         return value
     if ref.startswith("file:"):
         path = Path(resolve_path(ref[5:])).expanduser()
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as err:
-            raise ValueError(f"key file {path} cannot be read ({type(err).__name__})") from None
+            raise UserError(f"key file {path} cannot be read ({type(err).__name__})") from None
         value = lines[0].strip() if lines else ""
         if not value:
-            raise ValueError(f"key file {path} is empty; its first line must hold the key")
+            raise UserError(f"key file {path} is empty; its first line must hold the key")
         return value
     return ref
 

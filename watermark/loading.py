@@ -18,6 +18,7 @@ from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig
 from watermark.core import WatermarkCore
 from watermark.devices import model_device, model_dtype, torch_dtype
+from watermark.errors import UserError
 from watermark.measurement import MeasurementModel, resolve_start_id
 from watermark.models import embedder_dim, load_embedder
 from watermark.semantic import SemanticScorer
@@ -66,7 +67,7 @@ def vocab_size(
     else:  # components passed in without the generator: the caller vouches for V
         return int(cfg.vocab_size)
     if cfg.vocab_size is not None and int(cfg.vocab_size) != actual:
-        raise ValueError(
+        raise UserError(
             f"config vocab_size={cfg.vocab_size} but the generator {cfg.generator!r} has an "
             f"LM head of width {actual}; the token map must match the LM head (set "
             f"vocab_size to {actual}, or to null to read it from the generator)"
@@ -98,11 +99,11 @@ def load_measurement(
             mm_tokenizer = mm_tokenizer or loaded_tok
     if mm_tokenizer is None:
         if not same_name:
-            raise ValueError("pass mm_tokenizer together with a measurement_model of another name")
+            raise UserError("pass mm_tokenizer together with a measurement_model of another name")
         mm_tokenizer = tokenizer
     same = same_vocabulary(tokenizer, mm_tokenizer)
     if cfg.null_model == "mm" and (not same or head_width(model) != vocab):
-        raise ValueError(
+        raise UserError(
             "null_model='mm' needs a measurement model with the generator's tokenizer and "
             f"LM-head width {vocab}; use null_model='vocab' with {cfg.measurement_model!r}"
         )
@@ -133,18 +134,22 @@ def build_core(
     if tokenizer is None:
         tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
     if len(tokenizer) > vocab:
-        raise ValueError(
+        raise UserError(
             f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
             f"width) is {vocab}; the token map would not cover every token id"
         )
-    mapper = mapper if mapper is not None else SemanticMapper.from_pretrained(cfg.mapper_dir())
+    if mapper is None:
+        try:
+            mapper = SemanticMapper.from_pretrained(cfg.mapper_dir())
+        except ValueError as err:  # weights that do not match the folder's config
+            raise UserError(f"mapper {cfg.mapper!r} cannot be loaded: {err}") from err
     mapper = mapper.to(device=device, dtype=torch.float32)
     if embedder is None:
         embedder = load_embedder(cfg.resolve_path(cfg.embedder), device=str(device))
     embedder = embedder.to(device=device, dtype=torch_dtype(cfg.compute_dtype))
     e_dim, m_in = embedder_dim(embedder), int(mapper.config.input_dim)
     if e_dim != m_in:
-        raise ValueError(
+        raise UserError(
             f"embedder {cfg.embedder!r} outputs {e_dim}-d embeddings but the mapper "
             f"{cfg.mapper!r} expects input_dim={m_in} (trained with "
             f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
@@ -154,7 +159,7 @@ def build_core(
     try:
         token_maps = [build_token_maps(k, vocab, D, cfg.layers, cfg.token_map) for k in keys]
     except ValueError as err:
-        raise ValueError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
+        raise UserError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
     mm = load_measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab, device)
     semantic = SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
                               timer=mm.timer, old_token_maps=token_maps[1:])  # fmt: skip

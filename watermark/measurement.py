@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch import Tensor
 
+from watermark.errors import UserError
 from watermark.green_lists import GreenLists
 from watermark.text import decode_ids, encode_text
 from watermark.timer import StageTimer
@@ -54,14 +55,14 @@ def resolve_start_id(tokenizer: object, token: str | None) -> int:
     if token is not None:
         tid = tokenizer.convert_tokens_to_ids(token)
         if tid is None or tid == getattr(tokenizer, "unk_token_id", None):
-            raise ValueError(
+            raise UserError(
                 f"mm_start_token {token!r} is not in the measurement model's vocabulary"
             )
         return int(tid)
     for tid in (tokenizer.bos_token_id, tokenizer.eos_token_id):
         if tid is not None:
             return int(tid)
-    raise ValueError("the measurement model's tokenizer has no BOS or EOS; set mm_start_token")
+    raise UserError("the measurement model's tokenizer has no BOS or EOS; set mm_start_token")
 
 
 class MeasurementModel:

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import torch
 
+from watermark.errors import UserError
+
 logger = logging.getLogger(__name__)
 
 _CAUSAL_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|ForConditionalGeneration)$")
@@ -232,7 +234,7 @@ def resolve_model(name: str | os.PathLike[str], kind: str = "lm") -> Path | str:
     if _HUB_ID.match(text) and not path.exists():
         return text
     what = "language model" if kind == "lm" else "sentence embedder"
-    raise ValueError(
+    raise UserError(
         f"unknown {what} {text!r}: not a known short name ({', '.join(sorted(known))}), "
         "an existing local folder, or a hub id like 'org/name'"
     )
@@ -255,13 +257,13 @@ def causal_lm_config(name: str | os.PathLike[str]) -> object:
     try:
         config = AutoConfig.from_pretrained(where)
     except (OSError, ValueError) as err:
-        raise ValueError(f"{name!r} holds no transformers model: {err}") from err
+        raise UserError(f"{name!r} holds no transformers model: {err}") from err
     heads = config.architectures or []
     if type(config) not in AutoModelForCausalLM._model_mapping or (
         heads and not any(_CAUSAL_HEAD.search(h) for h in heads)
     ):
         what = ", ".join(heads) or type(config).__name__.removesuffix("Config")
-        raise ValueError(
+        raise UserError(
             f"{name!r} holds {what}, not a causal language model; give a generator "
             "such as 'smollm2-135m'"
         )

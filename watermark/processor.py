@@ -41,6 +41,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.generation import logits_process
 
 from watermark.core import StepDecision, WatermarkCore
+from watermark.errors import UserError
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
             Float (B, V): the logits to sample from.
         """
         if scores.shape[-1] != self.core.vocab_size:
-            raise ValueError(
+            raise UserError(
                 f"logits have width {scores.shape[-1]} but the watermark's token map covers "
                 f"V={self.core.vocab_size} (vocab_size of the config); use the generator the "
                 "config was made for"
@@ -194,7 +195,7 @@ def check_no_second_filter(processor: LogitsProcessor, config: object) -> None:
         return
     found = second_filters(p for p in chain if p is not processor)
     if found:
-        raise ValueError(
+        raise UserError(
             f"a second sampling filter runs with the watermark processor: {', '.join(found)}. "
             "The processor already applies the watermark config's temperature / top-k / top-p "
             f"({config.temperature} / {config.top_k} / {config.top_p}); transformers adds its "

@@ -1,4 +1,5 @@
-"""Tests for the CLI on user mistakes: one `error:` line on stderr, exit status 2."""
+"""Tests for the CLI on errors: one `error:` line on stderr, exit status 2 for a user mistake and
+1 for an internal failure; `-v` shows the traceback."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from tests.helpers import save_tiny_watermark
-from watermark.cli import USAGE_ERROR, UsageError, main
+from watermark.cli import INTERNAL_ERROR, USAGE_ERROR, UsageError, main
 from watermark.config import WatermarkConfig
+from watermark.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -121,13 +123,56 @@ def test_verbose_shows_the_traceback(folders, tmp_path: Path) -> None:
         main(["-v", "detect", "--file", str(tmp_path / "nope.jsonl")])
 
 
+@pytest.mark.parametrize("bug", [RuntimeError("boom"), ValueError("boom"), KeyError("boom")])
+def test_internal_failure_exits_1_with_one_line(folders, capsys, monkeypatch, bug) -> None:
+    """An error no check raised (a ValueError from deep inside included) is not the user's."""
+    import watermark.api as api
+
+    def broken(*args, **kwargs):
+        raise bug
+
+    monkeypatch.setattr(api.Watermark, "load", broken)
+    argv = ["detect", "--text", "river bank", "--config", folders.config]
+    assert main(argv) == INTERNAL_ERROR
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert out == "" and len(lines) == 1, err
+    assert lines[0].startswith(f"error: internal failure ({type(bug).__name__}: ")
+    assert "boom" in lines[0] and "-v" in lines[0]
+    with pytest.raises(type(bug), match="boom"):
+        main(["-v", *argv])
+
+
+def test_missing_package_and_unfit_mapper_are_user_errors(folders, capsys, monkeypatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_lightning(name, *args, **kwargs):
+        if name == "watermark.corpus":
+            raise ModuleNotFoundError("No module named 'lightning'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_lightning)
+    fails(capsys, ["detect-corpus", "--input", "x.jsonl", "--output", "y.jsonl", "--config",
+                   folders.config], "pip install")  # fmt: skip
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    from mapper.semantic_mapper import SemanticMapper
+
+    def unfit(*args, **kwargs):
+        raise ValueError("weights do not match the config")  # the mapper's own check
+
+    monkeypatch.setattr(SemanticMapper, "from_pretrained", unfit)
+    fails(capsys, ["detect", "--text", "river", "--config", folders.config], "cannot be loaded")
+
+
 def test_first_use_conversion_is_logged_by_default(folders, capsys, caplog, monkeypatch) -> None:
     """Without -v, the one-time model conversion still reports itself (at INFO)."""
     import watermark.models as models
 
     def convert(name: str) -> Path:
         models.logger.info("Converted %s in 1.0 s", name)
-        raise ValueError("stopped after the conversion message")
+        raise UserError("stopped after the conversion message")
 
     monkeypatch.setattr(models, "_packaged_lm", convert)
     cfg = write_config(folders, "packaged.json", generator="smollm2-135m", vocab_size=None)
