@@ -9,6 +9,16 @@ Typical use::
     result = wm.detect(texts)[0]                    # DetectionResult: score, z_score, p_value, ...
     ids = model.generate(**inputs, **wm.generation_kwargs())   # your own generate call
 See ``docs/watermark.md`` for the design decisions and measurements.
+
+Layout, each layer importing only the ones before it (checked by ``tests/test_layers.py``):
+
+1. runtime core: the config (``config``, ``config_checks``), the strength rules (``rules``), the
+   scoring core (``core``, ``measurement``, ``semantic``, ``green_lists``, ``token_map``,
+   ``stats``), models, devices, keys and paths;
+2. generation / detection: ``api`` (:class:`Watermark`), ``loading``, ``processor``,
+   ``generation``, ``fused``, ``detector``, ``reference``, ``calibrate``, ``page``;
+3. command line: ``cli``, ``cli_parser``, ``corpus`` (``python -m watermark``);
+4. evaluation: ``watermark.evaluate`` (``python -m watermark.evaluate``).
 """
 
 from __future__ import annotations
