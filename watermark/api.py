@@ -1,8 +1,8 @@
 """The library's entry point, :class:`Watermark`: loading, watermarked generation, detection.
 
 ``from watermark import Watermark`` gives this class. :meth:`Watermark.load` assembles the
-scoring core that generation and detection share (:func:`watermark.loading.build_core` checks
-that the parts fit together). Components can be passed in already loaded (tests use tiny random
+scoring core that generation and detection share (:mod:`watermark.loading` loads its parts and
+checks that they fit together). Components can be passed in already loaded (tests use tiny random
 models; the CLI reuses the generator as the MM when both names are equal).
 
 It holds its generator (the one given to :meth:`Watermark.load`, else the MM when the config
@@ -12,6 +12,7 @@ watermark a user's own ``model.generate`` call: ``**wm.generation_kwargs()``.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -27,8 +28,16 @@ from watermark.devices import dtype_name, resolve_device
 from watermark.errors import UserError
 from watermark.generation import Generation, check_prompts, eos_ids, generate, warpers_off
 from watermark.keys import DEMO_KEY, warn_demo_key
-from watermark.loading import build_core, head_width
+from watermark.loading import (
+    generator_tokenizer,
+    head_width,
+    load_measurement,
+    load_semantic,
+    vocab_size,
+)
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
+
+logger = logging.getLogger(__name__)
 
 
 class Watermark:
@@ -99,16 +108,23 @@ class Watermark:
                 Texts must be detected with the dtype they were generated with.
 
         Raises:
-            ValueError: If the parts do not fit together.
+            UserError: (a ValueError) If the parts do not fit together.
         """
         cfg = as_config(config)
         if dtype is not None:
             cfg = replace(cfg, compute_dtype=dtype_name(dtype))  # checked by the config
         device = resolve_device(device, generator)
-        core = build_core(cfg, device, tokenizer=tokenizer, generator=generator,
-                          measurement_model=measurement_model, mm_tokenizer=mm_tokenizer,
-                          embedder=embedder, mapper=mapper)  # fmt: skip
-        mm = core.measurement
+        vocab = vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
+        tokenizer = generator_tokenizer(cfg, tokenizer, vocab)
+        semantic = load_semantic(cfg, vocab, device, embedder, mapper)
+        mm = load_measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab,
+                              device, timer=semantic.timer)  # fmt: skip
+        logger.info(
+            "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
+            cfg.generator, vocab, semantic.num_dims, cfg.measurement_model,
+            "same" if mm.same_tokenizer else "cross", cfg.embedder, device, cfg.compute_dtype,
+        )  # fmt: skip
+        core = WatermarkCore(cfg, tokenizer, mm, semantic)
         if generator is None and cfg.measurement_model == cfg.generator and mm.same_tokenizer:
             generator = mm.model  # the generator's weights, loaded once
         wm = cls(cfg, core, generator)

@@ -1,30 +1,27 @@
-"""Assembling a watermark's scoring core from its config: load each part, check that they fit.
+"""Loading the parts of a watermark named in its config, and checking that they fit.
 
-:func:`build_core` loads the generator's tokenizer, the measurement model (MM), the sentence
-embedder (SE) and the mapper named in the config (or takes the ones passed in), places them on
-one device in the config's ``compute_dtype`` (see :mod:`watermark.devices`), builds the keyed
-token maps and checks widths and vocabularies, failing with a message that names the mismatch
-(embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head width, null
-model vs MM).
+:meth:`watermark.api.Watermark.load` calls these in order: the LM-head width V
+(:func:`vocab_size`), the generator's tokenizer, the sentence embedder (SE), the mapper and the
+keyed token maps (:func:`load_semantic`), then the measurement model (MM). Each loads its part by
+name unless it is passed in, places it on one device in the config's ``compute_dtype`` (see
+:mod:`watermark.devices`) and checks widths and vocabularies, failing with a message that names
+the mismatch (embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head
+width, null model vs MM).
 """
 
 from __future__ import annotations
-
-import logging
 
 import torch
 
 from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig
-from watermark.core import WatermarkCore
 from watermark.devices import model_device, model_dtype, torch_dtype
 from watermark.errors import UserError
 from watermark.measurement import MeasurementModel, resolve_start_id
 from watermark.models import embedder_dim, load_embedder
 from watermark.semantic import SemanticScorer
+from watermark.timer import StageTimer
 from watermark.token_map import build_token_maps
-
-logger = logging.getLogger(__name__)
 
 
 def head_width(model: torch.nn.Module) -> int:
@@ -83,9 +80,10 @@ def load_measurement(
     mm_tokenizer: object | None,
     vocab: int,
     device: torch.device,
+    timer: StageTimer | None = None,
 ) -> MeasurementModel:
     """The MM on ``device`` in ``compute_dtype`` (the generator itself when it is the same model,
-    on that device, in that dtype)."""
+    on that device, in that dtype); ``timer`` adds its time to stage ``mm``."""
     same_name = cfg.measurement_model == cfg.generator
     dtype = torch_dtype(cfg.compute_dtype)
     if model is None:
@@ -111,26 +109,12 @@ def load_measurement(
     if model is not generator:
         model = model.to(device=device, dtype=dtype)
     return MeasurementModel(
-        model.eval(), mm_tokenizer, tokenizer, same, start, window=cfg.mm_window
+        model.eval(), mm_tokenizer, tokenizer, same, start, timer=timer, window=cfg.mm_window
     )
 
 
-def build_core(
-    cfg: WatermarkConfig,
-    device: torch.device,
-    tokenizer: object | None = None,
-    generator: torch.nn.Module | None = None,
-    measurement_model: torch.nn.Module | None = None,
-    mm_tokenizer: object | None = None,
-    embedder: object | None = None,
-    mapper: SemanticMapper | None = None,
-) -> WatermarkCore:
-    """The scoring core of ``cfg`` on ``device``: every part not passed in is loaded by name.
-
-    Raises:
-        ValueError: If the parts do not fit together.
-    """
-    vocab = vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
+def generator_tokenizer(cfg: WatermarkConfig, tokenizer: object | None, vocab: int) -> object:
+    """The generator's tokenizer (loaded by name unless given), checked against V."""
     if tokenizer is None:
         tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
     if len(tokenizer) > vocab:
@@ -138,6 +122,18 @@ def build_core(
             f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
             f"width) is {vocab}; the token map would not cover every token id"
         )
+    return tokenizer
+
+
+def load_semantic(
+    cfg: WatermarkConfig,
+    vocab: int,
+    device: torch.device,
+    embedder: object | None = None,
+    mapper: SemanticMapper | None = None,
+) -> SemanticScorer:
+    """The SE (in ``compute_dtype``), the mapper (float32) and the keyed token maps of every
+    key, on ``device``; the SE and the mapper are loaded by name unless given."""
     if mapper is None:
         try:
             mapper = SemanticMapper.from_pretrained(cfg.mapper_dir())
@@ -160,18 +156,5 @@ def build_core(
         token_maps = [build_token_maps(k, vocab, D, cfg.layers, cfg.token_map) for k in keys]
     except ValueError as err:
         raise UserError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
-    mm = load_measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab, device)
-    semantic = SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
-                              timer=mm.timer, old_token_maps=token_maps[1:])  # fmt: skip
-    logger.info(
-        "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
-        cfg.generator,
-        vocab,
-        D,
-        cfg.measurement_model,
-        "same" if mm.same_tokenizer else "cross",
-        cfg.embedder,
-        device,
-        cfg.compute_dtype,
-    )
-    return WatermarkCore(cfg, tokenizer, mm, semantic)
+    return SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
+                          old_token_maps=token_maps[1:])  # fmt: skip
