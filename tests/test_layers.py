@@ -28,7 +28,8 @@ LAYERS = {
         "watermark.token_map", "mapper", "mapper.semantic_mapper",
     ],
     RUNTIME: [
-        "watermark", "watermark.api", "watermark.calibrate", "watermark.detector",
+        "watermark", "watermark.api", "watermark.calibrate", "watermark.detection_result",
+        "watermark.detector",
         "watermark.fused", "watermark.generation", "watermark.loading", "watermark.page",
         "watermark.processor", "watermark.reference",
     ],

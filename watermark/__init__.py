@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
 
         return Watermark
     if name == "DetectionResult":
-        from watermark.detector import DetectionResult
+        from watermark.detection_result import DetectionResult
 
         return DetectionResult
     if name == "AdaptiveWatermarkLogitsProcessor":

@@ -23,7 +23,8 @@ from transformers import LogitsProcessorList
 from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig, as_config
 from watermark.core import WatermarkCore
-from watermark.detector import DetectionResult, Detector
+from watermark.detection_result import DetectionResult
+from watermark.detector import Detector
 from watermark.devices import dtype_name, resolve_device
 from watermark.errors import UserError
 from watermark.generation import Generation, check_prompts, eos_ids, generate, warpers_off

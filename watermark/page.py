@@ -16,7 +16,7 @@ import html
 from collections.abc import Sequence
 from typing import TypeVar
 
-from watermark.detector import DetectionResult
+from watermark.detection_result import DetectionResult
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ import html
 import re
 from html.parser import HTMLParser
 
-from watermark.detector import DetectionResult
+from watermark.detection_result import DetectionResult
 from watermark.page import render
 
 

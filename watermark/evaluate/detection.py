@@ -1,6 +1,6 @@
 """`MethodDetection`: one text's detection, as every method of the evaluation returns it.
 
-Our method reads the library's :class:`watermark.detector.DetectionResult` into it
+Our method reads the library's :class:`watermark.detection_result.DetectionResult` into it
 (:meth:`MethodDetection.from_result`); the baselines fill it from their own statistics. The
 evaluation's store caches it as a JSON record with the short keys that earlier runs wrote
 (``z``, ``p``, ``num_scored``, ``num_tokens``, ``green_fraction``, ``awr``, then ``score`` and
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from watermark.detector import DetectionResult
+from watermark.detection_result import DetectionResult
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from watermark.detector import DetectionResult
+from watermark.detection_result import DetectionResult
 from watermark.evaluate.detection import MethodDetection
 from watermark.evaluate.store import Store
 

@@ -1,0 +1,107 @@
+"""`DetectionResult`: what detection reports for one text, summary and per-token flags.
+
+:class:`DetectionResult` is returned by :meth:`watermark.api.Watermark.detect` (made by
+:mod:`watermark.detector`); :meth:`DetectionResult.to_dict` gives the JSON line the command
+line prints (:data:`SUMMARY_FIELDS`, plus the per-token lists with ``per_token``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+SUMMARY_FIELDS = (
+    "score",
+    "green_fraction",
+    "num_scored",
+    "num_tokens",
+    "awr",
+    "num_tested",
+    "num_green_tested",
+    "expected_green",
+    "z_score",
+    "p_value",
+    "is_watermarked",
+    "window_p_value",
+    "window",
+    "key_index",
+    "reason",
+)
+
+
+@dataclass
+class DetectionResult:
+    """Detection result for one text.
+
+    Attributes:
+        score: Paper's score: mean of strength * v_hat over the scored tokens, with the rule's
+            strength (``delta`` or ``bias``); under the tournament the mean green bit over its
+            lists (0 if nothing is scored; see :func:`watermark.detector.paper_score`).
+        green_fraction: Fraction of scored tokens that are green.
+        num_scored: |W|, the number of scored tokens.
+        num_tokens: T, the number of generator tokens of the text.
+        awr: Adaptive watermark rate |W| / T.
+        num_tested: Tokens entering the z-test (scored, each id once if ``unique_tokens``).
+        num_green_tested: Green bits among them (G; one bit per token and green list).
+        expected_green: sum of gamma over the tested bits (E[G] under H0).
+        z_score: (G - E[G]) / sd(G) under H0.
+        p_value: Exact one-sided p-value P(G' >= G) under H0.
+        is_watermarked: ``p_value < target_fpr`` (``window_p_value`` with ``window_sizes``).
+        window_p_value: With ``window_sizes``: the best window's p-value, corrected for the
+            number of windows (see :func:`watermark.stats.windowed_test`; 1 when nothing is
+            scored); else ``None``.
+        window: With ``window_sizes``: first and last step of the best window.
+        key_index: The key that matched best (0: the config's ``key``, k: ``old_keys[k-1]``).
+            With several keys, ``p_value`` and ``window_p_value`` are that key's, multiplied by
+            the number of keys (Bonferroni, capped at 1).
+        key_p_values: Per key tried, its own uncorrected p-value (window p-value with
+            ``window_sizes``).
+        reason: Why the text was not scored, else ``None``.
+        token_ids: Generator token ids s_1..s_T.
+        tokens: Text piece of each token (concatenation = decoded text).
+        scored: Per token, whether it is in W.
+        green: Per token, whether it is green in the first green list (False when not scored).
+        green_bits: Per token, in how many of the L green lists it is green (0 if not scored).
+        tested: Per token, whether it entered the z-test.
+        entropy: Per token, MM entropy of its step (None where not computed).
+        gamma: Per scored token, its null probability of being green in the first green list
+            (None if not scored).
+        vocab_green: Per scored token, the green fraction of the vocabulary at its step in the
+            first green list (the ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
+    """
+
+    score: float = 0.0
+    green_fraction: float = 0.0
+    num_scored: int = 0
+    num_tokens: int = 0
+    awr: float = 0.0
+    num_tested: int = 0
+    num_green_tested: int = 0
+    expected_green: float = 0.0
+    z_score: float = 0.0
+    p_value: float = 1.0
+    is_watermarked: bool = False
+    window_p_value: float | None = None
+    window: list[int] | None = None
+    key_index: int = 0
+    key_p_values: list[float] = field(default_factory=list)
+    reason: str | None = None
+    token_ids: list[int] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    scored: list[bool] = field(default_factory=list)
+    green: list[bool] = field(default_factory=list)
+    green_bits: list[int] = field(default_factory=list)
+    tested: list[bool] = field(default_factory=list)
+    entropy: list[float | None] = field(default_factory=list)
+    gamma: list[float | None] = field(default_factory=list)
+    vocab_green: list[float | None] = field(default_factory=list)
+
+    def scored_steps(self) -> list[int]:
+        """1-based steps in W."""
+        return [i + 1 for i, s in enumerate(self.scored) if s]
+
+    def to_dict(self, per_token: bool = False) -> dict:
+        """JSON-able dict: the summary fields, plus per-token lists if ``per_token``."""
+        data = asdict(self)
+        if per_token:
+            return data
+        return {k: data[k] for k in SUMMARY_FIELDS}
