@@ -3,7 +3,8 @@
 * ``generate``: prompts from ``--prompt`` or ``--file`` (JSONL, ``prompt`` field) -> one
   ``{"prompt", "text"}`` per prompt (the continuation only), which feeds ``detect --file``.
 * ``detect``: texts from ``--text`` or ``--file`` (JSONL, ``text`` field) -> one detection result
-  per text (``--per-token`` adds the per-token flags, ``--windows 128,256`` the windowed test).
+  per text (``--per-token`` adds the per-token flags, ``--windows`` sets the windowed test's span
+  sizes, ``--windows off`` keeps the whole-text test only).
 * ``show``: like ``detect``, and writes an HTML page of the scored and green tokens.
 * ``detect-corpus``: a whole corpus over devices and nodes (:mod:`watermark.corpus`).
 * ``keygen``: a config with a fresh secret key (:mod:`watermark.keys`); ``calibrate``: FPR and
@@ -103,7 +104,7 @@ def _config(args: argparse.Namespace):
         refs = ["file:" + str(Path(f).expanduser().resolve()) for f in args.key_file]
         cfg = replace(cfg, key=refs[0], old_keys=refs[1:])
     cfg.secret_keys()  # an unreadable key file or unset variable is reported now
-    if getattr(args, "windows", None):
+    if getattr(args, "windows", None) is not None:
         cfg = replace(cfg, window_sizes=args.windows)  # checked again
     cfg.mapper_dir()
     return cfg

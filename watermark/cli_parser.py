@@ -25,7 +25,9 @@ EXAMPLES = {
 
 
 def window_list(text: str) -> list[int]:
-    """argparse type: comma-separated span sizes >= 2, e.g. ``128,256``."""
+    """argparse type: comma-separated span sizes >= 2, e.g. ``128,256``; ``off``: none."""
+    if text.strip().lower() == "off":
+        return []
     try:
         sizes = [int(x) for x in text.split(",")]
     except ValueError:
@@ -126,7 +128,8 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         if name == "detect":
             p.add_argument("--per-token", action="store_true", help="add per-token flags")
             p.add_argument("--windows", type=window_list, help="windowed test for partly "
-                           "watermarked text: span sizes in tokens, e.g. 128,256")  # fmt: skip
+                           "watermarked text: span sizes in tokens (default: the config's, "
+                           "128,256 shipped); off: the whole-text test only")  # fmt: skip
         else:
             p.add_argument("--out", default="watermark.html", help="HTML file to write")
     bulk = _subparser(sub, "detect-corpus", "detect a whole corpus on several devices or nodes "

@@ -40,7 +40,11 @@ def test_cli_generate_detect_show(
     assert main(["detect", "--config", str(cfg), "--file", str(gen_file), "--windows", "4,8"]) == 0
     windowed = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert all(0 <= w["window_p_value"] <= 1 for w in windowed)
-    assert all(d["window_p_value"] is None for d in detected)
+    assert all(d["window_p_value"] is not None for d in detected[1:])  # windowed by default
+    assert main(["detect", "--config", str(cfg), "--file", str(gen_file), "--windows", "off"]) == 0
+    whole = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert all(w["window_p_value"] is None for w in whole)
+    assert [w["p_value"] for w in whole] == [d["p_value"] for d in detected[1:]]
     page = tmp_path / "page.html"
     assert main(["show", "--config", str(cfg), "--file", str(gen_file), "--out", str(page)]) == 0
     html = page.read_text()

@@ -160,7 +160,8 @@ def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
         first, last = res.window
         assert res.scored[first - 1] and res.scored[last - 1] and first <= last
         assert res.is_watermarked == (res.window_p_value < wm.config.target_fpr)
-    plain = tiny.make(fresh_only=True, scaling="additive", bias=2.0).detect(texts[:1])[0]
+    plain = tiny.make(window_sizes=[], fresh_only=True, scaling="additive", bias=2.0)
+    plain = plain.detect(texts[:1])[0]
     assert plain.window_p_value is None and plain.window is None
     empty = wm.detect([""])[0]
     assert empty.window_p_value == 1.0 and not empty.is_watermarked

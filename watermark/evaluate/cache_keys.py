@@ -32,6 +32,7 @@ LATER_FIELDS_OFF = {
 # speed-only fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)
 SPEED_ONLY = {"embed_batch_size": 32}
+DETECTION_ONLY = ("window_sizes",)  # how the tests read the bits; generation never sees it
 GENERATION_ONLY = (
     "delta", "bias", "scaling", "filter_first", "temperature", "top_k", "top_p", "embed_batch_size"
 )  # fmt: skip
@@ -43,8 +44,8 @@ def digest(obj: Any) -> str:
 
 
 def generation_view(cfg: WatermarkConfig) -> dict[str, Any]:
-    """The fields generation depends on (all but the strengths of the other rules)."""
-    unused = set(STRENGTH_FIELD.values()) - {STRENGTH_FIELD[cfg.scaling]}
+    """The fields generation depends on (all but the other rules' strengths and the windows)."""
+    unused = set(STRENGTH_FIELD.values()) - {STRENGTH_FIELD[cfg.scaling]} | set(DETECTION_ONLY)
     return {k: v for k, v in _cache_view(cfg).items() if k not in unused}
 
 

@@ -40,7 +40,7 @@ PINNED = {
     "paper": ({"scaling": "paper", "delta": 2.0, "fresh_only": False, "embed_window": 0},
               "b5527d1a0dbde3b5", "634de425ab421e68"),
     "floor": ({"scaling": "floor", "context_guard": 4, "embed_batch_size": 8,
-               "window_sizes": [128, 256]}, "a0d9cc2c8cfa6d32", "1f9c49ce05249405"),
+               "window_sizes": [128, 256]}, "8cf4f1c927d84f72", "1f9c49ce05249405"),
     "bf16": ({"compute_dtype": "bfloat16", "old_keys": ["abc"], "mm_window": 1024},
              "fc25f8faf5410251", "f4dab18cd5530e86"),
 }  # fmt: skip
@@ -68,5 +68,9 @@ def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
     # the embedding batch changes speed only: it never splits a cache
     batched = WatermarkConfig(**{**base.to_dict(), "embed_batch_size": 7})
     assert generation_view(batched) == generation_view(base)
+    # the windowed test is read at detection only: one generation cache for every window setting
+    windowed = WatermarkConfig(**{**base.to_dict(), "window_sizes": [64]})
+    assert generation_view(windowed) == generation_view(base)
+    assert detection_view(windowed) != detection_view(base)
     guarded = WatermarkConfig(**{**base.to_dict(), "context_guard": 4})
     assert detection_view(guarded) != detection_view(base)
