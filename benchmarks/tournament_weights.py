@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from watermark.evaluate.config import EvalConfig  # noqa: E402
 from watermark.evaluate.metrics import detection_metrics  # noqa: E402
 from watermark.evaluate.run import Evaluation  # noqa: E402
+from watermark.stats import z_score  # noqa: E402
 
 WEIGHTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "none": np.ones_like,
@@ -58,8 +58,8 @@ def weighted_z(feats: np.ndarray, layers: int, f: Callable[[np.ndarray], np.ndar
         return 0.0
     green, gamma, entropy = feats.T
     w = f(entropy)
-    var = float((w * w * layers * gamma * (1.0 - gamma)).sum())
-    return float((w * (green - layers * gamma)).sum() / math.sqrt(var)) if var > 0 else 0.0
+    return z_score(float((w * green).sum()), float((w * layers * gamma).sum()),
+                   float((w * w * layers * gamma * (1.0 - gamma)).sum()))  # fmt: skip
 
 
 def main() -> None:
