@@ -52,6 +52,15 @@ RULE_CASES = [
     {"scaling": "tournament", "layers": 2, "context_guard": 1},
     {"scaling": "tournament", "layers": 3, "filter_first": True, "fresh_only": True},
     {"scaling": "additive", "bias": 2.0, "fresh_only": True, "context_guard": 2},
+    {
+        "scaling": "tournament",
+        "layers": 3,
+        "filter_first": True,
+        "fresh_only": True,
+        "repeats": "bigram",
+    },
+    {"scaling": "tournament", "layers": 2, "fresh_only": True, "repeats": "bigram"},
+    {"scaling": "additive", "bias": 2.0, "fresh_only": True, "repeats": "bigram"},
 ]
 
 

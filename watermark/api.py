@@ -75,6 +75,12 @@ class Watermark:
         """Long (L, V): the keyed token maps, token id -> mapper output, one per green list."""
         return self.core.semantic.token_maps
 
+    @property
+    def repeat_shifts(self) -> torch.Tensor | None:
+        """Long (L, V): keyed shifts of repeated tokens' outputs (``repeats="bigram"``), or None."""
+        shifts = self.core.semantic.repeat_shifts
+        return shifts[0] if shifts else None
+
     @classmethod
     def load(
         cls,

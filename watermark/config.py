@@ -74,6 +74,12 @@ class WatermarkConfig:
         fresh_only: The rule acts only on tokens that do not occur yet in the generated text;
             tokens already there (and EOS) get the neutral v_hat = 1/2, and detection tests each
             token at its first occurrence only (if that step is scored). Needs ``unique_tokens``.
+        repeats: What ``fresh_only`` does with a token already in the generated text:
+            ``"neutral"`` gives it v_hat = 1/2 and never tests it; ``"bigram"`` gives it the
+            green bit of a dimension shifted by a keyed amount per previous token (see
+            :mod:`watermark.token_map`), and detection also tests each (previous token, token)
+            pair of a repeat once, at its first scored occurrence. Needs ``fresh_only`` and the
+            ``vocab`` null.
         token_map: ``"keyed"`` (balanced, keyed permutation of tokens onto the D mapper outputs)
             or ``"identity"`` (requires D == V).
         null_model: Probability gamma_t that a scored token is green under H0: ``"vocab"`` is the
@@ -128,6 +134,7 @@ class WatermarkConfig:
     filter_first: bool = True
     context_guard: int = 0
     fresh_only: bool = True
+    repeats: str = "neutral"
     token_map: str = "keyed"
     null_model: str = "vocab"
     unique_tokens: bool = True

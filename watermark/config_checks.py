@@ -19,6 +19,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "scaling": RULES,
     "token_map": ("keyed", "identity"),
     "null_model": ("vocab", "mm"),
+    "repeats": ("neutral", "bigram"),
     "compute_dtype": COMPUTE_DTYPES,
 }
 
@@ -78,6 +79,8 @@ def problems(cfg: object) -> list[str]:
         found.append(f"layers must be 1, or >= 1 with scaling='tournament', got {cfg.layers}")
     if cfg.fresh_only and not cfg.unique_tokens:
         found.append("fresh_only needs unique_tokens=true (repeats are never tested)")
+    if cfg.repeats == "bigram" and (not cfg.fresh_only or cfg.null_model != "vocab"):
+        found.append("repeats='bigram' needs fresh_only=true and null_model='vocab'")
     if cfg.context_guard < 0:
         found.append(f"context_guard must be >= 0, got {cfg.context_guard}")
     if cfg.opening_steps < 0:

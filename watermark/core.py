@@ -65,6 +65,21 @@ def repeated_steps(ids: Sequence[int], h: int) -> torch.Tensor:
     return out
 
 
+def followers(gen: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Bool (B, V): the tokens that already followed each row's last token in its text, i.e.
+    the candidates whose (previous token, token) pair would occur again.
+
+    Args:
+        gen: Long tensor (B, n): generated ids so far.
+        vocab_size: V.
+    """
+    out = torch.zeros(gen.shape[0], vocab_size, device=gen.device)
+    if gen.shape[1] >= 2:
+        after_last = (gen[:, :-1] == gen[:, -1:]).to(out.dtype)  # (B, n - 1)
+        out.scatter_add_(1, gen[:, 1:].long(), after_last)
+    return out > 0
+
+
 @dataclass
 class StepDecision:
     """What the core decided for one generation step of a batch.
@@ -75,6 +90,9 @@ class StepDecision:
         entropy: Float (B,): MM entropy (NaN where not computed, e.g. t <= M).
         green: Green lists of the B rows (meaningful for gated rows only).
         neutral: Bool (B, V): tokens whose v_hat is 1/2 (``fresh_only``), else None.
+        repeated: Bool (B, V): tokens read at a shifted dimension (``repeats="bigram"``), else
+            None.
+        repeat_shift: Long (L, B): each row's shift per list (the previous token's), else None.
     """
 
     step: int
@@ -82,6 +100,8 @@ class StepDecision:
     entropy: torch.Tensor
     green: GreenLists
     neutral: torch.Tensor | None = None
+    repeated: torch.Tensor | None = None
+    repeat_shift: torch.Tensor | None = None
 
 
 @dataclass
@@ -232,12 +252,19 @@ class WatermarkCore:
             gen_cpu = gen.cpu()
             lists = self.green_lists([step] * len(rows), [gen_cpu[r].tolist() for r in rows])
             signs[rows] = lists.signs
-        neutral = None
+        neutral, repeated, shift = None, None, None
+        lists = self.semantic.from_signs(signs)
         if self.config.fresh_only:
-            neutral = torch.zeros(batch, self.vocab_size, dtype=torch.bool, device=gen.device)
-            neutral.scatter_(1, gen.long(), True)
+            seen = torch.zeros(batch, self.vocab_size, dtype=torch.bool, device=gen.device)
+            seen.scatter_(1, gen.long(), True)
+            if self.config.repeats == "bigram" and gen.shape[1] > 0:
+                repeated = seen
+                shift = lists.repeat_shifts[:, gen[:, -1].long().to(lists.repeat_shifts.device)]
+                neutral = followers(gen, self.vocab_size)  # pairs already in the text
+            else:
+                neutral = seen
             neutral[:, list(eos_ids)] = True
-        return StepDecision(step, gated, entropy, self.semantic.from_signs(signs), neutral)
+        return StepDecision(step, gated, entropy, lists, neutral, repeated, shift)
 
     def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
         """The logits to sample from, (B, V): the strength rule on gated rows, then filters."""
@@ -254,6 +281,10 @@ class WatermarkCore:
             filter_first=cfg.filter_first,
             temperature=cfg.temperature,
             neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
+            repeated=None if decision.repeated is None else decision.repeated.to(scores.device),
+            repeat_shift=None
+            if decision.repeat_shift is None
+            else decision.repeat_shift.to(scores.device),
         )
 
     def text_gate(self, ids: Sequence[int], progress: bool = False) -> TextGate:

@@ -23,6 +23,11 @@ token is green under its v_hat.
   quarter stride) is also tested as a text of its own (:func:`tested_indices`: a passage pasted
   after text that used its words keeps them), and the best span's p-value is corrected for
   their number (``window_p_value``).
+* With ``repeats="bigram"`` a token that already occurs in the text (or span) reads its bits at
+  its shifted outputs (:meth:`GreenLists.contains_repeat`, null probability the share of
+  positive outputs), and each (previous token, token) pair of a repeat is tested once, at its
+  first scored occurrence (:func:`watermark.units.repeat_indices`), besides the first
+  occurrences.
 
 Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
 ``num_scored = 0``, ``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
@@ -30,7 +35,6 @@ Texts that cannot be scored (empty, whitespace, no letters, another script, no t
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -42,6 +46,7 @@ from watermark.detection_result import DetectionResult
 from watermark.green_lists import GreenLists
 from watermark.stats import green_test, window_spans, windowed_test
 from watermark.text import decode_ids, encode_text, unsupported_reason
+from watermark.units import repeat_indices, tested_indices
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 
@@ -74,38 +79,6 @@ def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> li
         else:  # a partial multi-byte character resolved: show the token on its own
             pieces.append(decode_ids(tokenizer, ids[t - 1 : t]))
     return pieces
-
-
-def tested_indices(
-    ids: Sequence[int], steps: Sequence[int], span: tuple[int, int], unique: bool, fresh: bool
-) -> list[int]:
-    """The scored steps that enter the z-test of a span of the text, read as a text of its own.
-
-    Args:
-        ids: The text's token ids.
-        steps: Its scored steps (1-based, increasing).
-        span: Token positions ``[start, end)`` (0-based); ``(0, len(ids))`` is the whole text.
-        unique: Each token id once, at its first scored occurrence in the span.
-        fresh: Only a token id's first occurrence in the span, if that step is scored.
-
-    Returns:
-        Indices into ``steps``, in text order.
-    """
-    start, end = span
-    first: dict[int, int] = {}  # token id -> its first step in the span
-    for t in range(start + 1, end + 1):
-        first.setdefault(ids[t - 1], t)
-    seen: set[int] = set()
-    found = []
-    for i in range(bisect.bisect_right(steps, start), bisect.bisect_right(steps, end)):
-        token = ids[steps[i] - 1]
-        if unique and token in seen:
-            continue
-        seen.add(token)
-        if fresh and first[token] != steps[i]:
-            continue
-        found.append(i)
-    return found
 
 
 class Detector:
@@ -225,6 +198,34 @@ class Detector:
         gammas = vocab
         if cfg.null_model == "mm" and steps:
             gammas = core.null_green_mass(ids, steps, lists).cpu()
+        bigram = cfg.fresh_only and cfg.repeats == "bigram"
+        rule = (cfg.unique_tokens, cfg.fresh_only)
+        # candidate units: each scored step as a first occurrence (row i), and with "bigram"
+        # as a repeat too (steps t >= 2), in the order (step, repeat) of the reference
+        rows = {(i, False): i for i in range(len(steps))}
+        unit_bits, unit_gammas = green_scored, gammas
+        shown_bits, shown_gammas = green_scored.clone(), vocab.clone()
+        if bigram and steps:
+            prev = torch.tensor([ids[t - 2] if t >= 2 else 0 for t in steps], dtype=torch.long)
+            again_bits = lists.contains_repeat(tokens, prev).cpu()
+            again_gammas = lists.repeat_fraction().cpu()
+            order = sorted([(i, False) for i in range(len(steps))]
+                           + [(i, True) for i, t in enumerate(steps) if t >= 2])  # fmt: skip
+            rows = {u: r for r, u in enumerate(order)}
+            pick = torch.tensor([i for i, _ in order])
+            again = torch.tensor([a for _, a in order])[:, None]
+            unit_bits = torch.where(again, again_bits[pick], green_scored[pick])
+            unit_gammas = torch.where(again, again_gammas[pick], gammas[pick])
+            seen = torch.tensor([ids[t - 1] in ids[: t - 1] for t in steps])[:, None]
+            shown_bits = torch.where(seen, again_bits, green_scored)
+            shown_gammas = torch.where(seen, again_gammas, vocab)
+
+        def units(span: tuple[int, int]) -> list[int]:
+            found = [(i, False) for i in tested_indices(ids, steps, span, *rule)]
+            if bigram:
+                found += [(i, True) for i in repeat_indices(ids, steps, span)]
+            return [rows[u] for u in sorted(found)]
+
         scored = [False] * T
         green = [False] * T
         green_bits = [0] * T
@@ -233,29 +234,29 @@ class Detector:
         vocab_green: list[float | None] = [None] * T
         for i, t in enumerate(steps):
             scored[t - 1] = True
-            green[t - 1] = bool(green_scored[i, 0])
-            green_bits[t - 1] = int(green_scored[i].sum())
-            gamma[t - 1] = float(gammas[i, 0])
-            vocab_green[t - 1] = float(vocab[i, 0])
-        rule = (cfg.unique_tokens, cfg.fresh_only)
-        chosen = tested_indices(ids, steps, (0, T), *rule)
-        for i in chosen:
-            tested[steps[i] - 1] = True
-        test_green = green_scored[chosen].flatten().tolist()
-        test_gamma = gammas[chosen].flatten().tolist()
+            green[t - 1] = bool(shown_bits[i, 0])
+            green_bits[t - 1] = int(shown_bits[i].sum())
+            gamma[t - 1] = float(shown_gammas[i, 0] if bigram else gammas[i, 0])
+            vocab_green[t - 1] = float(shown_gammas[i, 0])
+        chosen = units((0, T))
+        step_of = {r: i for (i, _), r in rows.items()}
+        for r in chosen:
+            tested[steps[step_of[r]] - 1] = True
+        test_green = unit_bits[chosen].flatten().tolist()
+        test_gamma = unit_gammas[chosen].flatten().tolist()
         z, p = green_test(test_green, test_gamma)
         window_p, window = None, None
         if cfg.window_sizes:
             spans = window_spans(T, cfg.window_sizes)[1:]  # after the whole text, done above
-            members = [chosen] + [tested_indices(ids, steps, span, *rule) for span in spans]
-            window_p, best = windowed_test(green_scored.tolist(), gammas.tolist(), members)
+            members = [chosen] + [units(span) for span in spans]
+            window_p, best = windowed_test(unit_bits.tolist(), unit_gammas.tolist(), members)
             if members[best]:
-                window = [steps[members[best][0]], steps[members[best][-1]]]
+                window = [steps[step_of[members[best][0]]], steps[step_of[members[best][-1]]]]
         num_scored = len(steps)
-        num_green = int(green_scored[:, 0].sum()) if steps else 0
+        num_green = int(shown_bits[:, 0].sum()) if steps else 0
         entropy = [None if math.isnan(h) else float(h) for h in gate.entropy.tolist()]
         return DetectionResult(
-            score=paper_score(cfg.scaling, cfg.strength, green_scored),
+            score=paper_score(cfg.scaling, cfg.strength, shown_bits),
             green_fraction=num_green / num_scored if num_scored else 0.0,
             num_scored=num_scored,
             num_tokens=T,

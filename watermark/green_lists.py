@@ -22,11 +22,14 @@ class GreenLists:
         signs: Bool (N, D): mapper signs of each step.
         token_maps: Long (L, V): mapper output each token reads, per list.
         dim_counts: Long (L, D): how many tokens read each output, per list.
+        repeat_shifts: Long (L, V) or None: per list and previous token, the shift of a repeated
+            token's dimension (``repeats="bigram"``; see :mod:`watermark.token_map`).
     """
 
     signs: torch.Tensor
     token_maps: torch.Tensor
     dim_counts: torch.Tensor
+    repeat_shifts: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.signs.shape[0])
@@ -43,12 +46,33 @@ class GreenLists:
 
     def select(self, rows: Sequence[int] | torch.Tensor) -> GreenLists:
         """The green lists of the steps ``rows``."""
-        return GreenLists(self.signs[rows], self.token_maps, self.dim_counts)
+        return GreenLists(self.signs[rows], self.token_maps, self.dim_counts, self.repeat_shifts)
 
     def contains(self, token_ids: torch.Tensor) -> torch.Tensor:
         """Whether token ``token_ids[n]`` is green at step n, per list: (N,) -> bool (N, L)."""
         dims = self.token_maps[:, token_ids.to(self.token_maps.device)].T  # (N, L)
         return self.signs.gather(1, dims.to(self.signs.device))
+
+    def repeat_dims(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+        """Dimension each list reads for repeated tokens: long (L, *shape) for ids (*shape) and
+        their rows' previous tokens, broadcastable to them (needs ``repeat_shifts``)."""
+        if self.repeat_shifts is None:
+            raise ValueError("these green lists have no repeat shifts (repeats='neutral')")
+        maps = self.token_maps[:, token_ids.to(self.token_maps.device)]
+        shifts = self.repeat_shifts[:, previous.to(self.repeat_shifts.device)]
+        return (maps + shifts) % self.signs.shape[1]
+
+    def contains_repeat(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+        """Whether repeated token ``token_ids[n]`` after ``previous[n]`` is green at step n, per
+        list: (N,), (N,) -> bool (N, L)."""
+        return self.signs.gather(1, self.repeat_dims(token_ids, previous).T.to(self.signs.device))
+
+    def repeat_fraction(self) -> torch.Tensor:
+        """Null probability that a repeated token is green, per step and list: the share of the
+        D outputs that are positive (its shifted dimension is uniform over them under a random
+        key), float64 (N, L)."""
+        share = self.signs.to(torch.float64).mean(-1, keepdim=True)
+        return share.expand(-1, self.num_lists)
 
     def mask(self) -> torch.Tensor:
         """The full green indicator v_hat: bool (N, L, V)."""

@@ -21,7 +21,7 @@ from watermark.measurement import MeasurementModel, resolve_start_id
 from watermark.models import embedder_dim, load_embedder
 from watermark.semantic import SemanticScorer
 from watermark.timer import StageTimer
-from watermark.token_map import build_token_maps
+from watermark.token_map import build_repeat_shifts, build_token_maps
 
 
 def head_width(model: torch.nn.Module) -> int:
@@ -156,5 +156,8 @@ def load_semantic(
         token_maps = [build_token_maps(k, vocab, D, cfg.layers, cfg.token_map) for k in keys]
     except ValueError as err:
         raise UserError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
+    shifts = []
+    if cfg.repeats == "bigram":
+        shifts = [build_repeat_shifts(k, vocab, D, cfg.layers) for k in keys]
     return SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
-                          old_token_maps=token_maps[1:])  # fmt: skip
+                          old_token_maps=token_maps[1:], repeat_shifts=shifts)  # fmt: skip

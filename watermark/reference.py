@@ -15,7 +15,10 @@ For step t (1-based) with generated prefix S_{0:t-1}:
    S_{0:t-1}), or of its last ``embed_window`` tokens when that is > 0) and watermark; else
    leave the logits alone.
 3. Watermark = the strength rule on v_hat (one green list per layer; with ``fresh_only`` a
-   token already in S_{0:t-1}, or EOS, has v_hat = 1/2 in every list): ``paper``
+   token already in S_{0:t-1}, or EOS, has v_hat = 1/2 in every list, or with
+   ``repeats="bigram"`` a token already there reads list l at mapper output
+   ``(token_map[l, token] + shift[l, last token of S_{0:t-1}]) % D``, unless it already
+   followed that last token in S_{0:t-1}, which leaves it at 1/2): ``paper``
    l * (1 + delta v_hat); ``floor`` the same measured from the smallest top-k logit;
    ``additive`` l + bias v_hat; ``tournament`` p <- p (1 + g_l - sum p g_l) per layer. Top-k and
    top-p come after the rule, or before it with ``filter_first``; then sampling (or argmax).
@@ -34,11 +37,15 @@ from watermark.stats import green_test, window_spans, windowed_test
 
 @dataclass
 class RefStep:
-    """Reference decision for one step: gate, entropy (NaN if t <= M), v_hat (L, V) or None."""
+    """Reference decision for one step: gate, entropy (NaN if t <= M), v_hat (L, V) or None,
+    the mapper signs (D,) it came from and, with ``repeats="bigram"`` after at least one token,
+    what repeated tokens read."""
 
     gated: bool
     entropy: float
     green: torch.Tensor | None
+    signs: torch.Tensor | None = None
+    repeat_green: torch.Tensor | None = None  # (L, V) for repeated tokens, repeats="bigram"
 
 
 @dataclass
@@ -81,11 +88,28 @@ def mm_entropy(wm: object, prefix: list[int]) -> float:
 
 
 @torch.inference_mode()
+def mapper_signs(wm: object, text: str) -> torch.Tensor:
+    """Mapper signs v > 0 of one text: bool tensor (D,)."""
+    u = wm.embedder.encode([text], convert_to_tensor=True, normalize_embeddings=False).float()
+    return wm.mapper(u.to(next(wm.mapper.parameters()).device))[0].cpu() > 0
+
+
 def slsve(wm: object, text: str) -> torch.Tensor:
     """v_hat over the vocabulary for one text, one row per layer: bool tensor (L, V)."""
-    u = wm.embedder.encode([text], convert_to_tensor=True, normalize_embeddings=False).float()
-    v = wm.mapper(u.to(next(wm.mapper.parameters()).device))[0].cpu()
-    return torch.stack([(v > 0)[token_map] for token_map in wm.token_maps.cpu()])
+    return expand(wm, mapper_signs(wm, text))
+
+
+def expand(wm: object, signs: torch.Tensor) -> torch.Tensor:
+    """v_hat (L, V) of mapper signs (D,)."""
+    return torch.stack([signs[token_map] for token_map in wm.token_maps.cpu()])
+
+
+def repeat_green(wm: object, signs: torch.Tensor, previous: int) -> torch.Tensor:
+    """v_hat (L, V) that repeated tokens read after the token ``previous``
+    (``repeats="bigram"``): list l reads output ``(token_map[l, token] + shift[l, previous]) % D``
+    of the mapper signs (D,)."""
+    rows = zip(wm.token_maps.cpu(), wm.repeat_shifts.cpu())
+    return torch.stack([signs[(m + int(shift[previous])) % len(signs)] for m, shift in rows])
 
 
 def repeated(prefix: list[int], h: int) -> bool:
@@ -97,20 +121,29 @@ def repeated(prefix: list[int], h: int) -> bool:
 
 def step(wm: object, prefix: list[int]) -> RefStep:
     """Reference gate and v_hat for the step after ``prefix``."""
+    decision = _step(wm, prefix)
+    if decision.gated and wm.config.repeats == "bigram" and prefix:
+        decision.repeat_green = repeat_green(wm, decision.signs, prefix[-1])
+    return decision
+
+
+def _step(wm: object, prefix: list[int]) -> RefStep:
     cfg = wm.config
     t = len(prefix) + 1
     if repeated(prefix, cfg.context_guard):
         h = mm_entropy(wm, prefix) if t > cfg.opening_steps else float("nan")
         return RefStep(False, h, None)
     if t <= cfg.opening_steps:
-        return RefStep(True, float("nan"), slsve(wm, cfg.opening_sentence))
+        signs = mapper_signs(wm, cfg.opening_sentence)
+        return RefStep(True, float("nan"), expand(wm, signs), signs)
     h = mm_entropy(wm, prefix)
     if h >= cfg.alpha:
         if cfg.embed_window > 0:  # a local context: the last W tokens
             context = prefix[max(0, len(prefix) - cfg.embed_window) :]
         else:
             context = prefix[: cfg.embed_prefix_tokens]
-        return RefStep(True, h, slsve(wm, _decode(wm.tokenizer, context)))
+        signs = mapper_signs(wm, _decode(wm.tokenizer, context))
+        return RefStep(True, h, expand(wm, signs), signs)
     return RefStep(False, h, None)
 
 
@@ -142,7 +175,13 @@ def sampling_logits(
     if decision.gated:
         green = decision.green.double()
         if cfg.fresh_only:
-            for token in set(prefix) | eos:
+            pairs = set(zip(prefix, prefix[1:]))
+            for token in set(prefix):
+                if decision.repeat_green is not None and (prefix[-1], token) not in pairs:
+                    green[:, token] = decision.repeat_green[:, token].double()
+                else:  # a token already there, or with "bigram" a pair already there
+                    green[:, token] = 0.5
+            for token in eos:
                 green[:, token] = 0.5
         logits = rule(logits, green, cfg)
     if not cfg.filter_first:
@@ -199,19 +238,25 @@ def generate(
 
 def window_tested(
     cfg: object, ids: list[int], scored: list[bool], start: int, end: int
-) -> list[int]:
-    """Steps tested in the token span ``[start, end)`` read as a text of its own (brute force)."""
+) -> list[tuple[int, bool]]:
+    """Units tested in the token span ``[start, end)`` read as a text of its own (brute force):
+    (step, whether it is tested as a repeat under ``repeats="bigram"``)."""
     found = []
     for t in range(start + 1, end + 1):
         before = ids[start : t - 1]
         before_scored = [ids[u - 1] for u in range(start + 1, t) if scored[u - 1]]
         if not scored[t - 1]:
             continue
+        again = ids[t - 1] in before
+        if cfg.fresh_only and again and cfg.repeats == "bigram":
+            if tuple(ids[t - 2 : t]) not in set(zip(before, before[1:])):  # a new pair
+                found.append((t, True))
+            continue
         if cfg.unique_tokens and ids[t - 1] in before_scored:
             continue
-        if cfg.fresh_only and ids[t - 1] in before:
+        if cfg.fresh_only and again:
             continue
-        found.append(t)
+        found.append((t, False))
     return found
 
 
@@ -221,7 +266,8 @@ def detect(wm: object, text: str) -> RefDetection:
     cfg = wm.config
     ids = wm.tokenizer(text, add_special_tokens=False)["input_ids"]
     result = RefDetection(ids=list(ids))
-    step_bits, step_gammas = {}, {}  # per scored step, its bits and gammas (all layers)
+    unit_bits, unit_gammas = {}, {}  # per (scored step, as a repeat): its bits and gammas
+    shown = {}  # per scored step, the bits it shows (as a repeat when it repeats a token)
     for t in range(1, len(ids) + 1):
         decision = step(wm, ids[: t - 1])
         result.scored.append(decision.gated)
@@ -230,21 +276,27 @@ def detect(wm: object, text: str) -> RefDetection:
             result.green.append(False)
             continue
         bits = decision.green[:, ids[t - 1]].tolist()  # one per layer
-        result.green.append(bits[0])
-        step_bits[t] = bits
-        step_gammas[t] = []
+        unit_bits[t, False] = bits
+        unit_gammas[t, False] = []
         for layer in range(len(bits)):
             green = decision.green[layer].double()
             if cfg.null_model == "mm":
-                step_gammas[t].append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
+                unit_gammas[t, False].append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
             else:
-                step_gammas[t].append(float(green.mean()))
+                unit_gammas[t, False].append(float(green.mean()))
+        shown[t] = bits
+        if decision.repeat_green is not None:
+            unit_bits[t, True] = decision.repeat_green[:, ids[t - 1]].tolist()
+            unit_gammas[t, True] = [float(decision.signs.double().mean())] * len(bits)
+            if ids[t - 1] in ids[: t - 1]:
+                shown[t] = unit_bits[t, True]
+        result.green.append(shown[t][0])
     tested = window_tested(cfg, ids, result.scored, 0, len(ids))  # the whole text
-    tested_green = [b for t in tested for b in step_bits[t]]
-    gammas = [g for t in tested for g in step_gammas[t]]
+    tested_green = [b for u in tested for b in unit_bits[u]]
+    gammas = [g for u in tested for g in unit_gammas[u]]
     n = sum(result.scored)
     if cfg.scaling == "tournament":  # no logit scale: the mean green bit over all lists
-        bits = [b for t in step_bits for b in step_bits[t]]
+        bits = [b for t in shown for b in shown[t]]
         result.score = sum(bits) / len(bits) if bits else 0.0
     else:  # strength (delta or bias) times the green share of the first list
         strength = cfg.bias if cfg.scaling == "additive" else cfg.delta
@@ -252,12 +304,12 @@ def detect(wm: object, text: str) -> RefDetection:
         result.score = strength * greens / n if n else 0.0
     result.z_score, result.p_value = green_test(tested_green, gammas)
     if cfg.window_sizes:
-        scored = sorted(step_bits)
-        index = {t: i for i, t in enumerate(scored)}
+        units = sorted(unit_bits)
+        index = {u: i for i, u in enumerate(units)}
         members = [
-            [index[t] for t in window_tested(cfg, ids, result.scored, start, end)]
+            [index[u] for u in window_tested(cfg, ids, result.scored, start, end)]
             for start, end in window_spans(len(ids), cfg.window_sizes)
         ]
-        bits = [step_bits[t] for t in scored]
-        result.window_p_value = windowed_test(bits, [step_gammas[t] for t in scored], members)[0]
+        bits = [unit_bits[u] for u in units]
+        result.window_p_value = windowed_test(bits, [unit_gammas[u] for u in units], members)[0]
     return result

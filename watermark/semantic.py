@@ -36,6 +36,8 @@ class SemanticScorer:
         timer: Adds the embedder's and the mapper's time to stages ``embed`` and ``map``.
         old_token_maps: The token maps (L, V) of earlier keys, which detection also tries (key
             rotation); key k >= 1 of :meth:`from_signs` is ``old_token_maps[k - 1]``.
+        repeat_shifts: With ``repeats="bigram"``, one (L, V) shift table per key (the current
+            key's first); empty otherwise.
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class SemanticScorer:
         batch_size: int = 32,
         timer: StageTimer | None = None,
         old_token_maps: Sequence[torch.Tensor] = (),
+        repeat_shifts: Sequence[torch.Tensor] = (),
     ) -> None:
         self.embedder = embedder
         self.mapper = mapper.eval()
@@ -60,6 +63,9 @@ class SemanticScorer:
         for maps in old_token_maps:
             maps = maps.to(self.device, torch.long).reshape(self.token_maps.shape)
             self.key_maps.append((maps, self._counts(maps)))
+        if repeat_shifts and len(repeat_shifts) != len(self.key_maps):
+            raise ValueError(f"need one repeat shift table per key, got {len(repeat_shifts)}")
+        self.repeat_shifts = [s.to(self.device, torch.long) for s in repeat_shifts]
 
     def _counts(self, token_maps: torch.Tensor) -> torch.Tensor:
         return torch.stack([tokens_per_dim(m, self.num_dims) for m in token_maps])
@@ -96,7 +102,8 @@ class SemanticScorer:
     def from_signs(self, signs: torch.Tensor, key: int = 0) -> GreenLists:
         """The green lists of mapper signs (N, D) under key ``key`` (0: the current key)."""
         maps, counts = self.key_maps[key]
-        return GreenLists(signs, maps, counts)
+        shifts = self.repeat_shifts[key] if self.repeat_shifts else None
+        return GreenLists(signs, maps, counts, shifts)
 
     def green_lists(self, texts: Sequence[str], progress: bool = False) -> GreenLists:
         """The green lists of each text (N = len(texts))."""

@@ -15,6 +15,11 @@ Rules that read several green lists per step (the tournament's layers) use one k
 layer: layer 0 is the map above, layer l > 0 the same construction keyed by (key, l), so a token's
 green bits in different layers come from different mapper dimensions.
 
+With ``repeats="bigram"`` a token that already occurs in the text reads its green bit at a
+shifted dimension, ``(token_map[l, token] + shift[l, previous token]) % D``, with one keyed
+shift in [1, D - 1] per layer and previous token (:func:`build_repeat_shifts`): a different
+dimension from the token's own, and one that changes with the token before it.
+
 V is the LM-head width (``model.get_output_embeddings().weight.shape[0]``), which can exceed
 ``tokenizer.vocab_size`` (e.g. OPT: 50272 vs 50265); a map sized by the tokenizer would not cover
 every logit.
@@ -88,3 +93,16 @@ def build_token_maps(
 def tokens_per_dim(token_map: torch.Tensor, num_dims: int) -> torch.Tensor:
     """Number of tokens mapped to each dimension, float tensor of shape (D,)."""
     return torch.bincount(token_map, minlength=num_dims).to(torch.float64)
+
+
+def build_repeat_shifts(key: str, vocab_size: int, num_dims: int, layers: int) -> torch.Tensor:
+    """Keyed shifts of repeated tokens' dimensions, long tensor (L, V) with values in [1, D - 1]
+    (indexed by the previous token's id; all 0 when D == 1, where there is nothing to shift)."""
+    if num_dims < 2:
+        return torch.zeros(layers, vocab_size, dtype=torch.long)
+    rows = []
+    for layer in range(layers):
+        seed = key_seed(f"{key}\0repeat{layer}", vocab_size, num_dims)
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        rows.append(torch.randint(1, num_dims, (vocab_size,), generator=generator))
+    return torch.stack(rows)

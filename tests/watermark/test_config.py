@@ -79,6 +79,9 @@ def test_dataclass_defaults_are_the_shipped_default() -> None:
         ({"embed_batch_size": 0}, "embed_batch_size must be >= 1"),
         ({"vocab_size": 0}, "vocab_size must be >= 1"),
         ({"delta": -1.0}, "delta and bias must be > 0"),
+        ({"repeats": "pairs"}, "repeats must be one of"),
+        ({"repeats": "bigram", "fresh_only": False}, "repeats='bigram' needs fresh_only"),
+        ({"repeats": "bigram", "null_model": "mm"}, "repeats='bigram' needs fresh_only"),
     ],
 )
 def test_types_and_ranges_are_checked_when_read(change: dict, message: str) -> None:

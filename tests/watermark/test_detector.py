@@ -167,6 +167,46 @@ def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
     assert empty.window_p_value == 1.0 and not empty.is_watermarked
 
 
+@pytest.mark.parametrize("rule", [{"scaling": "tournament", "layers": 3},
+                                  {"scaling": "additive", "bias": 2.0}])  # fmt: skip
+def test_bigram_repeats_match_reference(tiny: SimpleNamespace, rule: dict) -> None:
+    """``repeats="bigram"``: repeated tokens read their shifted outputs and each (previous,
+    token) pair of a repeat is tested once, in the whole text and in every window."""
+    wm = tiny.make(repeats="bigram", fresh_only=True, window_sizes=[6, 12], **rule)
+    neutral = tiny.make(fresh_only=True, window_sizes=[6, 12], **rule)
+    texts = sentences(3, seed=5, length=30)
+    for text, res, plain in zip(texts, wm.detect(texts), neutral.detect(texts)):
+        ref = reference.detect(wm, text)
+        assert res.scored == ref.scored and res.green == ref.green and res.score == ref.score
+        assert res.p_value == pytest.approx(ref.p_value, rel=1e-5, abs=1e-12)
+        assert res.window_p_value == pytest.approx(ref.window_p_value, rel=1e-5, abs=1e-12)
+        assert res.num_tested > plain.num_tested  # repeats are tested too
+        assert res.expected_green != plain.expected_green
+
+
+def test_repeat_units() -> None:
+    from watermark.units import repeat_indices
+
+    ids = [5, 6, 5, 6, 5, 6, 7, 5, 6]
+    steps = list(range(1, 10))
+    # repeats: step 3 (6, 5) new; 4 (5, 6) already at step 2; 5, 6 and 9 pairs again; 8 (7, 5)
+    assert repeat_indices(ids, steps, (0, 9)) == [2, 7]
+    assert repeat_indices(ids, [1, 2, 5, 6, 8], (0, 9)) == [4]  # a pair's first occurrence only
+    assert repeat_indices(ids, steps, (4, 9)) == [7]  # (5, 6) is at steps 6 and 9 in the span
+    assert repeat_indices(ids, steps, (2, 2)) == []
+
+
+def test_followers_are_the_pairs_already_in_the_text() -> None:
+    import torch
+
+    from watermark.core import followers
+
+    gen = torch.tensor([[5, 6, 5, 7, 5], [1, 2, 3, 4, 1]])
+    found = followers(gen, 9)
+    assert torch.nonzero(found).tolist() == [[0, 6], [0, 7], [1, 2]]
+    assert not followers(gen[:, :1], 9).any()
+
+
 def test_a_window_is_tested_as_a_text_of_its_own() -> None:
     from watermark.detector import tested_indices
 

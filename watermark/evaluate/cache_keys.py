@@ -28,6 +28,7 @@ LATER_FIELDS_OFF = {
     "window_sizes": [],
     "old_keys": [],
     "temperature": 1.0,
+    "repeats": "neutral",
 }
 # speed-only fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)

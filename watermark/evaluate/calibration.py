@@ -5,6 +5,9 @@ Records keep every token's flags (scored, tested, green bits, gamma under both n
 ``vocab`` / ``mm`` with and without counting each token once, without re-running detection.
 With several green lists per step (tournament layers) only ``vocab`` is recomputed, with the
 first list's green fraction for every layer (the lists' fractions differ by at most D / V).
+Records of ``repeats="bigram"`` keep the bits each token shows in the whole text, not the ones a
+span that starts after its first occurrence would read, so their windowed test is not
+recomputed: the report takes the detector's own ``window_p_value`` instead.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ def record(result: DetectionResult, config: object) -> dict:
         **{k: getattr(result, k) for k in PER_TOKEN},
         "layers": config.layers,
         "fresh_only": config.fresh_only,
+        "repeats": config.repeats,
     }
 
 
@@ -39,6 +43,11 @@ def variant_p_value(rec: dict, null: str, unique: bool, window_sizes: Sequence[i
             continue
         green.append([True] * bits + [False] * (layers - bits))
         gammas.append([gm if null == "mm" else gv] * layers)
+    if window_sizes and rec.get("repeats", "neutral") != "neutral":
+        raise ValueError(
+            "the windowed test of repeats='bigram' records is not recomputed; "
+            "read their window_p_value"
+        )
     if window_sizes:
         ids, fresh = rec["token_ids"], bool(rec.get("fresh_only"))
         steps = [t for t, s in enumerate(rec["scored"], start=1) if s]
@@ -72,17 +81,26 @@ def calibration_report(
     nulls = ("vocab", "mm") if mm_known else ("vocab",)
     counting = (True,) if human[0].get("fresh_only") else (True, False)
     variants = [(null, unique, ()) for null in nulls for unique in counting]
+    stored = any(r.get("repeats", "neutral") != "neutral" for r in [*human, *marked])
     if window_sizes:
         variants.append(("vocab", True, tuple(window_sizes)))
+
+    def p_value(r: dict, null: str, unique: bool, sizes: tuple) -> float:
+        if sizes and stored:  # the detector's own windowed p-value
+            if r.get("window_p_value") is None:
+                raise ValueError("repeats='bigram' records need the detector's window_p_value")
+            return r["window_p_value"]
+        return variant_p_value(r, null, unique, sizes)
+
     for null, unique, sizes in variants:
-        hp = sorted(variant_p_value(r, null, unique, sizes) for r in human)
+        hp = sorted(p_value(r, null, unique, sizes) for r in human)
         row = {
             "human_texts": len(hp),
             "fpr@p<0.01": sum(p < 0.01 for p in hp) / len(hp),
             "fpr@p<0.05": sum(p < 0.05 for p in hp) / len(hp),
         }
         if marked:
-            wp = [variant_p_value(r, null, unique, sizes) for r in marked]
+            wp = [p_value(r, null, unique, sizes) for r in marked]
             cut = hp[max(0, int(0.01 * len(hp)) - 1)]  # empirical 1% FPR threshold
             row["tpr@p<0.01"] = sum(p < 0.01 for p in wp) / len(wp)
             row["tpr@1%fpr_empirical"] = sum(p < cut for p in wp) / len(wp)

@@ -22,6 +22,10 @@ exactly what is sampled:
     token's probability is unchanged in expectation, so the rule does not shift the model's
     distribution on average; it only correlates the choice with the green bits.
 
+``repeated`` tokens (``repeats="bigram"``: tokens already in the generated text) read each list
+at their dimension shifted by the row's ``repeat_shift`` (the keyed shift of its previous
+token), so their bits differ from their first occurrence's and follow the token before them.
+
 ``neutral`` tokens (the config's ``fresh_only``: tokens already in the generated text, and EOS)
 get v_hat = 1/2 in every list, the mean of a random green bit: the rule neither favours nor
 disfavours them, and the tournament stays distribution-preserving.
@@ -123,17 +127,32 @@ def green_values(
     return bits if neutral is None else bits.masked_fill(neutral[:, None, :], 0.5)
 
 
+def shift_repeats(
+    maps: torch.Tensor, repeated: torch.Tensor | None, shift: torch.Tensor | None, dims: int
+) -> torch.Tensor:
+    """Row maps (L, B, N) with the ``repeated`` (B, N) entries read at ``(dim + shift) % D``,
+    ``shift`` (L, B) being each row's repeat shift per list."""
+    if repeated is None or shift is None:
+        return maps
+    moved = (maps + shift[:, :, None]) % dims
+    return torch.where(repeated[None], moved, maps)
+
+
 def _tournament_on_candidates(
     base: torch.Tensor,
     green_dims: torch.Tensor,
     token_maps: torch.Tensor,
     neutral: torch.Tensor | None,
     k: int,
+    repeated: torch.Tensor | None,
+    repeat_shift: torch.Tensor | None,
 ) -> torch.Tensor:
     """The tournament on each row's top-k tokens only (the others are -inf after filtering)."""
     cand = torch.topk(base, k, dim=-1).indices  # (B, k)
     mask = None if neutral is None else neutral.gather(1, cand)
-    logp = tournament(base.gather(1, cand), green_values(green_dims, token_maps[:, cand], mask))
+    again = None if repeated is None else repeated.gather(1, cand)
+    maps = shift_repeats(token_maps[:, cand], again, repeat_shift, green_dims.shape[1])
+    logp = tournament(base.gather(1, cand), green_values(green_dims, maps, mask))
     return torch.full_like(base, float("-inf")).scatter(1, cand, logp)
 
 
@@ -149,6 +168,8 @@ def apply_rule(
     filter_first: bool = False,
     neutral: torch.Tensor | None = None,
     temperature: float = 1.0,
+    repeated: torch.Tensor | None = None,
+    repeat_shift: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The sampling logits of a batch.
 
@@ -165,6 +186,8 @@ def apply_rule(
         filter_first: Filter before the rule instead of after it.
         neutral: Bool (B, V) of tokens whose v_hat is 1/2 in every list, or None.
         temperature: Divides the logits before anything else (every row).
+        repeated: Bool (B, V) of tokens read at a shifted dimension, or None.
+        repeat_shift: Long (L, B): each row's shift per list (with ``repeated``).
 
     Returns:
         New float tensor (B, V).
@@ -176,12 +199,17 @@ def apply_rule(
     base = filter_logits(logits, top_k, top_p) if filter_first else logits
     batch, vocab = logits.shape
     if rule == "tournament" and filter_first and 0 < top_k < vocab:
-        marked = _tournament_on_candidates(base, green_dims, token_maps, neutral, top_k)
+        marked = _tournament_on_candidates(
+            base, green_dims, token_maps, neutral, top_k, repeated, repeat_shift
+        )
     elif rule == "tournament":
         maps = token_maps[:, None, :].expand(-1, batch, -1)
+        maps = shift_repeats(maps, repeated, repeat_shift, green_dims.shape[1])
         marked = tournament(base, green_values(green_dims, maps, neutral))
     else:
         maps = token_maps[:1, None, :].expand(-1, batch, -1)
+        shift = None if repeat_shift is None else repeat_shift[:1]
+        maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
         g0 = green_values(green_dims, maps, neutral)[:, 0].to(logits.dtype)
         if rule == "paper":
             marked = base * (1.0 + strength * g0)
