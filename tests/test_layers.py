@@ -25,7 +25,7 @@ LAYERS = {
         "watermark.errors", "watermark.green_lists", "watermark.keys", "watermark.measurement",
         "watermark.models", "watermark.paths", "watermark.rules", "watermark.rules.logits",
         "watermark.semantic", "watermark.stats", "watermark.text", "watermark.timer",
-        "watermark.token_map", "mapper", "mapper.semantic_mapper",
+        "watermark.token_map", "watermark.units", "mapper", "mapper.semantic_mapper",
     ],
     RUNTIME: [
         "watermark", "watermark.api", "watermark.calibrate", "watermark.detection_result",
