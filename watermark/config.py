@@ -77,9 +77,9 @@ class WatermarkConfig:
         repeats: What ``fresh_only`` does with a token already in the generated text:
             ``"neutral"`` gives it v_hat = 1/2 and never tests it; ``"bigram"`` gives it the
             green bit of a dimension shifted by a keyed amount per previous token (see
-            :mod:`watermark.token_map`), and detection also tests each (previous token, token)
-            pair of a repeat once, at its first scored occurrence. Needs ``fresh_only`` and the
-            ``vocab`` null.
+            :mod:`watermark.token_map`); a pair (previous token, token) already in the text stays
+            neutral, and detection also tests a repeat at its pair's first occurrence, if that
+            step is scored. Needs ``fresh_only`` and the ``vocab`` null.
         token_map: ``"keyed"`` (balanced, keyed permutation of tokens onto the D mapper outputs)
             or ``"identity"`` (requires D == V).
         null_model: Probability gamma_t that a scored token is green under H0: ``"vocab"`` is the

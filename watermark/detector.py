@@ -25,9 +25,9 @@ token is green under its v_hat.
   their number (``window_p_value``).
 * With ``repeats="bigram"`` a token that already occurs in the text (or span) reads its bits at
   its shifted outputs (:meth:`GreenLists.contains_repeat`, null probability the share of
-  positive outputs), and each (previous token, token) pair of a repeat is tested once, at its
-  first scored occurrence (:func:`watermark.units.repeat_indices`), besides the first
-  occurrences.
+  positive outputs), and a repeat is tested at the first occurrence of its (previous token,
+  token) pair, if that step is scored (:func:`watermark.units.repeat_indices`), besides the
+  first occurrences.
 
 Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
 ``num_scored = 0``, ``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
@@ -204,7 +204,7 @@ class Detector:
         # as a repeat too (steps t >= 2), in the order (step, repeat) of the reference
         rows = {(i, False): i for i in range(len(steps))}
         unit_bits, unit_gammas = green_scored, gammas
-        shown_bits, shown_gammas = green_scored.clone(), vocab.clone()
+        shown_bits, shown_gammas, shown_vocab = green_scored, gammas, vocab
         if bigram and steps:
             prev = torch.tensor([ids[t - 2] if t >= 2 else 0 for t in steps], dtype=torch.long)
             again_bits = lists.contains_repeat(tokens, prev).cpu()
@@ -218,7 +218,7 @@ class Detector:
             unit_gammas = torch.where(again, again_gammas[pick], gammas[pick])
             seen = torch.tensor([ids[t - 1] in ids[: t - 1] for t in steps])[:, None]
             shown_bits = torch.where(seen, again_bits, green_scored)
-            shown_gammas = torch.where(seen, again_gammas, vocab)
+            shown_gammas = shown_vocab = torch.where(seen, again_gammas, vocab)  # vocab null
 
         def units(span: tuple[int, int]) -> list[int]:
             found = [(i, False) for i in tested_indices(ids, steps, span, *rule)]
@@ -236,8 +236,8 @@ class Detector:
             scored[t - 1] = True
             green[t - 1] = bool(shown_bits[i, 0])
             green_bits[t - 1] = int(shown_bits[i].sum())
-            gamma[t - 1] = float(shown_gammas[i, 0] if bigram else gammas[i, 0])
-            vocab_green[t - 1] = float(shown_gammas[i, 0])
+            gamma[t - 1] = float(shown_gammas[i, 0])
+            vocab_green[t - 1] = float(shown_vocab[i, 0])
         chosen = units((0, T))
         step_of = {r: i for (i, _), r in rows.items()}
         for r in chosen:

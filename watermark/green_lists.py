@@ -53,19 +53,16 @@ class GreenLists:
         dims = self.token_maps[:, token_ids.to(self.token_maps.device)].T  # (N, L)
         return self.signs.gather(1, dims.to(self.signs.device))
 
-    def repeat_dims(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
-        """Dimension each list reads for repeated tokens: long (L, *shape) for ids (*shape) and
-        their rows' previous tokens, broadcastable to them (needs ``repeat_shifts``)."""
+    def contains_repeat(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+        """Whether repeated token ``token_ids[n]`` after ``previous[n]`` is green at step n, per
+        list: (N,), (N,) -> bool (N, L). It reads output ``(token_map + shift[previous]) % D``
+        (needs ``repeat_shifts``)."""
         if self.repeat_shifts is None:
             raise ValueError("these green lists have no repeat shifts (repeats='neutral')")
         maps = self.token_maps[:, token_ids.to(self.token_maps.device)]
         shifts = self.repeat_shifts[:, previous.to(self.repeat_shifts.device)]
-        return (maps + shifts) % self.signs.shape[1]
-
-    def contains_repeat(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
-        """Whether repeated token ``token_ids[n]`` after ``previous[n]`` is green at step n, per
-        list: (N,), (N,) -> bool (N, L)."""
-        return self.signs.gather(1, self.repeat_dims(token_ids, previous).T.to(self.signs.device))
+        dims = (maps + shifts) % self.signs.shape[1]  # (L, N)
+        return self.signs.gather(1, dims.T.to(self.signs.device))
 
     def repeat_fraction(self) -> torch.Tensor:
         """Null probability that a repeated token is green, per step and list: the share of the
