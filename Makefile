@@ -27,6 +27,9 @@ train: $(STAMP)
 	$(PY) -m mapper.train fit --config configs/default.yaml $(ARGS)
 
 test: $(STAMP)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || echo "note: no \
+	chromium / chromedriver: the page's real-browser test will be skipped (apt-get install \
+	chromium chromium-driver)"
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q

@@ -33,7 +33,8 @@ LAYERS = {
         "watermark.fused", "watermark.generation", "watermark.loading", "watermark.page",
         "watermark.processor", "watermark.reference",
     ],
-    CLI: ["watermark.__main__", "watermark.cli", "watermark.cli_parser", "watermark.corpus"],
+    CLI: ["watermark.__main__", "watermark.cli", "watermark.cli_parser", "watermark.corpus",
+          "watermark.batcher", "watermark.service"],
 }  # fmt: skip
 # what each layer may import besides itself
 ALLOWED = {

@@ -25,10 +25,12 @@ PROJECT = ("watermark", "mapper", "data")
 EXTRAS = {
     "": ["watermark", "watermark.__main__", "watermark.api", "mapper"],
     "bulk": ["watermark.corpus"],
+    "serve": ["watermark.service"],
     "train": ["mapper.train", "mapper.compare", "mapper.export", "mapper.simhash"],
     "eval": [f"watermark.evaluate.{p.stem}" for p in (ROOT / "watermark/evaluate").glob("*.py")],
 }
-OWNED = {"watermark.corpus": "bulk", "watermark.evaluate": "eval"}  # module prefix -> its extra
+# module prefix -> its extra
+OWNED = {"watermark.corpus": "bulk", "watermark.evaluate": "eval", "watermark.service": "serve"}
 
 
 def _file(module: str) -> Path | None:

@@ -218,6 +218,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from watermark.service import Limits, serve
+    except ImportError as err:
+        raise UsageError(
+            f"serve needs the serve extra ({err.name} is missing): "
+            "pip install 'adaptive-watermark[serve]'"
+        ) from None
+
+    wm, _ = _load(_config(args), args)
+    max_batch = args.max_batch or (8 if wm.core.measurement.device.type == "cpu" else 64)
+    limits = Limits(max_batch=max_batch, max_queue=args.max_queue, max_texts=args.max_texts,
+                    max_chars=args.max_chars)  # fmt: skip
+    print(f"serving on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+    serve(wm, args.host, args.port, limits)
+    return 0
+
+
 def cmd_detect_corpus(args: argparse.Namespace) -> int:
     _config(args)  # checked before any process starts
     try:
@@ -239,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m watermark``."""
     return _build_parser(
         {"generate": cmd_generate, "detect": cmd_detect, "show": cmd_show,
-         "detect-corpus": cmd_detect_corpus, "keygen": cmd_keygen, "calibrate": cmd_calibrate}
+         "detect-corpus": cmd_detect_corpus, "keygen": cmd_keygen, "calibrate": cmd_calibrate,
+         "serve": cmd_serve}
     )  # fmt: skip
 
 

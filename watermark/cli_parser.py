@@ -21,6 +21,7 @@ EXAMPLES = {
     "--devices 2 --accelerator cpu",
     "keygen": "python -m watermark keygen --out my-config.json --key-file my.key",
     "calibrate": "python -m watermark calibrate --human human.jsonl --watermarked gen.jsonl",
+    "serve": "python -m watermark serve --host 127.0.0.1 --port 8000   # then open the page at /",
 }
 
 
@@ -167,4 +168,20 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     cal.add_argument("--config", help="watermark config JSON (default: the shipped one)")
     _key_option(cal)
     _device_options(cal)
+    srv = _subparser(sub, "serve", "detection over HTTP: a JSON API and a page (needs the "
+                     "serve extra)", commands["serve"])  # fmt: skip
+    srv.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _key_option(srv)
+    _device_options(srv)
+    srv.add_argument("--windows", type=window_list, help="default windowed-test span sizes "
+                     "(default: the config's); off: the whole-text test only")  # fmt: skip
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    srv.add_argument("--port", type=positive_int, default=8000, help="port to listen on")
+    srv.add_argument("--max-batch", type=positive_int, help="texts per detector call "
+                     "(default: 8 on a CPU, 64 on an accelerator)")  # fmt: skip
+    srv.add_argument("--max-queue", type=positive_int, default=256,
+                     help="texts waiting for the detector; past it requests get 503")  # fmt: skip
+    srv.add_argument("--max-texts", type=positive_int, default=64, help="texts per request")
+    srv.add_argument("--max-chars", type=positive_int, default=20_000,
+                     help="characters per text (longer: 413)")  # fmt: skip
     return parser

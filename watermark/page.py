@@ -6,7 +6,9 @@ and the span texts concatenate to the original text. Scored tokens (the set W) h
 that entered the z-test get a solid underline, tokens only scored (repeats left out by
 ``unique_tokens`` / ``fresh_only``) a dashed one. With ``opening_steps`` M, tokens at steps
 1..M (green list from the secret opening sentence, no entropy gate) get an overline. Hovering
-a token shows its step, MM entropy and gamma. An optional prompt is shown above each text, and
+a token shows its step, MM entropy and gamma. With the windowed test, the tokens of the best
+window (the span that decided the verdict of a partly watermarked text) get a purple outline. An
+optional prompt is shown above each text, and
 a summary table (with the z-test counts) below it.
 """
 
@@ -32,6 +34,7 @@ body { font-family: Georgia, serif; max-width: 52em; margin: 2em auto; line-heig
 .g { background: #9be39b; } .r { background: #ffb3a7; }
 .t.tested { border-bottom: 2px solid #222; } .t.scored-only { border-bottom: 2px dashed #888; }
 .t.opening { border-top: 2px solid #1565c0; }
+.t.win { box-shadow: 0 0 0 2px #8e44ad; }
 table { border-collapse: collapse; font-family: sans-serif; font-size: 0.85em; }
 td, th { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
 .legend { font-family: sans-serif; font-size: 0.9em; } .legend li { margin: 0.2em 0; }
@@ -47,7 +50,8 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _summary(result: DetectionResult) -> str:
+def summary_html(result: DetectionResult) -> str:
+    """One text's summary table (the z-test counts, the p-value and the verdict)."""
     cells = [
         ("score", f"{result.score:.3f}"),
         ("green fraction", f"{result.green_fraction:.3f}"),
@@ -74,6 +78,9 @@ def _token(result: DetectionResult, i: int, opening_steps: int | None) -> str:
     if opening_steps is not None and step <= opening_steps:
         classes.append("opening")
         notes.append("opening step")
+    if result.window and result.window[0] <= step <= result.window[1]:
+        classes.append("win")
+        notes.append("in the best window")
     notes.append(f"H={_number(_at(result.entropy, i, None))}")
     if _at(result.scored, i, False):
         green = _at(result.green, i, False)
@@ -102,7 +109,8 @@ def _sample(marks: str, colour: str | None) -> str:
     return f"<span class='t {marks}'>{inner}</span>"
 
 
-def _legend(opening_steps: int | None) -> str:
+def legend(opening_steps: int | None, windowed: bool = False) -> str:
+    """The legend list of the marks (``windowed``: with the best window's outline)."""
     items = [
         ("tested", "g", "scored, green: in the green list of its step"),
         ("tested", "r", "scored, red: not in the green list"),
@@ -113,6 +121,8 @@ def _legend(opening_steps: int | None) -> str:
     if opening_steps is not None:
         note = "use the secret opening sentence's green list and skip the entropy gate"
         items.append(("opening tested", "g", f"overline: steps 1..{opening_steps} {note}"))
+    if windowed:
+        items.append(("win tested", "g", "purple outline: the best window of the windowed test"))
     rows = "".join(f"<li>{_sample(m, c)} {html.escape(text)}</li>" for m, c, text in items)
     hover = "<li>Hover a token to see its step, MM entropy H and gamma (null green chance).</li>"
     return f"<ul class='legend'>{rows}{hover}</ul>"
@@ -125,6 +135,12 @@ def _prompt(prompt: str | None) -> str:
         "<div class='prompt'><div class='label'>prompt</div>"
         f"<div class='body'>{html.escape(prompt)}</div></div>"
     )
+
+
+def text_html(result: DetectionResult, opening_steps: int | None = None) -> str:
+    """One text's highlighted tokens, as a ``<div class='text'>`` (or a 'no tokens' note)."""
+    tokens = "".join(_token(result, i, opening_steps) for i in range(len(result.tokens)))
+    return f"<div class='text'>{tokens}</div>" if tokens else "<p><em>no tokens</em></p>"
 
 
 def render(
@@ -142,12 +158,14 @@ def render(
     for n, result in enumerate(results):
         title = titles[n] if titles and n < len(titles) and titles[n] else f"Text {n + 1}"
         prompt = prompts[n] if prompts and n < len(prompts) else None
-        tokens = "".join(_token(result, i, opening_steps) for i in range(len(result.tokens)))
-        body = f"<div class='text'>{tokens}</div>" if tokens else "<p><em>no tokens</em></p>"
-        sections.append(f"<h2>{html.escape(title)}</h2>{_prompt(prompt)}{body}{_summary(result)}")
+        body = text_html(result, opening_steps)
+        sections.append(
+            f"<h2>{html.escape(title)}</h2>{_prompt(prompt)}{body}{summary_html(result)}"
+        )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>Watermark detection</title>"
-        f"<style>{STYLE}</style></head><body><h1>Watermark detection</h1>{_legend(opening_steps)}"
+        f"<style>{STYLE}</style></head><body><h1>Watermark detection</h1>"
+        + legend(opening_steps, windowed=any(r.window for r in results))
         + "".join(sections)
         + "</body></html>\n"
     )

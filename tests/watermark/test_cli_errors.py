@@ -220,3 +220,12 @@ def test_unreadable_keys_are_usage_errors(folders, capsys, tmp_path, monkeypatch
     cfg = write_config(folders, "envkey.json", key="env:WM_NOPE")
     fails(capsys, ["detect", "--text", "river city", "--config", cfg], "WM_NOPE")
     fails(capsys, ["calibrate", "--human", missing, "--config", folders.config], "none.key")
+
+
+def test_serve_without_its_extra_says_what_to_install(folders, capsys, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.delitem(sys.modules, "watermark.service", raising=False)
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if the serve extra were missing
+    fails(capsys, ["serve", "--config", folders.config], "serve extra", "fastapi")
+    fails(capsys, ["serve", "--port", "0"], "--port", ">= 1")

@@ -1,0 +1,215 @@
+"""Load benchmark of ``python -m watermark serve`` on loopback (a script; prints JSON lines).
+
+1. The texts: ``--texts`` held-out passages of ~200 generator tokens (as ``calibration_texts.py``
+   writes them), or ``--file`` (JSONL with a ``text`` field).
+2. The reference: ``python -m watermark detect --file`` in a subprocess (its printed lines, and
+   its wall time including model loading), and the same detector call in this process, timed
+   without loading (``reference_texts_per_s``: what the command line's detection work costs).
+3. The server, started as a subprocess on 127.0.0.1 with the same config. For each concurrency
+   in ``--clients``, that many client threads send every text once, one text per request; each
+   response is compared byte for byte with the command line's line for its text. Printed:
+   texts/s, p50 and p99 latency, errors, mismatches, and the throughput ratio to the reference.
+4. Overload: ``--overload-clients`` clients each send ``--overload-requests`` requests of
+   ``--overload-texts`` texts at once, past the queue bound; 503s are counted, the server's
+   peak RSS is read from /proc, and one normal request must then succeed.
+
+Everything is bounded: a fixed number of requests, and the server is stopped at the end.
+
+Example::
+
+    python benchmarks/bench_service.py --texts 200 --clients 1,8,32
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def held_out_texts(n: int) -> list[str]:
+    from watermark.config import as_config
+    from watermark.evaluate.heldout import units
+    from watermark.loading import load_tokenizer
+
+    cfg = as_config(None)
+    tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
+    rows = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
+    return [u["human"] for u in rows[:n]]
+
+
+def post(base: str, texts: list[str], timeout: float = 600) -> tuple[int, bytes, dict]:
+    """Status, body and headers of ``POST /v1/detect``."""
+    data = json.dumps({"texts": texts}).encode()
+    request = urllib.request.Request(base + "/v1/detect", data=data,
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, r.read(), dict(r.headers)
+    except urllib.error.HTTPError as err:
+        return err.code, err.read(), dict(err.headers)
+
+
+def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> dict:
+    """Every text once, one per request, from ``clients`` threads."""
+    todo = list(range(len(texts)))
+    lock, latencies = threading.Lock(), []
+    counts = {"errors": 0, "mismatches": 0}
+
+    def client() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop(0)
+            start = time.perf_counter()
+            status, body, _ = post(base, [texts[i]])
+            elapsed = time.perf_counter() - start
+            with lock:
+                latencies.append(elapsed)
+                if status != 200:
+                    counts["errors"] += 1
+                    continue
+                line = json.dumps(json.loads(body)["results"][0], ensure_ascii=False)
+                counts["mismatches"] += line != expected[i]
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+    return {"clients": clients, "texts": len(texts), "seconds": round(wall, 2),
+            "texts_per_s": round(len(texts) / wall, 3), "p50_s": round(pick(0.5), 3),
+            "p99_s": round(pick(0.99), 3), **counts}  # fmt: skip
+
+
+def overload_run(base: str, texts: list[str], clients: int, requests: int, size: int) -> dict:
+    """``clients`` threads, each sending ``requests`` requests of ``size`` texts at once."""
+    statuses: list[int] = []
+    retry: list[str] = []
+    lock = threading.Lock()
+
+    def client(c: int) -> None:
+        for r in range(requests):
+            start = (c * requests + r) * size % max(1, len(texts) - size)
+            status, _, headers = post(base, texts[start : start + size])
+            with lock:
+                statuses.append(status)
+                if status == 503:
+                    retry.append(headers.get("Retry-After", ""))
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"overload_clients": clients, "requests": len(statuses),
+            "texts_per_request": size, "ok": statuses.count(200), "503": statuses.count(503),
+            "other": len(statuses) - statuses.count(200) - statuses.count(503),
+            "retry_after_present": all(retry),
+            "seconds": round(time.perf_counter() - start, 2)}  # fmt: skip
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--texts", type=int, default=200)
+    parser.add_argument("--file", help="JSONL with a 'text' field (default: held-out passages)")
+    parser.add_argument("--config", help="watermark config (default: the shipped one)")
+    parser.add_argument("--clients", default="1,8,32")
+    parser.add_argument("--max-queue", type=int, default=256)
+    parser.add_argument("--overload-clients", type=int, default=32)
+    parser.add_argument("--overload-requests", type=int, default=2)
+    parser.add_argument("--overload-texts", type=int, default=16)
+    args = parser.parse_args()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if args.file:
+        texts = [json.loads(x)["text"] for x in Path(args.file).read_text().splitlines() if x]
+        texts = texts[: args.texts]
+    else:
+        texts = held_out_texts(args.texts)
+    config = ["--config", args.config] if args.config else []
+    work = Path(tempfile.mkdtemp(prefix="bench-service-"))
+    path = work / "texts.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+
+    start = time.perf_counter()
+    command = [sys.executable, "-m", "watermark", "detect", "--file", str(path), *config]
+    cli = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    cli_seconds = time.perf_counter() - start
+    expected = cli.stdout.splitlines()
+    assert len(expected) == len(texts), "the command line printed one line per text"
+
+    from watermark.api import Watermark
+    from watermark.config import as_config
+
+    wm = Watermark.load(as_config(args.config))
+    start = time.perf_counter()
+    in_process = [json.dumps(r.to_dict(), ensure_ascii=False) for r in wm.detect(texts)]
+    reference = len(texts) / (time.perf_counter() - start)
+    del wm
+    print(json.dumps({"reference": "python -m watermark detect", "texts": len(texts),
+                      "cli_wall_s_with_loading": round(cli_seconds, 2),
+                      "reference_texts_per_s": round(reference, 3),
+                      "in_process_equals_cli": in_process == expected}), flush=True)  # fmt: skip
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "watermark", "serve", "--port", str(port),
+                               "--max-queue", str(args.max_queue), *config], env=env,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/v1/health", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("error: the server did not start") from None
+                time.sleep(0.5)
+        for clients in (int(c) for c in args.clients.split(",")):
+            row = load_run(base, texts, expected, clients)
+            row["throughput_vs_reference"] = round(row["texts_per_s"] / reference, 3)
+            print(json.dumps(row), flush=True)
+        row = overload_run(base, texts, args.overload_clients, args.overload_requests,
+                           args.overload_texts)  # fmt: skip
+        row["max_queue"] = args.max_queue
+        row["server_peak_rss_mib"] = peak_rss_mib(server.pid)
+        status, body, _ = post(base, texts[:1])
+        row["after_overload_ok"] = status == 200 and (
+            json.dumps(json.loads(body)["results"][0], ensure_ascii=False) == expected[0]
+        )
+        print(json.dumps(row), flush=True)
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""Detection over HTTP (``python -m watermark serve``): the JSON API, its limits, and the page.
+
+Endpoints:
+
+* ``POST /v1/detect``: ``{"texts": [...], "windows": [sizes] (optional), "per_token": bool
+  (optional)}`` -> ``{"results": [...]}``, each result exactly the JSON line ``python -m
+  watermark detect`` prints for that text (``windows`` as its ``--windows``; ``[]``: off).
+* ``POST /v1/highlight``: ``{"text": "..."}`` -> ``{"result": ..., "html": ...}``, the tokens
+  highlighted as ``python -m watermark show`` does (what the page at ``/`` shows).
+* ``GET /v1/health``, ``GET /v1/config`` (the config without its secrets), ``GET /`` (the page),
+  ``GET /openapi.json`` and ``/docs``.
+
+Requests of concurrent clients are batched into detector calls (:mod:`watermark.batcher`); a
+full queue answers 503 with ``Retry-After``. Bad input gets a 4xx whose body is ``{"error":
+"<one line>"}``: 400 malformed JSON, 413 too large (a text over ``max_chars``, more than
+``max_texts`` texts, a body over its bound), 415 not JSON, 422 wrong fields.
+"""
+
+import json
+import logging
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+
+from watermark.batcher import Batcher, QueueFullError
+from watermark.page import STYLE, legend, summary_html, text_html
+
+logger = logging.getLogger(__name__)
+
+SECRET_FIELDS = ("key", "old_keys", "opening_sentence")
+PAGE = Path(__file__).with_name("service_page.html")
+DETECT_SCHEMA = {
+    "type": "object",
+    "required": ["texts"],
+    "properties": {
+        "texts": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "windows": {"type": "array", "items": {"type": "integer", "minimum": 2},
+                    "description": "windowed-test span sizes ([]: whole-text test only)"},
+        "per_token": {"type": "boolean", "default": False},
+    },
+}  # fmt: skip
+HIGHLIGHT_SCHEMA = {"type": "object", "required": ["text"],
+                    "properties": {"text": {"type": "string"}}}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request limits of the service."""
+
+    max_batch: int = 8  # texts per detector call
+    max_queue: int = 256  # texts waiting for the detector; past it: 503
+    max_texts: int = 64  # texts per request
+    max_chars: int = 20_000  # characters per text
+
+    @property
+    def max_body(self) -> int:
+        """Bytes a request body may have (every text at its limit, 4 bytes per character)."""
+        return self.max_texts * (4 * self.max_chars + 16) + 4096
+
+
+class BadRequestError(Exception):
+    """A request the client must fix: an HTTP status and a one-line message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _body(schema: dict) -> dict:
+    """OpenAPI extra of an endpoint that reads its JSON body itself."""
+    content = {"application/json": {"schema": schema}}
+    return {"requestBody": {"required": True, "content": content}}
+
+
+def public_config(config: Any) -> dict[str, Any]:
+    """The config's fields without its secrets (keys and opening sentence)."""
+    return {k: v for k, v in config.to_dict().items() if k not in SECRET_FIELDS}
+
+
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None):
+    """A JSON response serialised as the command line prints it."""
+    body = json.dumps(obj, ensure_ascii=False)
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+async def _read_json(request: Any, limit: int) -> Any:
+    """The request body parsed as JSON, checking its content type and size."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        got = kind or "none"
+        raise BadRequestError(415, f"expected Content-Type application/json, got {got!r}")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BadRequestError(413, f"request body of {declared} bytes is over the limit of {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > limit:
+            raise BadRequestError(413, f"request body is over the limit of {limit} bytes")
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        message = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8"
+        raise BadRequestError(400, f"malformed JSON body ({message})") from None
+
+
+def _texts(data: Any, limits: Limits) -> list[str]:
+    if not isinstance(data, dict):
+        raise BadRequestError(422, 'expected a JSON object like {"texts": ["..."]}')
+    texts = data.get("texts")
+    if texts is None:
+        raise BadRequestError(422, 'missing field "texts" (a list of strings)')
+    if not isinstance(texts, list):
+        raise BadRequestError(422, '"texts" must be a list of strings')
+    if not texts:
+        raise BadRequestError(422, '"texts" is empty; give at least one text')
+    if len(texts) > limits.max_texts:
+        raise BadRequestError(413, f"{len(texts)} texts is over the limit of {limits.max_texts} "
+                              "per request")  # fmt: skip
+    for i, text in enumerate(texts):
+        _check_text(text, f"texts[{i}]", limits)
+    return texts
+
+
+def _check_text(text: Any, name: str, limits: Limits) -> None:
+    if not isinstance(text, str):
+        raise BadRequestError(422, f"{name} must be a string, got {type(text).__name__}")
+    if len(text) > limits.max_chars:
+        raise BadRequestError(413, f"{name} has {len(text)} characters, over the limit of "
+                              f"{limits.max_chars}")  # fmt: skip
+
+
+def _options(data: dict, default_windows: list[int]) -> tuple[tuple[int, ...], bool]:
+    unknown = sorted(set(data) - {"texts", "windows", "per_token"})
+    if unknown:
+        raise BadRequestError(422, f"unknown fields {unknown}; known: texts, windows, per_token")
+    per_token = data.get("per_token", False)
+    if not isinstance(per_token, bool):
+        raise BadRequestError(422, '"per_token" must be true or false')
+    windows = data.get("windows", default_windows)
+    if windows is None:
+        windows = default_windows
+    if not isinstance(windows, list) or not all(
+        isinstance(w, int) and not isinstance(w, bool) and w >= 2 for w in windows
+    ):
+        raise BadRequestError(422, '"windows" must be a list of span sizes >= 2 ([]: off)')
+    return tuple(windows), per_token
+
+
+def create_app(watermark: Any, limits: Limits | None = None) -> Any:
+    """The FastAPI application serving ``watermark``'s detector (models already loaded)."""
+    from watermark.detector import Detector
+
+    limits = limits or Limits()
+    config = watermark.config
+    detectors: dict[tuple[int, ...], Detector] = {}
+
+    def detect(texts: list[str], windows: tuple[int, ...]) -> list[Any]:
+        if windows not in detectors:  # a detector per windowed-test setting (shared models)
+            detector = Detector(watermark.core)
+            detector.config = replace(config, window_sizes=list(windows))
+            detectors[windows] = detector
+        return detectors[windows].detect(texts, chunk_size=limits.max_batch)
+
+    batcher = Batcher(detect, limits.max_batch, limits.max_queue)
+
+    @asynccontextmanager
+    async def lifespan(_app: Any):
+        batcher.start()
+        yield
+        await batcher.stop()
+
+    app = FastAPI(title="Adaptive watermark detection", version="1", lifespan=lifespan)
+    app.state.batcher, app.state.limits = batcher, limits
+
+    @app.exception_handler(BadRequestError)
+    async def bad_request(_request: Request, err: BadRequestError):
+        return _json({"error": str(err)}, err.status)
+
+    @app.exception_handler(QueueFullError)
+    async def queue_full(_request: Request, err: QueueFullError):
+        headers = {"Retry-After": str(err.retry_after)}
+        return _json({"error": str(err)}, 503, headers)
+
+    @app.exception_handler(404)
+    async def not_found(request: Request, _err: Exception):
+        return _json({"error": f"no such endpoint: {request.method} {request.url.path}"}, 404)
+
+    @app.exception_handler(405)
+    async def wrong_method(request: Request, _err: Exception):
+        return _json({"error": f"{request.method} is not allowed on {request.url.path}"}, 405)
+
+    @app.post("/v1/detect", openapi_extra=_body(DETECT_SCHEMA))
+    async def detect_endpoint(request: Request):
+        """Detects the watermark in each text; results as ``python -m watermark detect``."""
+        data = await _read_json(request, limits.max_body)
+        texts = _texts(data, limits)
+        windows, per_token = _options(data, list(config.window_sizes))
+        results = await batcher.submit(texts, windows)
+        return _json({"results": [r.to_dict(per_token=per_token) for r in results]})
+
+    @app.post("/v1/highlight", openapi_extra=_body(HIGHLIGHT_SCHEMA))
+    async def highlight_endpoint(request: Request):
+        """One text's detection, its tokens highlighted as ``python -m watermark show``."""
+        data = await _read_json(request, limits.max_body)
+        if not isinstance(data, dict) or "text" not in data:
+            raise BadRequestError(422, 'expected a JSON object like {"text": "..."}')
+        _check_text(data["text"], "text", limits)
+        (result,) = await batcher.submit([data["text"]], tuple(config.window_sizes))
+        opening = config.opening_steps or None
+        html = text_html(result, opening) + summary_html(result)
+        return _json({"result": result.to_dict(), "html": html})
+
+    @app.get("/v1/health")
+    async def health():
+        """Liveness and the queue's state."""
+        return _json({"status": "ok", "queued_texts": batcher.waiting,
+                      "max_queue": limits.max_queue})  # fmt: skip
+
+    @app.get("/v1/config")
+    async def public_config_endpoint():
+        """The watermark config without its secrets, and the request limits."""
+        return _json({"config": public_config(config), "limits": {
+            "max_texts": limits.max_texts, "max_chars": limits.max_chars,
+            "max_batch": limits.max_batch, "max_queue": limits.max_queue}})  # fmt: skip
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page():
+        """The detection page: paste a text, read the verdict and the highlighted tokens."""
+        marks = legend(config.opening_steps or None, windowed=bool(config.window_sizes))
+        html = PAGE.read_text().replace("/*STYLE*/", STYLE).replace("<!--LEGEND-->", marks)
+        return HTMLResponse(html)
+
+    return app
+
+
+def serve(watermark: Any, host: str, port: int, limits: Limits) -> None:
+    """Runs the service with uvicorn until interrupted."""
+    logger.info("serving detection on http://%s:%d/", host, port)
+    uvicorn.run(create_app(watermark, limits), host=host, port=port, log_level="warning")
