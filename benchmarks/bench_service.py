@@ -50,16 +50,16 @@ def held_out_texts(n: int) -> list[str]:
     return [u["human"] for u in rows[:n]]
 
 
-def post(base: str, texts: list[str], timeout: float = 600) -> tuple[int, bytes, dict]:
+def post(base: str, texts: list[str], timeout: float = 600) -> tuple[int, bytes, object]:
     """Status, body and headers of ``POST /v1/detect``."""
     data = json.dumps({"texts": texts}).encode()
     request = urllib.request.Request(base + "/v1/detect", data=data,
                                      headers={"Content-Type": "application/json"})  # fmt: skip
     try:
         with urllib.request.urlopen(request, timeout=timeout) as r:
-            return r.status, r.read(), dict(r.headers)
+            return r.status, r.read(), r.headers
     except urllib.error.HTTPError as err:
-        return err.code, err.read(), dict(err.headers)
+        return err.code, err.read(), err.headers
 
 
 def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> dict:
@@ -67,6 +67,7 @@ def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> 
     todo = list(range(len(texts)))
     lock, latencies = threading.Lock(), []
     counts = {"errors": 0, "mismatches": 0}
+    differing: list[dict] = []  # per mismatch: the text's index and the fields that differ
 
     def client() -> None:
         while True:
@@ -82,8 +83,12 @@ def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> 
                 if status != 200:
                     counts["errors"] += 1
                     continue
-                line = json.dumps(json.loads(body)["results"][0], ensure_ascii=False)
-                counts["mismatches"] += line != expected[i]
+                got = json.loads(body)["results"][0]
+                if json.dumps(got, ensure_ascii=False) != expected[i]:
+                    counts["mismatches"] += 1
+                    want = json.loads(expected[i])
+                    fields = {k: [want.get(k), v] for k, v in got.items() if want.get(k) != v}
+                    differing.append({"text": i, "cli_vs_server": fields})
 
     start = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
@@ -96,7 +101,7 @@ def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> 
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
     return {"clients": clients, "texts": len(texts), "seconds": round(wall, 2),
             "texts_per_s": round(len(texts) / wall, 3), "p50_s": round(pick(0.5), 3),
-            "p99_s": round(pick(0.99), 3), **counts}  # fmt: skip
+            "p99_s": round(pick(0.99), 3), **counts, "differing": differing}  # fmt: skip
 
 
 def overload_run(base: str, texts: list[str], clients: int, requests: int, size: int) -> dict:
@@ -112,7 +117,7 @@ def overload_run(base: str, texts: list[str], clients: int, requests: int, size:
             with lock:
                 statuses.append(status)
                 if status == 503:
-                    retry.append(headers.get("Retry-After", ""))
+                    retry.append(headers.get("Retry-After") or "")
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
     start = time.perf_counter()
@@ -167,6 +172,7 @@ def main() -> None:
     from watermark.config import as_config
 
     wm = Watermark.load(as_config(args.config))
+    wm.detect(texts[:2])  # warm-up, as the server gets in its first requests
     start = time.perf_counter()
     in_process = [json.dumps(r.to_dict(), ensure_ascii=False) for r in wm.detect(texts)]
     reference = len(texts) / (time.perf_counter() - start)
@@ -193,6 +199,7 @@ def main() -> None:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("error: the server did not start") from None
                 time.sleep(0.5)
+        post(base, texts[:2])  # warm-up
         for clients in (int(c) for c in args.clients.split(",")):
             row = load_run(base, texts, expected, clients)
             row["throughput_vs_reference"] = round(row["texts_per_s"] / reference, 3)

@@ -14,10 +14,14 @@ attack against the ``curve_prompts`` human texts detected under the same key. Pr
 and pooled over keys (every key's attacked z against every key's human z). Text quality is not
 re-measured: the key does not change it in expectation.
 
+``--human-keys N`` instead prints, for each method, the mean and sd of its human z under keys
+0..N-1 (detection of the human texts only): how far one key moves every human score.
+
 Example::
 
     python benchmarks/matched_keys.py --config configs/matched.yaml \
         --methods ours-t10-temp1.04-rep,kgw1-d1.0 --keys 0,1,2
+    python benchmarks/matched_keys.py --methods kgw1-d1.0 --human-keys 16
 """
 
 from __future__ import annotations
@@ -97,14 +101,32 @@ def pooled(per_key: list[dict]) -> dict:
     return out
 
 
+def human_spread(ev: Evaluation, name: str, keys: int) -> dict:
+    """Mean human z of method ``name`` under each of keys 0..``keys``-1."""
+    humans = [u["human"] for u in ev.all_units[: ev.cfg.curve_prompts]]
+    means = []
+    for index in range(keys):
+        z = [d.z_score for d in ev.detections(keyed_method(ev, name, index), humans)]
+        means.append(round(sum(z) / len(z), 3))
+    mean = sum(means) / len(means)
+    sd = (sum((m - mean) ** 2 for m in means) / len(means)) ** 0.5
+    return {"method": name, "human_texts": len(humans), "human_z_mean_per_key": means,
+            "across_keys_mean": round(mean, 3), "across_keys_sd": round(sd, 3)}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs/matched.yaml"))
     parser.add_argument("--methods", default="ours-t10-temp1.04-rep,kgw1-d1.0")
     parser.add_argument("--keys", default="0,1,2", help="key indices (0: the config's key)")
+    parser.add_argument("--human-keys", type=int, help="only the human z mean under N keys")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     ev = Evaluation(EvalConfig.load(args.config), progress=True)
+    if args.human_keys:
+        for name in args.methods.split(","):
+            print(json.dumps(human_spread(ev, name, args.human_keys)), flush=True)
+        return
     indices = [int(k) for k in args.keys.split(",")]
     for name in args.methods.split(","):
         per_key = []
