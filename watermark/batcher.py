@@ -40,8 +40,11 @@ class _Request:
     texts: list[str]
     group: Hashable
     future: asyncio.Future
-    results: list[Any] = field(default_factory=list)
-    left: int = 0
+    results: list[Any] = field(init=False)
+    left: int = field(init=False)  # texts not yet detected
+
+    def __post_init__(self) -> None:
+        self.results, self.left = [None] * len(self.texts), len(self.texts)
 
 
 class Batcher:
@@ -84,12 +87,11 @@ class Batcher:
         if self._wake is None:
             raise RuntimeError("Batcher.start() was not called")
         texts = list(texts)
+        if not texts:
+            return []
         if self.waiting + len(texts) > self.max_queue:
             raise QueueFullError(self.retry_after(len(texts)))
         request = _Request(texts, group, asyncio.get_running_loop().create_future())
-        request.results, request.left = [None] * len(texts), len(texts)
-        if not texts:
-            return []
         self.items.extend((request, i) for i in range(len(texts)))
         self._wake.set()
         return await request.future

@@ -228,7 +228,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ) from None
 
     wm, _ = _load(_config(args), args)
-    max_batch = args.max_batch or (8 if wm.core.measurement.device.type == "cpu" else 64)
+    max_batch = args.max_batch or wm.detector.default_chunk_size
     limits = Limits(max_batch=max_batch, max_queue=args.max_queue, max_texts=args.max_texts,
                     max_chars=args.max_chars)  # fmt: skip
     print(f"serving on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)

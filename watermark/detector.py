@@ -84,9 +84,17 @@ def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> li
 class Detector:
     """Batched detector over a :class:`WatermarkCore`."""
 
-    def __init__(self, core: WatermarkCore) -> None:
+    def __init__(self, core: WatermarkCore, window_sizes: Sequence[int] | None = None) -> None:
+        """``window_sizes``: the windowed test's span sizes, if not the core config's."""
         self.core = core
         self.config = core.config
+        if window_sizes is not None:
+            self.config = replace(core.config, window_sizes=list(window_sizes))
+
+    @property
+    def default_chunk_size(self) -> int:
+        """Texts per batch when none is given: 8 on a CPU, 64 on an accelerator."""
+        return 8 if self.core.measurement.device.type == "cpu" else 64
 
     def detect(
         self, texts: Sequence[str], progress: bool = False, chunk_size: int | None = None
@@ -118,7 +126,7 @@ class Detector:
         from tqdm.auto import tqdm
 
         if chunk_size is None:
-            chunk_size = 8 if self.core.measurement.device.type == "cpu" else 64
+            chunk_size = self.default_chunk_size
 
         reasons = list(reasons) if reasons is not None else [None] * len(ids_list)
         results: list[DetectionResult] = []

@@ -19,7 +19,7 @@ full queue answers 503 with ``Retry-After``. Bad input gets a 4xx whose body is 
 import json
 import logging
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,13 +158,12 @@ def create_app(watermark: Any, limits: Limits | None = None) -> Any:
 
     limits = limits or Limits()
     config = watermark.config
-    detectors: dict[tuple[int, ...], Detector] = {}
+    # a detector per windowed-test setting, all on the same loaded models
+    detectors = {tuple(config.window_sizes): watermark.detector}
 
     def detect(texts: list[str], windows: tuple[int, ...]) -> list[Any]:
-        if windows not in detectors:  # a detector per windowed-test setting (shared models)
-            detector = Detector(watermark.core)
-            detector.config = replace(config, window_sizes=list(windows))
-            detectors[windows] = detector
+        if windows not in detectors:
+            detectors[windows] = Detector(watermark.core, window_sizes=windows)
         return detectors[windows].detect(texts, chunk_size=limits.max_batch)
 
     batcher = Batcher(detect, limits.max_batch, limits.max_queue)
@@ -229,12 +228,13 @@ def create_app(watermark: Any, limits: Limits | None = None) -> Any:
             "max_texts": limits.max_texts, "max_chars": limits.max_chars,
             "max_batch": limits.max_batch, "max_queue": limits.max_queue}})  # fmt: skip
 
+    marks = legend(config.opening_steps or None, windowed=bool(config.window_sizes))
+    page_html = PAGE.read_text().replace("/*STYLE*/", STYLE).replace("<!--LEGEND-->", marks)
+
     @app.get("/", response_class=HTMLResponse)
     async def page():
         """The detection page: paste a text, read the verdict and the highlighted tokens."""
-        marks = legend(config.opening_steps or None, windowed=bool(config.window_sizes))
-        html = PAGE.read_text().replace("/*STYLE*/", STYLE).replace("<!--LEGEND-->", marks)
-        return HTMLResponse(html)
+        return HTMLResponse(page_html)
 
     return app
 
