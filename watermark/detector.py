@@ -120,8 +120,11 @@ class Detector:
     ) -> list[DetectionResult]:
         """Detects the watermark in texts given as generator token ids.
 
-        ``chunk_size`` texts share one batch of MM forwards and SE inputs (default: 8 on a CPU,
-        64 on an accelerator); results do not depend on it.
+        ``chunk_size`` texts are scored together (default: 8 on a CPU, 64 on an accelerator).
+        On a CPU each text's MM forwards and SE batches are its own, so its result does not
+        depend on the chunk size or on the other texts. On an accelerator the chunk's texts
+        share padded MM forwards and SE batches (faster there), and a result may differ from a
+        lone text's in the last float bits of an entropy or an embedding.
         """
         from tqdm.auto import tqdm
 
@@ -146,23 +149,27 @@ class Detector:
         self, ids_list: list[list[int]], reasons: list[str | None], progress: bool
     ) -> list[DetectionResult]:
         core = self.core
-        steps, texts, owner = [], [], []
         long = progress and sum(map(len, ids_list)) >= LONG_TEXT  # show progress within texts
         todo = [n for n, ids in enumerate(ids_list) if reasons[n] is None and ids]
         if long:  # progress within each text
             gates = {n: core.text_gate(ids_list[n], progress=True) for n in todo}
         else:
             gates = dict(zip(todo, core.text_gates([ids_list[n] for n in todo])))
-        for n in todo:
-            ids = ids_list[n]
-            for t in torch.nonzero(gates[n].gated).flatten().add(1).tolist():
-                steps.append(t)
-                texts.append(ids)
-                owner.append(n)
-        lists = core.green_lists(steps, texts, progress=long)
-        rows_of: dict[int, list[int]] = {}
-        for i, n in enumerate(owner):
-            rows_of.setdefault(n, []).append(i)
+        steps = {n: torch.nonzero(gates[n].gated).flatten().add(1).tolist() for n in todo}
+        lists = {}
+        # Texts that share padded MM forwards (an accelerator) share SE batches too; otherwise
+        # each text's spans are embedded alone, so its bits cannot depend on its batch-mates.
+        groups = [todo] if core.measurement.logit_budget > 0 else [[n] for n in todo]
+        for group in groups:
+            found = core.green_lists(
+                [t for n in group for t in steps[n]],
+                [ids_list[n] for n in group for _ in steps[n]],
+                progress=long,
+            )
+            at = 0
+            for n in group:
+                lists[n] = found.select(list(range(at, at + len(steps[n]))))
+                at += len(steps[n])
         results = []
         for n, ids in enumerate(ids_list):
             if n not in gates:
@@ -173,11 +180,10 @@ class Detector:
                     )
                 )
                 continue
-            rows = rows_of.get(n, [])
-            own, pieces = lists.select(rows), token_pieces(core.tokenizer, ids)
+            pieces = token_pieces(core.tokenizer, ids)
             per_key = [
-                self._assemble(ids, gates[n], core.semantic.from_signs(own.signs, key),
-                               [steps[i] for i in rows], pieces)
+                self._assemble(ids, gates[n], core.semantic.from_signs(lists[n].signs, key),
+                               steps[n], pieces)
                 for key in range(core.semantic.num_keys)
             ]  # fmt: skip
             results.append(self._best_key(per_key))

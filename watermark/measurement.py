@@ -108,6 +108,13 @@ class MeasurementModel:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    @property
+    def logit_budget(self) -> int:
+        """Logit values per shared forward of :meth:`texts_entropies` (0: text by text)."""
+        if self.batch_logits is None:
+            return 0 if self.device.type == "cpu" else 2**30
+        return self.batch_logits
+
     def body_ids(self, prefix_ids: Sequence[int]) -> list[int]:
         """MM tokens of a generated prefix S_{0:t-1} (generator ids), before the window."""
         if self.same_tokenizer:
@@ -215,9 +222,7 @@ class MeasurementModel:
         forwards (right padding, so each real position sees exactly its own context) of at
         most ``batch_logits`` logit values each; others take the per-text path.
         """
-        budget = self.batch_logits
-        if budget is None:
-            budget = 0 if self.device.type == "cpu" else 2**30
+        budget = self.logit_budget
         out: list[Tensor | None] = [None] * len(texts)
         batchable = []
         for n, ids in enumerate(texts):

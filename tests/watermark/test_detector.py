@@ -111,6 +111,37 @@ def test_batched_mm_matches_per_text_and_reference(tiny: SimpleNamespace, budget
         assert b.scored == reference.detect(wm, text).scored
 
 
+def test_a_verdict_does_not_depend_on_batch_mates(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each SE batch holds one text's spans, so a text's bits cannot move with the shapes of
+    the batches that other texts bring (float noise near v = 0); on a CPU the MM runs per text
+    too, so the CLI line of a text is the same alone or in any chunk (the service relies on it).
+    """
+    wm = tiny.make(context_guard=1, window_sizes=[8])
+    texts = sentences(6, seed=21, length=30) + ["river"]
+    semantic, calls = wm.core.semantic, []
+    embed = semantic.green_lists
+
+    def recording(inputs: list[str], progress: bool = False) -> object:
+        calls.append(list(inputs))
+        return embed(inputs, progress=progress)
+
+    monkeypatch.setattr(semantic, "green_lists", recording)
+    spans = lambda: [sorted(c) for c in calls if c != [wm.config.opening_sentence]]  # noqa: E731
+    alone, alone_batches = [], []
+    for text in texts:
+        calls.clear()
+        alone.append(wm.detect([text])[0])
+        alone_batches += spans()
+    calls.clear()
+    together = wm.detect(texts[::-1], batch_size=4)[::-1]
+    assert len(alone_batches) == len(texts) - 1  # "river" has no tested step after the opening
+    assert sorted(spans()) == sorted(alone_batches)
+    for a, b in zip(alone, together):
+        assert json.dumps(a.to_dict(per_token=True)) == json.dumps(b.to_dict(per_token=True))
+
+
 def test_detect_batch_size_is_checked(tiny: SimpleNamespace) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         tiny.make().detect(["river city"], batch_size=0)
