@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import statistics
 import sys
 from pathlib import Path
 
@@ -107,11 +108,10 @@ def human_spread(ev: Evaluation, name: str, keys: int) -> dict:
     means = []
     for index in range(keys):
         z = [d.z_score for d in ev.detections(keyed_method(ev, name, index), humans)]
-        means.append(round(sum(z) / len(z), 3))
-    mean = sum(means) / len(means)
-    sd = (sum((m - mean) ** 2 for m in means) / len(means)) ** 0.5
+        means.append(round(statistics.fmean(z), 3))
     return {"method": name, "human_texts": len(humans), "human_z_mean_per_key": means,
-            "across_keys_mean": round(mean, 3), "across_keys_sd": round(sd, 3)}  # fmt: skip
+            "across_keys_mean": round(statistics.fmean(means), 3),
+            "across_keys_sd": round(statistics.pstdev(means), 3)}  # fmt: skip
 
 
 def main() -> None:
