@@ -4,7 +4,10 @@ Writes ``human.jsonl`` (the first ``--human`` held-out passages of ~200 generato
 two-sentence prompt, as in ``bench_watermark.py human``) and ``watermarked.jsonl``
 (``--watermarked`` continuations of held-out prompts from the shipped default, ``--tokens`` long
 with EOS blocked) under ``--out``, for ``python -m watermark calibrate``. Generation appends in
-batches, so an interrupted run resumes.
+batches, so an interrupted run resumes. ``--train-passages N`` also writes ``human-train.jsonl``:
+N passages of 200 generator tokens from the train and val documents of the sentence corpus
+(whole sentences of one document in order, at most five per document, documents taken in turn),
+a second human set for ``benchmarks/rotation_tail.py``.
 
 Example::
 
@@ -16,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import time
@@ -30,6 +34,29 @@ from watermark.evaluate.heldout import units  # noqa: E402
 from watermark.models import load_lm  # noqa: E402
 
 
+def train_passages(tokenizer: object, count: int, tokens: int = 200, per_doc: int = 5) -> list:
+    """Passages of ``tokens`` generator tokens from the corpus's train and val documents."""
+    docs: dict[str, list[str]] = {}
+    with gzip.open(ROOT / "data/corpus/sentences.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            docs.setdefault(row["doc"], []).append(row["text"])
+    found: dict[str, list[str]] = {}
+    for doc, sentences in docs.items():
+        taken: list[str] = []
+        for s in sentences:
+            taken.append(s)
+            ids = tokenizer(" " + " ".join(taken), add_special_tokens=False)["input_ids"]
+            if len(ids) >= tokens:
+                found.setdefault(doc, []).append(tokenizer.decode(ids[:tokens]))
+                taken = []
+            if len(found.get(doc, [])) == per_doc:
+                break
+    turns = [{"id": f"{d}-{r}", "text": found[d][r]}
+             for r in range(per_doc) for d in sorted(found) if r < len(found[d])]  # fmt: skip
+    return turns[:count]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs/keys")
@@ -37,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--watermarked", type=int, default=64)
     parser.add_argument("--tokens", type=int, default=400)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--train-passages", type=int, default=0)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     cfg = as_config(None)
@@ -48,6 +76,10 @@ def main(argv: list[str] | None = None) -> None:
         for u in human:
             f.write(json.dumps({"id": u["id"], "text": u["human"]}) + "\n")
     print(f"{len(human)} human passages", file=sys.stderr)
+    if args.train_passages:
+        with (args.out / "human-train.jsonl").open("w", encoding="utf-8") as f:
+            for row in train_passages(tokenizer, args.train_passages):
+                f.write(json.dumps(row) + "\n")
     prompts = [u["prompt"] for u in units(heldout, tokenizer, None, 0, 1)][: args.watermarked]
     path = args.out / "watermarked.jsonl"
     done = len(path.read_text().splitlines()) if path.exists() else 0
