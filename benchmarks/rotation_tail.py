@@ -13,15 +13,16 @@ changes the token map), keeps every key's own p-value, and prints one JSON objec
   95% bootstrap interval over passages, the range of the per-set counts, the share of sets at
   or below ``target_fpr``, and the config's own keys' count (the first set);
 - ``one_per_dim``: the same pooled shares keeping only the first tested token of each mapper
-  dimension (the dependence between tokens that share a dimension's sign).
+  dimension (the dependence between tokens that share a dimension's sign); left out with
+  ``repeats="bigram"``, whose repeats read a shifted dimension.
 
 With ``window_sizes`` in the config, ``pooled`` and ``rotation`` are given for the windowed
 p-value as well. ``--out`` keeps each passage's per-key bits, nulls and dimensions as JSON lines.
 
 Example::
 
-    python benchmarks/rotation_tail.py --human runs/keys/human.jsonl --config runs/keys/rot.json \\
-        --fresh-keys 45 --out runs/keys/rotation_tail.jsonl
+    python benchmarks/rotation_tail.py --human runs/keys/human.jsonl \\
+        --config runs/keys/rot-windowed.json --fresh-keys 45 --out runs/keys/rotation_tail.jsonl
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ CUTOFFS = (0.001, 0.01, 0.05)
 
 
 def key_record(result: object, dims: list[int]) -> dict:
-    """One key's tested bits, nulls and dimensions (layer 0), with its p-values."""
+    """One key's tested bits, nulls and mapper dimensions (layer 0, each token's own), with its
+    p-values."""
     pos = [i for i, tested in enumerate(result.tested) if tested]
     return {"green": [bool(result.green[i]) for i in pos], "gamma": [result.gamma[i] for i in pos],
             "dim": [dims[result.token_ids[i]] for i in pos], "p": result.p_value,
@@ -132,11 +134,11 @@ def main(argv: list[str] | None = None) -> None:
             f.writelines(json.dumps(row) + "\n" for row in rows)
     p = np.array([[rec["p"] for rec in row] for row in rows])
     size = args.set_size or own
-    per_dim = np.array([[one_per_dim_p(rec) for rec in row] for row in rows])
     out = {"texts": len(rows), "keys": len(maps), "config_keys": own, "set_size": size,
            "per_key": {f"p<{c}": (p < c).sum(0)[:own].tolist() for c in CUTOFFS},
-           "pooled": pooled(p), "rotation": rotation(p, size, cfg.target_fpr),
-           "one_per_dim": pooled(per_dim)}  # fmt: skip
+           "pooled": pooled(p), "rotation": rotation(p, size, cfg.target_fpr)}  # fmt: skip
+    if cfg.repeats != "bigram":
+        out["one_per_dim"] = pooled(np.array([[one_per_dim_p(r) for r in row] for row in rows]))
     if cfg.window_sizes:
         wp = np.array([[rec["window_p"] for rec in row] for row in rows])
         out["windowed"] = {"pooled": pooled(wp), "rotation": rotation(wp, size, cfg.target_fpr)}
