@@ -7,7 +7,8 @@ changes the token map), keeps every key's own p-value, and prints one JSON objec
 
 - ``per_key``: for each key, the passages below each cut-off;
 - ``pooled``: over all key-passage pairs, the share below each cut-off, and the variance of the
-  per-key counts over a binomial's (near 1 or below: no key has a heavier tail than another);
+  per-key counts over a binomial's at that share (near 1 or below: no key has a heavier tail than
+  another);
 - ``rotation``: for every set of as many keys as the config has (``--set-size`` to change),
   the Bonferroni-corrected test ``min p * k < cut-off``: the FPR averaged over the sets, its
   95% bootstrap interval over passages, the range of the per-set counts, the share of sets at
@@ -69,14 +70,16 @@ def one_per_dim_p(rec: dict) -> float:
 
 
 def pooled(p: np.ndarray) -> dict:
-    """Share of key-passage pairs below each cut-off; per-key count variance over a binomial's."""
+    """Share of key-passage pairs below each cut-off, and the variance of the per-key counts over
+    that of a binomial at the same share (None when no pair is below)."""
     n = p.shape[0]
     out = {}
     for c in CUTOFFS:
         counts = (p < c).sum(0)
-        spread = counts.var() / (n * c * (1 - c))
-        out[f"p<{c}"] = {"share": round(float(counts.mean() / n), 5),
-                         "var_over_binomial": round(float(spread), 2)}  # fmt: skip
+        share = counts.mean() / n
+        binomial = n * share * (1 - share)
+        spread = round(float(counts.var() / binomial), 2) if binomial > 0 else None
+        out[f"p<{c}"] = {"share": round(float(share), 5), "var_over_binomial": spread}
     return out
 
 
