@@ -76,6 +76,8 @@ class EvalConfig:
         curve_prompts: Texts per method of the robustness curves (0 skips them; see
             :mod:`watermark.evaluate.curves`); the frontier's units come first.
         curve_attacked: Texts per method and attack on the curves.
+        curve_offset: Units skipped before the curve units (0: the frontier's units; 128 gives
+            a second set of prompts that played no part in choosing a setting on the first).
         curve_methods: Methods on the curves.
         curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
         curve_matched_only: Attack only the curve methods within the matched-quality limits
@@ -130,6 +132,7 @@ class EvalConfig:
     frontier: list[dict[str, Any]] = field(default_factory=list)
     curve_prompts: int = 0
     curve_attacked: int = 64
+    curve_offset: int = 0
     curve_methods: list[str] = field(default_factory=lambda: ["ours", "kgw0", "kgw1", "kgw2"])
     curve_attacks: list[dict[str, Any]] = field(default_factory=list)
     curve_matched_only: bool = False

@@ -66,7 +66,9 @@ def _embed(name: str, texts: list[str]) -> list:
 def run_curves(ev) -> dict:
     """All rows (method x attack, ``none`` first) on the curve units."""
     cfg = ev.cfg
-    units = ev.all_units[: cfg.curve_prompts]
+    units = ev.all_units[cfg.curve_offset : cfg.curve_offset + cfg.curve_prompts]
+    if len(units) < cfg.curve_prompts:
+        logger.warning("only %d curve units after offset %d", len(units), cfg.curve_offset)
     humans = [u["human"] for u in units]
     rows = []
     for name in cfg.curve_methods:
