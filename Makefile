@@ -1,6 +1,8 @@
 # One-command entry points (see README).
-#   make train  - create .venv, install everything, build embeddings, train and export the default mapper
+#   make train  - create .venv, install everything, build embeddings, train the default mapper
+#                 and export it to runs/mapper-minilm (the shipped one is never touched)
 #   make test   - create .venv, install everything, run lint and the test suite
+#   make ship-mapper ARGS=--yes - replace the shipped mapper (key material) with runs/mapper-minilm
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -11,7 +13,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup train test lint corpus clean
+.PHONY: setup train ship-mapper test lint corpus clean
 
 setup: $(STAMP)
 
@@ -25,6 +27,9 @@ $(STAMP): pyproject.toml
 
 train: $(STAMP)
 	$(PY) -m mapper.train fit --config configs/default.yaml $(ARGS)
+
+ship-mapper: $(STAMP)
+	$(PY) -m mapper.ship runs/mapper-minilm $(ARGS)
 
 test: $(STAMP)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || echo "note: no \

@@ -16,6 +16,12 @@
    ``--overload-requests`` requests of ``--overload-texts`` texts at once, past the queue
    bound; 503s are counted, the server's peak RSS is read from /proc, and one normal request
    must then succeed.
+5. Distinct windows (``--distinct-windows N``): N requests of one short text, each with another
+   ``windows`` list; the server's RSS before and after (it keeps a small LRU of detectors).
+
+``--tokens`` serves with a tokens file (one client, and one token, per load thread; quotas set
+high, as the run measures throughput) and an audit log, and every request carries its client's
+bearer token.
 
 Everything is bounded: a fixed number of requests, and the server is stopped at the end.
 
@@ -54,11 +60,19 @@ def held_out_texts(n: int) -> list[str]:
     return [u["human"] for u in rows[:n]]
 
 
-def post(base: str, texts: list[str], timeout: float = 600) -> tuple[int, bytes, object]:
-    """Status, body and headers of ``POST /v1/detect``."""
-    data = json.dumps({"texts": texts}).encode()
-    request = urllib.request.Request(base + "/v1/detect", data=data,
-                                     headers={"Content-Type": "application/json"})  # fmt: skip
+TOKENS: list[str] = []  # bearer tokens of the load threads (--tokens); empty: no auth
+
+
+def post(
+    base: str, texts: list[str], timeout: float = 600, client: int = 0, windows=None
+) -> tuple[int, bytes, object]:
+    """Status, body and headers of ``POST /v1/detect`` (as load thread ``client``)."""
+    body: dict = {"texts": texts} if windows is None else {"texts": texts, "windows": windows}
+    headers = {"Content-Type": "application/json"}
+    if TOKENS:
+        headers["Authorization"] = "Bearer " + TOKENS[client % len(TOKENS)]
+    request = urllib.request.Request(base + "/v1/detect", data=json.dumps(body).encode(),
+                                     headers=headers)  # fmt: skip
     try:
         with urllib.request.urlopen(request, timeout=timeout) as r:
             return r.status, r.read(), r.headers
@@ -73,14 +87,14 @@ def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> 
     counts = {"errors": 0, "mismatches": 0}
     differing: list[dict] = []  # per mismatch: the text's index and the fields that differ
 
-    def client() -> None:
+    def client(c: int) -> None:
         while True:
             with lock:
                 if not todo:
                     return
                 i = todo.pop(0)
             start = time.perf_counter()
-            status, body, _ = post(base, [texts[i]])
+            status, body, _ = post(base, [texts[i]], client=c)
             elapsed = time.perf_counter() - start
             with lock:
                 latencies.append(elapsed)
@@ -95,7 +109,7 @@ def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> 
                     differing.append({"text": i, "cli_vs_server": fields})
 
     start = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
@@ -146,7 +160,7 @@ def overload_run(base: str, texts: list[str], clients: int, requests: int, size:
     def client(c: int) -> None:
         for r in range(requests):
             start = (c * requests + r) * size % max(1, len(texts) - size)
-            status, _, headers = post(base, texts[start : start + size])
+            status, _, headers = post(base, texts[start : start + size], client=c)
             with lock:
                 statuses.append(status)
                 if status == 503:
@@ -165,11 +179,33 @@ def overload_run(base: str, texts: list[str], clients: int, requests: int, size:
             "seconds": round(time.perf_counter() - start, 2)}  # fmt: skip
 
 
-def peak_rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmHWM") -> float:
+    """The process's peak (``VmHWM``) or current (``VmRSS``) resident memory in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return round(int(line.split()[1]) / 1024, 1)
     return float("nan")
+
+
+def distinct_windows_run(base: str, text: str, n: int, pid: int) -> dict:
+    """``n`` requests, each with another ``windows`` list; the server's RSS before and after."""
+    before = rss_mib(pid, "VmRSS")
+    statuses = [post(base, [text], windows=[16 + k % 2000, 2100 + k])[0] for k in range(n)]
+    after = rss_mib(pid, "VmRSS")
+    return {"distinct_windows": n, "ok": statuses.count(200), "rss_before_mib": before,
+            "rss_after_mib": after, "rss_growth_mib": round(after - before, 1)}  # fmt: skip
+
+
+def tokens_file(work: Path, clients: int) -> Path:
+    """A tokens file (mode 600) with one client per load thread; fills ``TOKENS``."""
+    import secrets
+
+    TOKENS[:] = [secrets.token_urlsafe(24) for _ in range(clients)]
+    path = work / "tokens"
+    quota = "texts_per_minute=100000 chars_per_day=1000000000"  # throughput, not quotas, here
+    path.write_text("".join(f"client{n} {t} {quota}\n" for n, t in enumerate(TOKENS)))
+    path.chmod(0o600)
+    return path
 
 
 def main() -> None:
@@ -183,6 +219,8 @@ def main() -> None:
     parser.add_argument("--overload-clients", type=int, default=32)
     parser.add_argument("--overload-requests", type=int, default=2)
     parser.add_argument("--overload-texts", type=int, default=16)
+    parser.add_argument("--tokens", action="store_true", help="serve with a tokens file")
+    parser.add_argument("--distinct-windows", type=int, default=0)
     args = parser.parse_args()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if args.file:
@@ -215,8 +253,13 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
+    auth = []
+    if args.tokens:
+        most = max([int(c) for c in args.clients.split(",")] + [args.overload_clients, 1])
+        auth = ["--tokens-file", str(tokens_file(work, most)),
+                "--audit-log", str(work / "audit.log")]  # fmt: skip
     server = subprocess.Popen([sys.executable, "-m", "watermark", "serve", "--port", str(port),
-                               "--max-queue", str(args.max_queue), *config], env=env,
+                               "--max-queue", str(args.max_queue), *config, *auth], env=env,
                               stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         deadline = time.monotonic() + 300
@@ -229,15 +272,19 @@ def main() -> None:
                     raise SystemExit("error: the server did not start") from None
                 time.sleep(0.5)
         post(base, texts[:2])  # warm-up
-        for clients in (int(c) for c in args.clients.split(",")):
+        for clients in (int(c) for c in args.clients.split(",") if c):
             row = interleaved_run(base, texts, expected, clients, args.blocks, wm.detect)
+            print(json.dumps({**row, "tokens": args.tokens}), flush=True)
+        if args.distinct_windows:
+            row = distinct_windows_run(base, " ".join(texts[0].split()[:30]),
+                                       args.distinct_windows, server.pid)  # fmt: skip
             print(json.dumps(row), flush=True)
         if args.overload_clients <= 0:
             return
         row = overload_run(base, texts, args.overload_clients, args.overload_requests,
                            args.overload_texts)  # fmt: skip
         row["max_queue"] = args.max_queue
-        row["server_peak_rss_mib"] = peak_rss_mib(server.pid)
+        row["server_peak_rss_mib"] = rss_mib(server.pid)
         status, body, _ = post(base, texts[:1])
         row["after_overload_ok"] = status == 200 and (
             json.dumps(json.loads(body)["results"][0], ensure_ascii=False) == expected[0]

@@ -97,7 +97,7 @@ class Thesaurus:
         self._best[word] = [w for _, w in sorted(scored)[:top]]
         return self._best[word]
 
-    def _candidates(self, token: str) -> list[str]:
+    def replacements(self, token: str) -> list[str]:
         """Replacement forms for one token (exact headword, or a regular plural)."""
         lower = token.lower()
         if lower in self.entries:
@@ -132,7 +132,7 @@ class Thesaurus:
             if text[match.start() - 1 : match.start()] == "-" or text[match.end() :][:1] == "-":
                 continue  # part of a hyphenated compound
             content.append(match)
-        options = [(m, c) for m in content if (c := self._candidates(m.group(0)))]
+        options = [(m, c) for m in content if (c := self.replacements(m.group(0)))]
         if not options:
             return []
         n_swap = min(len(options), max(1, round(rate * len(content))))

@@ -41,19 +41,34 @@ def evaluate(
     """Metrics of the mapper in `mapper_dir` and of SimHash (same D and centre) on the val split."""
     mapper = SemanticMapper.from_pretrained(resolve_path(mapper_dir))
     # The same sentence selection as in training, so the embedding cache of the run is reused.
+    ev = validation_set(mapper, corpus, cache_dir)
+    return {
+        **compare_to_simhash(mapper, ev.emb, ev.originals, ev.pairs),
+        "val_sentences": {"count": float(len(ev.originals))},
+    }
+
+
+@torch.no_grad()
+def sign_agreement(a: SemanticMapper, b: SemanticMapper, emb: torch.Tensor) -> float:
+    """Share of (sentence, dimension) signs on which two mappers agree, on embeddings (N, E).
+
+    Two mappers are the same key only where this is ~1: at 0.5 their green lists are unrelated.
+    """
+    return float(((a(emb) > 0) == (b(emb) > 0)).float().mean())
+
+
+def validation_set(mapper: SemanticMapper, corpus: str | None, cache_dir: str | None = None):
+    """The validation sentences, pairs and embeddings of ``mapper``'s training run (the
+    data module's ``val_eval``; its embeddings come from the run's cache)."""
     settings = dict(mapper.config.extra.get("data", {}))
     settings.update(corpus=corpus or settings.get("corpus", DEFAULT_CORPUS))
     settings["embedder"] = mapper.config.embedder
     dm = MapperDataModule(**settings, cache_dir=cache_dir)
     dm.prepare_data()
     dm.setup("validate")
-    ev = dm.val_eval
-    if ev is None:
-        raise ValueError(f"corpus {corpus} has no validation sentences")
-    return {
-        **compare_to_simhash(mapper, ev.emb, ev.originals, ev.pairs),
-        "val_sentences": {"count": float(len(ev.originals))},
-    }
+    if dm.val_eval is None:
+        raise ValueError(f"corpus {settings['corpus']} has no validation sentences")
+    return dm.val_eval
 
 
 def markdown(result: dict[str, dict[str, float]]) -> str:

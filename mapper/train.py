@@ -3,7 +3,9 @@
 Built on `LightningCLI`: every argument of `MapperSystem`, `MapperDataModule` and the Trainer is a
 flag or a YAML key (`configs/default.yaml` holds the defaults). The mapper's input width follows the
 data module's embedder. After `fit`, the final weights are exported to `--export_dir`
-(`model.safetensors` + `config.json`). Resume an interrupted run with `--ckpt_path last`.
+(`model.safetensors` + `config.json`; `runs/mapper-minilm` in the default config). It never
+exports into the watermark package: the shipped mapper is key material, replaced only by
+`python -m mapper.ship`. Resume an interrupted run with `--ckpt_path last`.
 """
 
 from __future__ import annotations
@@ -18,8 +20,15 @@ from lightning.pytorch.cli import LightningCLI
 from mapper.datamodule import MapperDataModule
 from mapper.export import build_mapper, data_settings
 from mapper.system import MapperSystem
+from watermark.paths import PACKAGE_DIR
 
 log = logging.getLogger(__name__)
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (resolved) is ``folder`` or lies under it."""
+    path, folder = path.expanduser().resolve(), folder.resolve()
+    return path == folder or folder in path.parents
 
 
 class MapperCLI(LightningCLI):
@@ -34,6 +43,15 @@ class MapperCLI(LightningCLI):
             default=None,
             help="folder to export the trained mapper to after fit (safetensors + config.json)",
         )
+
+    def before_fit(self) -> None:
+        export_dir = self.config[self.subcommand].get("export_dir")
+        if export_dir and inside(Path(export_dir), PACKAGE_DIR / "checkpoints"):
+            raise ValueError(
+                f"--export_dir {export_dir} is inside the watermark package: the shipped mapper "
+                "is key material and is replaced only by `python -m mapper.ship RUN_DIR --yes` "
+                "(make ship-mapper); export to a run folder such as runs/mapper-minilm"
+            )
 
     def after_fit(self) -> None:
         export_dir = self.config[self.subcommand].get("export_dir")

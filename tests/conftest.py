@@ -101,6 +101,8 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
             scaling="floor",  # the first version's rule; test cases pin their own
             filter_first=False,
             fresh_only=False,
+            repeats="neutral",
+            temperature=1.0,
         )
         fields.update(overrides)
         return Watermark.load(

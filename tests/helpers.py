@@ -11,6 +11,10 @@
 from __future__ import annotations
 
 import random
+import socket
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -197,3 +201,25 @@ def fused_watermark(tiny: object, **overrides: object) -> object:
                   top_k=10, top_p=0.9)  # fmt: skip
     return Watermark.load(WatermarkConfig(**{**fields, **overrides}), tokenizer=tiny.gtok,
                           generator=tiny.gen, embedder=tiny.emb, mapper=tiny.mapper)  # fmt: skip
+
+
+@contextmanager
+def serving(app: object):
+    """``app`` served by uvicorn on a free loopback port, in a thread; yields its base URL."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

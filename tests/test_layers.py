@@ -22,7 +22,8 @@ CORE, RUNTIME, CLI, EVALUATION, TRAINING = (
 LAYERS = {
     CORE: [
         "watermark.config", "watermark.config_checks", "watermark.core", "watermark.devices",
-        "watermark.errors", "watermark.green_lists", "watermark.keys", "watermark.measurement",
+        "watermark.errors", "watermark.green_lists", "watermark.identity", "watermark.keys",
+        "watermark.measurement",
         "watermark.models", "watermark.paths", "watermark.rules", "watermark.rules.logits",
         "watermark.semantic", "watermark.stats", "watermark.text", "watermark.timer",
         "watermark.token_map", "watermark.units", "mapper", "mapper.semantic_mapper",
@@ -34,7 +35,7 @@ LAYERS = {
         "watermark.processor", "watermark.reference",
     ],
     CLI: ["watermark.__main__", "watermark.cli", "watermark.cli_parser", "watermark.corpus",
-          "watermark.batcher", "watermark.service"],
+          "watermark.batcher", "watermark.service", "watermark.access"],
 }  # fmt: skip
 # what each layer may import besides itself
 ALLOWED = {

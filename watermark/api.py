@@ -61,6 +61,12 @@ class Watermark:
         return f"Watermark({self.config!r})"
 
     @property
+    def fingerprint(self) -> str:
+        """``"wm-..."``: digest of what generation and detection must share (the mapper and the
+        embedder included, never the key); ``generate`` and ``detect`` write it."""
+        return self.core.fingerprint
+
+    @property
     def embedder(self) -> object:
         """The sentence embedder (SE)."""
         return self.core.semantic.embedder

@@ -4,8 +4,9 @@ Each request's texts wait in one FIFO queue as (request, index) items. A single 
 to ``max_batch`` items that share the request options' group (the windowed-test sizes), runs the
 detector on them in one worker thread (so the event loop keeps accepting requests), and hands
 each request its results once all of its texts are done. The queue holds at most ``max_queue``
-texts: a request that would go past it is refused at once (:class:`QueueFullError`), so memory stays
-bounded whatever the load.
+texts and ``max_work`` units of work (each request states its own, e.g. tokens x tests): a request
+that would go past either is refused at once (:class:`QueueFullError`), so memory and the wait
+stay bounded whatever the load.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class _Request:
     texts: list[str]
     group: Hashable
     future: asyncio.Future
+    work: float = 0.0  # per text
     results: list[Any] = field(init=False)
     left: int = field(init=False)  # texts not yet detected
 
@@ -50,10 +52,14 @@ class _Request:
 class Batcher:
     """Queues texts of concurrent requests and detects them in batches of ``max_batch``."""
 
-    def __init__(self, detect: DetectFn, max_batch: int, max_queue: int) -> None:
-        if max_batch < 1 or max_queue < 1:
-            raise ValueError("max_batch and max_queue must be >= 1")
+    def __init__(
+        self, detect: DetectFn, max_batch: int, max_queue: int, max_work: float = math.inf
+    ) -> None:
+        if max_batch < 1 or max_queue < 1 or max_work <= 0:
+            raise ValueError("max_batch and max_queue must be >= 1, max_work > 0")
         self.detect, self.max_batch, self.max_queue = detect, max_batch, max_queue
+        self.max_work = max_work
+        self.work = 0.0  # work of the queued texts
         self.items: deque[tuple[_Request, int]] = deque()
         self.rate = 0.0  # texts per second of the last batch (for Retry-After)
         self._wake: asyncio.Event | None = None
@@ -80,18 +86,26 @@ class Batcher:
             if not request.future.done():
                 request.future.set_exception(RuntimeError("the server is shutting down"))
         self.items.clear()
+        self.work = 0.0
         self._pool.shutdown(wait=False)
 
-    async def submit(self, texts: Sequence[str], group: Hashable = None) -> list[Any]:
-        """The results of ``texts`` (in order), once detected; raises :class:`QueueFullError`."""
+    async def submit(
+        self, texts: Sequence[str], group: Hashable = None, work: float = 0.0
+    ) -> list[Any]:
+        """The results of ``texts`` (in order), once detected; raises :class:`QueueFullError`.
+
+        ``work``: the request's work, counted against ``max_work`` while its texts wait.
+        """
         if self._wake is None:
             raise RuntimeError("Batcher.start() was not called")
         texts = list(texts)
         if not texts:
             return []
-        if self.waiting + len(texts) > self.max_queue:
+        if self.waiting + len(texts) > self.max_queue or self.work + work > self.max_work:
             raise QueueFullError(self.retry_after(len(texts)))
-        request = _Request(texts, group, asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        request = _Request(texts, group, loop.create_future(), work / len(texts))
+        self.work += work
         self.items.extend((request, i) for i in range(len(texts)))
         self._wake.set()
         return await request.future
@@ -110,6 +124,7 @@ class Batcher:
             item = self.items.popleft()
             (batch if item[0].group == group else rest).append(item)
         self.items.extendleft(reversed(rest))
+        self.work = max(0.0, self.work - sum(request.work for request, _ in batch))
         return batch
 
     async def _run(self) -> None:

@@ -146,15 +146,32 @@ def cmd_generate(args: argparse.Namespace) -> int:
             record=False,
         )
         for out in outs:
-            _emit({"prompt": out.prompt, "text": out.text})
+            _emit({"prompt": out.prompt, "text": out.text, "fingerprint": wm.fingerprint})
     return 0
 
 
+def _fingerprint_check(rows: list[dict], mine: str) -> list[bool | None]:
+    """Per input row, whether the fingerprint it carries is ``mine`` (None: it carries none);
+    warns once about the rows that were made under another config."""
+    found = [None if "fingerprint" not in row else row["fingerprint"] == mine for row in rows]
+    other = [n for n, same in enumerate(found, 1) if same is False]
+    if other:
+        logger.warning(
+            "%d input text(s) (line %s%s) carry another config fingerprint than this detector's "
+            "%s: they were made with another mapper, embedder or rule, and a watermark made "
+            "that way does not test as watermarked here; detect them with their own config",
+            len(other), other[0], " ..." if len(other) > 1 else "", mine,
+        )  # fmt: skip
+    return found
+
+
 def cmd_detect(args: argparse.Namespace) -> int:
-    texts = [row["text"] for row in _inputs(args.text, args.file, "text")]
+    rows = _inputs(args.text, args.file, "text")
     wm, _ = _load(_config(args), args)
-    for result in wm.detect(texts, progress=True):
-        _emit(result.to_dict(per_token=args.per_token))
+    same = _fingerprint_check(rows, wm.fingerprint)
+    for result, matches in zip(wm.detect([row["text"] for row in rows], progress=True), same):
+        line = result.to_dict(per_token=args.per_token)
+        _emit(line if matches is None else {**line, "fingerprint_matches": matches})
     return 0
 
 
@@ -182,6 +199,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_keygen(args: argparse.Namespace) -> int:
     from watermark.config import as_config
+    from watermark.identity import pinned
     from watermark.keys import fresh_key, fresh_opening_sentence, write_private
 
     base = as_config(args.config)
@@ -195,7 +213,7 @@ def cmd_keygen(args: argparse.Namespace) -> int:
         key = "file:" + str(key_path.resolve())
         summary["key_file"] = str(key_path)
     old = [base.key, *base.old_keys] if args.rotate else []
-    cfg = replace(base, key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
+    cfg = replace(pinned(base), key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
     write_private(out, json.dumps(cfg.to_dict(), indent=2) + "\n", overwrite=args.force)
     _emit({**summary, "old_keys": len(old), "mode": "0600"})
     return 0
@@ -218,8 +236,36 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def _audit_to(path: str | None) -> None:
+    """Sends the audit log to ``path`` (created mode 0600) or to stderr."""
+    import os
+
+    audit = logging.getLogger("watermark.audit")
+    audit.setLevel(logging.INFO)
+    audit.propagate = False
+    if path:
+        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    audit.addHandler(handler)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
+        from watermark.access import Clients
         from watermark.service import Limits, serve
     except ImportError as err:
         raise UsageError(
@@ -227,12 +273,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "pip install 'adaptive-watermark[serve]'"
         ) from None
 
+    if args.audit_log and not args.tokens_file:
+        raise UsageError("--audit-log needs --tokens-file (the log names the client of a request)")
+    clients = Clients(args.tokens_file) if args.tokens_file else None  # checked before loading
+    if clients is None and not _loopback(args.host):
+        if not args.insecure_no_auth:
+            raise UsageError(
+                f"--host {args.host} is not a loopback address: give --tokens-file (anyone who "
+                "reaches an open service can use the secret key as an oracle), or pass "
+                "--insecure-no-auth"
+            )
+        print(f"warning: serving on {args.host} without authentication: anyone who reaches it "
+              "can query the secret key as an oracle", file=sys.stderr)  # fmt: skip
+    if clients is not None:
+        _audit_to(args.audit_log)
     wm, _ = _load(_config(args), args)
     max_batch = args.max_batch or wm.detector.default_chunk_size
     limits = Limits(max_batch=max_batch, max_queue=args.max_queue, max_texts=args.max_texts,
-                    max_chars=args.max_chars)  # fmt: skip
-    print(f"serving on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
-    serve(wm, args.host, args.port, limits)
+                    max_chars=args.max_chars, max_work=args.max_work)  # fmt: skip
+    auth = f"{len(clients.clients)} clients" if clients else "no authentication"
+    print(f"serving on http://{args.host}:{args.port}/ ({auth}; Ctrl-C stops)", file=sys.stderr)
+    serve(wm, args.host, args.port, limits, clients)
     return 0
 
 

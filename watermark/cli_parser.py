@@ -184,4 +184,14 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     srv.add_argument("--max-texts", type=positive_int, default=64, help="texts per request")
     srv.add_argument("--max-chars", type=positive_int, default=20_000,
                      help="characters per text (longer: 413)")  # fmt: skip
+    srv.add_argument("--max-work", type=positive_int, default=256 * 512 * 3,
+                     help="queued work (tokens x tests) past which requests get 503")  # fmt: skip
+    srv.add_argument("--tokens-file", help="admit only the clients listed here (NAME TOKEN "
+                     "[texts_per_minute=N] [chars_per_day=N] per line, mode 600; SIGHUP "
+                     "re-reads it)")  # fmt: skip
+    srv.add_argument("--audit-log", help="append the audit log (one JSON line per request, "
+                     "no texts or tokens) to this file instead of stderr")  # fmt: skip
+    srv.add_argument("--insecure-no-auth", action="store_true", help="allow a non-loopback "
+                     "--host without --tokens-file: anyone who reaches it can use the key as an "
+                     "oracle")  # fmt: skip
     return parser

@@ -16,6 +16,7 @@ The secret key and opening sentence never appear in ``repr`` or logs.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -30,6 +31,12 @@ from watermark.rules import STRENGTH_FIELD
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
+
+logger = logging.getLogger(__name__)
+
+# rule fields added after configs were first saved, with the value every earlier config meant: a
+# file that names its rule but not these fields takes today's defaults, so loading it warns
+RULE_FIELDS_ADDED_LATER = {"temperature": 1.0, "repeats": "neutral"}
 
 
 @dataclass
@@ -50,6 +57,11 @@ class WatermarkConfig:
         mm_start_token: Token the MM conditions on before the first generated token (the empty
             prefix). ``None`` uses the MM tokenizer's BOS token, else its EOS token.
         embedder: Sentence embedder (SE) name, see :func:`watermark.models.load_embedder`.
+        mapper_digest: ``"sha256:..."`` of the mapper's tensors: the mapper is key material, and
+            loading refuses another one (:mod:`watermark.identity`). ``None``: the shipped
+            mapper's digest when ``mapper`` is the shipped path, else unpinned (loading warns).
+        embedder_digest: The same for the sentence embedder (``None``: the shipped digest when
+            ``embedder`` is the shipped ``minilm``).
         key: Secret key of the token map: the key itself, ``"env:NAME"`` (an environment
             variable) or ``"file:PATH"`` (a key file), see :mod:`watermark.keys`. Never logged.
         old_keys: Earlier keys (same forms) that detection also tries, for key rotation; the
@@ -58,7 +70,8 @@ class WatermarkConfig:
         alpha: Entropy threshold in nats: steps t > M are watermarked iff H(P_MM) >= alpha.
         delta: Strength of the multiplicative rules ``paper`` and ``floor`` (AWTS).
         bias: Strength of the ``additive`` rule (added to green logits).
-        layers: Green lists per step of the ``tournament`` rule (its strength).
+        layers: Green lists per step of the ``tournament`` rule (its strength); the biasing
+            rules read one list whatever it says, as they ignore each other's strengths.
         opening_steps: M; generated steps t = 1..M use the opening sentence and skip the gate.
         temperature: Sampling temperature, applied to the logits before the filters and the rule
             at every step (1: the model's own distribution). Generation only.
@@ -119,6 +132,8 @@ class WatermarkConfig:
     measurement_model: str = "smollm2-135m"
     mm_start_token: str | None = None
     embedder: str = "minilm"
+    mapper_digest: str | None = None
+    embedder_digest: str | None = None
     key: str = field(default=DEMO_KEY, repr=False)
     old_keys: list[str] = field(default_factory=list, repr=False)
     opening_sentence: str = field(default=DEMO_OPENING, repr=False)
@@ -157,6 +172,11 @@ class WatermarkConfig:
     def strength(self) -> float:
         """The strength parameter of the configured rule (``delta``, ``bias`` or ``layers``)."""
         return getattr(self, STRENGTH_FIELD[self.scaling])
+
+    @property
+    def green_lists(self) -> int:
+        """Green lists per step: ``layers`` for the tournament, 1 for the biasing rules."""
+        return self.layers if self.scaling == "tournament" else 1
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the JSON-able fields (including the secrets; keep the file private)."""
@@ -201,6 +221,15 @@ class WatermarkConfig:
             raise UserError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
         if not isinstance(data, dict):
             raise UserError(f"watermark config {path} must hold a JSON object of fields")
+        missing = [name for name in RULE_FIELDS_ADDED_LATER if name not in data]
+        if "scaling" in data and missing:
+            logger.warning(
+                "watermark config %s names a rule but not %s: they take the shipped defaults "
+                "(%s); a config written before they existed meant %s",
+                path, ", ".join(missing),
+                ", ".join(f"{n}={getattr(cls, n)!r}" for n in missing),
+                ", ".join(f"{n}={RULE_FIELDS_ADDED_LATER[n]!r}" for n in missing),
+            )  # fmt: skip
         try:
             return cls.from_dict(data, source=str(path))
         except (TypeError, ValueError) as err:

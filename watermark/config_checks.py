@@ -8,6 +8,7 @@ one, never the other way round: the checks read a config's fields by name.
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 
 from watermark.rules import RULES
@@ -27,6 +28,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
 FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "vocab_size": (int, type(None)),
     "mm_start_token": (str, type(None)),
+    "mapper_digest": (str, type(None)),
+    "embedder_digest": (str, type(None)),
     "alpha": (float, int),
     "delta": (float, int),
     "bias": (float, int),
@@ -48,6 +51,7 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "window_sizes": (list,),
     "old_keys": (list,),
 }
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # a pinned mapper or embedder (watermark.identity)
 SECRET_FIELDS = ("key", "old_keys", "opening_sentence")  # never echoed in a message
 
 
@@ -73,10 +77,14 @@ def problems(cfg: object) -> list[str]:
     for name, choices in CHOICES.items():
         if getattr(cfg, name) not in choices:
             found.append(f"{name} must be one of {choices}, got {getattr(cfg, name)!r}")
+    for name in ("mapper_digest", "embedder_digest"):
+        value = getattr(cfg, name)
+        if value is not None and not DIGEST.fullmatch(value):
+            found.append(f"{name} must be 'sha256:' and 64 hex digits, got {value!r}")
     if cfg.delta <= 0 or cfg.bias <= 0:
         found.append(f"delta and bias must be > 0, got {cfg.delta}, {cfg.bias}")
-    if cfg.layers < 1 or (cfg.layers > 1 and cfg.scaling != "tournament"):
-        found.append(f"layers must be 1, or >= 1 with scaling='tournament', got {cfg.layers}")
+    if cfg.layers < 1:
+        found.append(f"layers must be >= 1, got {cfg.layers}")
     if cfg.fresh_only and not cfg.unique_tokens:
         found.append("fresh_only needs unique_tokens=true (repeats are never tested)")
     if cfg.repeats == "bigram" and (not cfg.fresh_only or cfg.null_model != "vocab"):

@@ -29,6 +29,7 @@ import torch
 
 from watermark.config import WatermarkConfig
 from watermark.green_lists import GreenLists
+from watermark.identity import fingerprint
 from watermark.measurement import MeasurementModel, MMGenerationState
 from watermark.rules.logits import apply_rule
 from watermark.semantic import SemanticScorer
@@ -143,6 +144,13 @@ class WatermarkCore:
     @property
     def vocab_size(self) -> int:
         return self.semantic.vocab_size
+
+    @property
+    def fingerprint(self) -> str:
+        """``"wm-..."``: what generation and detection share, the mapper and the embedder
+        included (:func:`watermark.identity.fingerprint`); never the key."""
+        digests = self.semantic.digests
+        return fingerprint(self.config, self.vocab_size, digests["mapper"], digests["embedder"])
 
     @property
     def timer(self) -> StageTimer:

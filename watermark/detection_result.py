@@ -25,6 +25,7 @@ SUMMARY_FIELDS = (
     "window",
     "key_index",
     "reason",
+    "fingerprint",
 )
 
 
@@ -56,6 +57,8 @@ class DetectionResult:
         key_p_values: Per key tried, its own uncorrected p-value (window p-value with
             ``window_sizes``).
         reason: Why the text was not scored, else ``None``.
+        fingerprint: The detecting config's fingerprint (``"wm-..."``, see
+            :func:`watermark.identity.fingerprint`): texts are tested under what it names.
         token_ids: Generator token ids s_1..s_T.
         tokens: Text piece of each token (concatenation = decoded text).
         scored: Per token, whether it is in W.
@@ -85,6 +88,7 @@ class DetectionResult:
     key_index: int = 0
     key_p_values: list[float] = field(default_factory=list)
     reason: str | None = None
+    fingerprint: str = ""
     token_ids: list[int] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
     scored: list[bool] = field(default_factory=list)

@@ -143,6 +143,9 @@ class Detector:
             )
             bar.update(len(chunk))
         bar.close()
+        made_by = self.core.fingerprint
+        for result in results:
+            result.fingerprint = made_by
         return results
 
     def _chunk(

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import torch
 
-from watermark.measurement import MMGenerationState, entropy_from_logits
+from watermark.measurement import MMGenerationState, cached_forward, entropy_from_logits
 
 # generation-config fields that would add logits processors to ``model.generate``, at their
 # quiet values: a model whose config sets any of them is not fused
@@ -101,9 +101,9 @@ def fused_generate(
     try:
         for step in range(max_new_tokens):
             positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1] :]
-            out = model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
-                        past_key_values=cache, use_cache=True, logits_to_keep=1)  # fmt: skip
-            cache, logits = out.past_key_values, out.logits[:, -1].float()
+            out, cache = cached_forward(model, cache, input_ids=step_ids, attention_mask=mask,
+                                        position_ids=positions, logits_to_keep=1)  # fmt: skip
+            logits = out.logits[:, -1].float()
             given.values = entropy_from_logits(logits[batch:]).cpu()
             scores = logits[:batch]
             if step < min_new_tokens and len(eos):

@@ -6,7 +6,8 @@ keyed token maps (:func:`load_semantic`), then the measurement model (MM). Each 
 name unless it is passed in, places it on one device in the config's ``compute_dtype`` (see
 :mod:`watermark.devices`) and checks widths and vocabularies, failing with a message that names
 the mismatch (embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head
-width, null model vs MM).
+width, null model vs MM). The mapper and the embedder are key material: their digests must be the
+ones the config pins (:mod:`watermark.identity`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig
 from watermark.devices import model_device, model_dtype, torch_dtype
 from watermark.errors import UserError
+from watermark.identity import check_part, tensor_digest
 from watermark.measurement import MeasurementModel, resolve_start_id
 from watermark.models import embedder_dim, load_embedder
 from watermark.semantic import SemanticScorer
@@ -134,14 +136,19 @@ def load_semantic(
 ) -> SemanticScorer:
     """The SE (in ``compute_dtype``), the mapper (float32) and the keyed token maps of every
     key, on ``device``; the SE and the mapper are loaded by name unless given."""
+    mapper_by_name, embedder_by_name = mapper is None, embedder is None
     if mapper is None:
         try:
             mapper = SemanticMapper.from_pretrained(cfg.mapper_dir())
         except ValueError as err:  # weights that do not match the folder's config
             raise UserError(f"mapper {cfg.mapper!r} cannot be loaded: {err}") from err
+    digests = {"mapper": tensor_digest(mapper)}
+    check_part(cfg, "mapper", digests["mapper"], mapper_by_name)
     mapper = mapper.to(device=device, dtype=torch.float32)
     if embedder is None:
         embedder = load_embedder(cfg.resolve_path(cfg.embedder), device=str(device))
+    digests["embedder"] = tensor_digest(embedder)  # as loaded, before compute_dtype
+    check_part(cfg, "embedder", digests["embedder"], embedder_by_name)
     embedder = embedder.to(device=device, dtype=torch_dtype(cfg.compute_dtype))
     e_dim, m_in = embedder_dim(embedder), int(mapper.config.input_dim)
     if e_dim != m_in:
@@ -153,11 +160,12 @@ def load_semantic(
     D = int(mapper.config.output_dim)
     keys = cfg.secret_keys()
     try:
-        token_maps = [build_token_maps(k, vocab, D, cfg.layers, cfg.token_map) for k in keys]
+        token_maps = [build_token_maps(k, vocab, D, cfg.green_lists, cfg.token_map) for k in keys]
     except ValueError as err:
         raise UserError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
     shifts = []
     if cfg.repeats == "bigram":
-        shifts = [build_repeat_shifts(k, vocab, D, cfg.layers) for k in keys]
+        shifts = [build_repeat_shifts(k, vocab, D, cfg.green_lists) for k in keys]
     return SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
-                          old_token_maps=token_maps[1:], repeat_shifts=shifts)  # fmt: skip
+                          old_token_maps=token_maps[1:], repeat_shifts=shifts,
+                          digests=digests)  # fmt: skip

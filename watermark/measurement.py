@@ -25,6 +25,8 @@ per batch (same tokenizer) or per row (cross tokenizer, cropped to the common pr
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Iterator, Sequence
 
 import torch
@@ -63,6 +65,23 @@ def resolve_start_id(tokenizer: object, token: str | None) -> int:
         if tid is not None:
             return int(tid)
     raise UserError("the measurement model's tokenizer has no BOS or EOS; set mm_start_token")
+
+
+@functools.cache
+def _cache_argument(model_type: type) -> str:
+    """The name of a causal LM's KV-cache argument: ``cache`` (transformers 5.x), else the
+    earlier ``past_key_values`` (deprecated in 5.x with a warning on every call)."""
+    params = inspect.signature(model_type.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def cached_forward(
+    model: torch.nn.Module, cache: object, **kwargs: object
+) -> tuple[object, object]:
+    """``model(**kwargs)`` continuing ``cache`` (None: a new one); returns (output, its cache)."""
+    name = _cache_argument(type(model))
+    out = model(**kwargs, **{name: cache}, use_cache=True)
+    return out, getattr(out, name)
 
 
 class MeasurementModel:
@@ -150,9 +169,9 @@ class MeasurementModel:
             keep = torch.tensor([positions[i] - done for i in take], dtype=torch.long)
             with self.timer.stage("mm"):
                 x = torch.tensor([ids[done:end]], dtype=torch.long, device=self.device)
-                out = self.model(input_ids=x, past_key_values=cache, use_cache=True,
-                                 logits_to_keep=keep.to(self.device) if take else 1)  # fmt: skip
-            cache, done = out.past_key_values, end
+                kept = keep.to(self.device) if take else 1
+                out, cache = cached_forward(self.model, cache, input_ids=x, logits_to_keep=kept)
+            done = end
             if take:
                 yield take, out.logits[0].float()
 
@@ -321,8 +340,7 @@ class SameTokenizerState(MMGenerationState):
             )
             ctx = torch.cat([starts, gen[:, s:].to(device, torch.long)], dim=1)  # (B, t - s)
             new = ctx[:, self.fed :]
-            result = self.mm.model(input_ids=new, past_key_values=self.cache, use_cache=True)
-            self.cache = result.past_key_values
+            result, self.cache = cached_forward(self.mm.model, self.cache, input_ids=new)
             self.fed = ctx.shape[1]
             return entropy_from_logits(result.logits[:, -1]).cpu()
 
@@ -353,8 +371,7 @@ class CrossTokenizerState(MMGenerationState):
         elif len(cached) > keep:
             self.caches[row].crop(-(len(cached) - keep))
         x = torch.tensor([ctx[keep:]], dtype=torch.long, device=self.mm.device)
-        result = self.mm.model(input_ids=x, past_key_values=self.caches[row], use_cache=True)
-        self.caches[row] = result.past_key_values
+        result, self.caches[row] = cached_forward(self.mm.model, self.caches[row], input_ids=x)
         self.ids[row] = list(ctx)
         self.last[row] = float(entropy_from_logits(result.logits[0, -1]))
         return self.last[row]

@@ -19,6 +19,7 @@ import torch
 
 from mapper.semantic_mapper import SemanticMapper
 from watermark.green_lists import GreenLists
+from watermark.identity import tensor_digest
 from watermark.timer import StageTimer
 from watermark.token_map import tokens_per_dim
 
@@ -38,6 +39,8 @@ class SemanticScorer:
             rotation); key k >= 1 of :meth:`from_signs` is ``old_token_maps[k - 1]``.
         repeat_shifts: With ``repeats="bigram"``, one (L, V) shift table per key (the current
             key's first); empty otherwise.
+        digests: ``{"mapper": ..., "embedder": ...}`` as loaded (:mod:`watermark.identity`);
+            computed from the parts as given when left out.
     """
 
     def __init__(
@@ -49,6 +52,7 @@ class SemanticScorer:
         timer: StageTimer | None = None,
         old_token_maps: Sequence[torch.Tensor] = (),
         repeat_shifts: Sequence[torch.Tensor] = (),
+        digests: dict[str, str] | None = None,
     ) -> None:
         self.embedder = embedder
         self.mapper = mapper.eval()
@@ -66,6 +70,15 @@ class SemanticScorer:
         if repeat_shifts and len(repeat_shifts) != len(self.key_maps):
             raise ValueError(f"need one repeat shift table per key, got {len(repeat_shifts)}")
         self.repeat_shifts = [s.to(self.device, torch.long) for s in repeat_shifts]
+        self._digests = dict(digests or {})
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """``{"mapper": ..., "embedder": ...}``: the parts' digests (key material)."""
+        for part, module in (("mapper", self.mapper), ("embedder", self.embedder)):
+            if part not in self._digests:
+                self._digests[part] = tensor_digest(module)
+        return self._digests
 
     def _counts(self, token_maps: torch.Tensor) -> torch.Tensor:
         return torch.stack([tokens_per_dim(m, self.num_dims) for m in token_maps])

@@ -10,14 +10,25 @@ Endpoints:
 * ``GET /v1/health``, ``GET /v1/config`` (the config without its secrets), ``GET /`` (the page),
   ``GET /openapi.json`` and ``/docs``.
 
-Requests of concurrent clients are batched into detector calls (:mod:`watermark.batcher`); a
-full queue answers 503 with ``Retry-After``. Bad input gets a 4xx whose body is ``{"error":
-"<one line>"}``: 400 malformed JSON, 413 too large (a text over ``max_chars``, more than
-``max_texts`` texts, a body over its bound), 415 not JSON, 422 wrong fields.
+Requests of concurrent clients are batched into detector calls (:mod:`watermark.batcher`); the
+queue is bounded in texts and in work (a text's characters / 4, about its tokens, times the tests
+it runs: the whole text and each window size), and a full queue answers 503 with ``Retry-After``.
+``windows`` holds at most 4 sizes in [16, 4096] (or the configured ones); detectors for other
+window sizes live in a small LRU cache. Bad input gets a 4xx whose body is ``{"error": "<one
+line>"}``: 400 malformed JSON, 408 a body not received in time, 413 too large (a text over
+``max_chars``, more than ``max_texts`` texts, a body over its bound), 415 not JSON, 422 wrong
+fields.
+
+With a tokens file (:mod:`watermark.access`), every endpoint but ``/v1/health``, the page's HTML
+and the schema needs ``Authorization: Bearer <token>`` (401 without a valid one), each client has
+quotas (429 with ``Retry-After``), and every request is written to the audit log.
 """
 
+import asyncio
 import json
 import logging
+import time
+from collections import OrderedDict
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +38,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 
+from watermark.access import Clients, QuotaExceededError, audit
 from watermark.batcher import Batcher, QueueFullError
 from watermark.page import STYLE, legend, summary_html, text_html
 
@@ -39,11 +51,14 @@ DETECT_SCHEMA = {
     "required": ["texts"],
     "properties": {
         "texts": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "windows": {"type": "array", "items": {"type": "integer", "minimum": 2},
+        "windows": {"type": "array", "maxItems": 4,
+                    "items": {"type": "integer", "minimum": 16, "maximum": 4096},
                     "description": "windowed-test span sizes ([]: whole-text test only)"},
         "per_token": {"type": "boolean", "default": False},
     },
 }  # fmt: skip
+MAX_WINDOWS, WINDOW_RANGE = 4, (16, 4096)  # a request's windowed-test sizes
+OPEN_PATHS = ("/", "/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect")
 HIGHLIGHT_SCHEMA = {"type": "object", "required": ["text"],
                     "properties": {"text": {"type": "string"}}}  # fmt: skip
 
@@ -56,6 +71,9 @@ class Limits:
     max_queue: int = 256  # texts waiting for the detector; past it: 503
     max_texts: int = 64  # texts per request
     max_chars: int = 20_000  # characters per text
+    max_work: int = 256 * 512 * 3  # queued work: tokens (chars / 4) x tests (whole text + windows)
+    body_timeout: float = 30.0  # seconds a client may take to send its request body
+    cached_detectors: int = 8  # detectors kept for window sizes other than the configured ones
 
     @property
     def max_body(self) -> int:
@@ -88,7 +106,7 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None):
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
-async def _read_json(request: Any, limit: int) -> Any:
+async def _read_json(request: Any, limit: int, timeout: float) -> Any:
     """The request body parsed as JSON, checking its content type and size."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
@@ -98,10 +116,17 @@ async def _read_json(request: Any, limit: int) -> Any:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BadRequestError(413, f"request body of {declared} bytes is over the limit of {limit}")
     body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > limit:
-            raise BadRequestError(413, f"request body is over the limit of {limit} bytes")
+
+    async def receive() -> None:
+        async for chunk in request.stream():
+            body.extend(chunk)
+            if len(body) > limit:
+                raise BadRequestError(413, f"request body is over the limit of {limit} bytes")
+
+    try:
+        await asyncio.wait_for(receive(), timeout)
+    except asyncio.TimeoutError:
+        raise BadRequestError(408, f"request body not received within {timeout:g} s") from None
     try:
         return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -135,6 +160,11 @@ def _check_text(text: Any, name: str, limits: Limits) -> None:
                               f"{limits.max_chars}")  # fmt: skip
 
 
+def work(texts: list[str], windows: tuple[int, ...]) -> int:
+    """A request's queued work: about its tokens (characters / 4) times its tests."""
+    return sum(max(1, len(t) // 4) for t in texts) * (1 + len(windows))
+
+
 def _options(data: dict, default_windows: list[int]) -> tuple[tuple[int, ...], bool]:
     unknown = sorted(set(data) - {"texts", "windows", "per_token"})
     if unknown:
@@ -145,28 +175,46 @@ def _options(data: dict, default_windows: list[int]) -> tuple[tuple[int, ...], b
     windows = data.get("windows", default_windows)
     if windows is None:
         windows = default_windows
-    if not isinstance(windows, list) or not all(
-        isinstance(w, int) and not isinstance(w, bool) and w >= 2 for w in windows
+    low, high = WINDOW_RANGE
+    if windows != default_windows and (
+        not isinstance(windows, list)
+        or len(windows) > MAX_WINDOWS
+        or not all(
+            isinstance(w, int) and not isinstance(w, bool) and low <= w <= high for w in windows
+        )  # fmt: skip
     ):
-        raise BadRequestError(422, '"windows" must be a list of span sizes >= 2 ([]: off)')
+        raise BadRequestError(422, f'"windows" must be a list of at most {MAX_WINDOWS} span sizes '
+                              f"in [{low}, {high}] ([]: off)")  # fmt: skip
     return tuple(windows), per_token
 
 
-def create_app(watermark: Any, limits: Limits | None = None) -> Any:
-    """The FastAPI application serving ``watermark``'s detector (models already loaded)."""
+def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | None = None):
+    """The FastAPI application serving ``watermark``'s detector (models already loaded).
+
+    ``clients``: the admitted clients (tokens, quotas, audit log); ``None`` admits anyone (a
+    loopback service for its own user).
+    """
     from watermark.detector import Detector
 
     limits = limits or Limits()
     config = watermark.config
-    # a detector per windowed-test setting, all on the same loaded models
-    detectors = {tuple(config.window_sizes): watermark.detector}
+    configured = tuple(config.window_sizes)
+    others: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # LRU of other window sizes
+
+    def detector(windows: tuple[int, ...]) -> Any:
+        if windows == configured:
+            return watermark.detector
+        if windows not in others:
+            others[windows] = Detector(watermark.core, window_sizes=windows)
+            while len(others) > limits.cached_detectors:
+                others.popitem(last=False)
+        others.move_to_end(windows)
+        return others[windows]
 
     def detect(texts: list[str], windows: tuple[int, ...]) -> list[Any]:
-        if windows not in detectors:
-            detectors[windows] = Detector(watermark.core, window_sizes=windows)
-        return detectors[windows].detect(texts, chunk_size=limits.max_batch)
+        return detector(windows).detect(texts, chunk_size=limits.max_batch)
 
-    batcher = Batcher(detect, limits.max_batch, limits.max_queue)
+    batcher = Batcher(detect, limits.max_batch, limits.max_queue, limits.max_work)
 
     @asynccontextmanager
     async def lifespan(_app: Any):
@@ -175,7 +223,41 @@ def create_app(watermark: Any, limits: Limits | None = None) -> Any:
         await batcher.stop()
 
     app = FastAPI(title="Adaptive watermark detection", version="1", lifespan=lifespan)
-    app.state.batcher, app.state.limits = batcher, limits
+    app.state.batcher, app.state.limits, app.state.clients = batcher, limits, clients
+    app.state.detectors = others
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        """Admits listed clients only (with a tokens file) and writes the audit line."""
+        path, start, client = request.url.path, time.perf_counter(), None
+        request.state.counts = {}
+        if clients is not None and path not in OPEN_PATHS:
+            client = clients.authenticate(request.headers.get("authorization"))
+            if client is None:
+                response = _json({"error": "missing or invalid bearer token"}, 401,
+                                 {"WWW-Authenticate": "Bearer"})  # fmt: skip
+            else:
+                request.state.client = client
+                response = await call_next(request)
+        else:
+            response = await call_next(request)
+        if clients is not None and path not in OPEN_PATHS:
+            audit({"time": round(time.time(), 3), "client": client.name if client else None,
+                   "method": request.method, "path": path, "status": response.status_code,
+                   "seconds": round(time.perf_counter() - start, 4),
+                   **request.state.counts})  # fmt: skip
+        return response
+
+    def charge(request: Request, texts: list[str], windows: tuple[int, ...]) -> None:
+        """Counts the request for the audit line and takes it from the client's quotas."""
+        chars = sum(len(t) for t in texts)
+        request.state.counts = {"texts": len(texts), "chars": chars, "windows": list(windows)}
+        if clients is not None:
+            clients.charge(request.state.client, len(texts), chars)
+
+    @app.exception_handler(QuotaExceededError)
+    async def over_quota(_request: Request, err: QuotaExceededError):
+        return _json({"error": str(err)}, 429, {"Retry-After": str(err.retry_after)})
 
     @app.exception_handler(BadRequestError)
     async def bad_request(_request: Request, err: BadRequestError):
@@ -197,20 +279,24 @@ def create_app(watermark: Any, limits: Limits | None = None) -> Any:
     @app.post("/v1/detect", openapi_extra=_body(DETECT_SCHEMA))
     async def detect_endpoint(request: Request):
         """Detects the watermark in each text; results as ``python -m watermark detect``."""
-        data = await _read_json(request, limits.max_body)
+        data = await _read_json(request, limits.max_body, limits.body_timeout)
         texts = _texts(data, limits)
-        windows, per_token = _options(data, list(config.window_sizes))
-        results = await batcher.submit(texts, windows)
+        windows, per_token = _options(data, list(configured))
+        charge(request, texts, windows)
+        results = await batcher.submit(texts, windows, work(texts, windows))
         return _json({"results": [r.to_dict(per_token=per_token) for r in results]})
 
     @app.post("/v1/highlight", openapi_extra=_body(HIGHLIGHT_SCHEMA))
     async def highlight_endpoint(request: Request):
         """One text's detection, its tokens highlighted as ``python -m watermark show``."""
-        data = await _read_json(request, limits.max_body)
+        data = await _read_json(request, limits.max_body, limits.body_timeout)
         if not isinstance(data, dict) or "text" not in data:
             raise BadRequestError(422, 'expected a JSON object like {"text": "..."}')
         _check_text(data["text"], "text", limits)
-        (result,) = await batcher.submit([data["text"]], tuple(config.window_sizes))
+        charge(request, [data["text"]], configured)
+        (result,) = await batcher.submit(
+            [data["text"]], configured, work([data["text"]], configured)
+        )
         opening = config.opening_steps or None
         html = text_html(result, opening) + summary_html(result)
         return _json({"result": result.to_dict(), "html": html})
@@ -218,15 +304,18 @@ def create_app(watermark: Any, limits: Limits | None = None) -> Any:
     @app.get("/v1/health")
     async def health():
         """Liveness and the queue's state."""
-        return _json({"status": "ok", "queued_texts": batcher.waiting,
-                      "max_queue": limits.max_queue})  # fmt: skip
+        return _json({"status": "ok", "auth": clients is not None, "queued_texts": batcher.waiting,
+                      "max_queue": limits.max_queue, "queued_work": batcher.work,
+                      "max_work": limits.max_work})  # fmt: skip
 
     @app.get("/v1/config")
     async def public_config_endpoint():
         """The watermark config without its secrets, and the request limits."""
         return _json({"config": public_config(config), "limits": {
             "max_texts": limits.max_texts, "max_chars": limits.max_chars,
-            "max_batch": limits.max_batch, "max_queue": limits.max_queue}})  # fmt: skip
+            "max_batch": limits.max_batch, "max_queue": limits.max_queue,
+            "max_work": limits.max_work, "max_windows": MAX_WINDOWS,
+            "window_range": list(WINDOW_RANGE)}})  # fmt: skip
 
     marks = legend(config.opening_steps or None, windowed=bool(config.window_sizes))
     page_html = PAGE.read_text().replace("/*STYLE*/", STYLE).replace("<!--LEGEND-->", marks)
@@ -239,7 +328,13 @@ def create_app(watermark: Any, limits: Limits | None = None) -> Any:
     return app
 
 
-def serve(watermark: Any, host: str, port: int, limits: Limits) -> None:
-    """Runs the service with uvicorn until interrupted."""
+def serve(
+    watermark: Any, host: str, port: int, limits: Limits, clients: Clients | None = None
+) -> None:
+    """Runs the service with uvicorn until interrupted; SIGHUP re-reads the tokens file."""
+    import signal
+
+    if clients is not None and hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, lambda *_: clients.reload())
     logger.info("serving detection on http://%s:%d/", host, port)
-    uvicorn.run(create_app(watermark, limits), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(watermark, limits, clients), host=host, port=port, log_level="warning")

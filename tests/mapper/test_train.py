@@ -1,9 +1,12 @@
-"""End-to-end mapper training on a tiny corpus and embedder: CLI, export, resume, NaN, DDP."""
+"""End-to-end mapper training on a tiny corpus and embedder: CLI, export (never into the
+package), shipping, resume, NaN, DDP."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,7 @@ from mapper.export import export_checkpoint
 from mapper.semantic_mapper import SemanticMapper
 from mapper.system import MapperSystem
 from mapper.train import main
+from watermark.paths import PACKAGE_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,6 +85,54 @@ def test_fit_exports_loadable_mapper(tmp_path, tiny_corpus, tiny_embedder_dir, c
     assert torch.allclose(mapper.center, dm.center, atol=1e-6)
     summary = capsys.readouterr().out
     assert '"exported"' in summary
+
+
+def digests(folder: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*")
+            if p.is_file()}  # fmt: skip
+
+
+def test_training_never_touches_the_shipped_mapper(
+    tmp_path, tiny_corpus, tiny_embedder_dir, monkeypatch
+):
+    shipped = PACKAGE_DIR / "checkpoints"
+    before = digests(shipped)
+    monkeypatch.chdir(tmp_path)  # the default config exports to runs/mapper-minilm here
+    args = [a for a in cli_args(tmp_path, tiny_corpus, tiny_embedder_dir, epochs=1)
+            if not a.startswith("--export_dir")]  # fmt: skip
+    main(args)
+    assert (tmp_path / "runs" / "mapper-minilm" / "model.safetensors").is_file()
+    assert digests(shipped) == before
+    with pytest.raises(ValueError, match="inside the watermark package"):
+        main(args + [f"--export_dir={shipped / 'mapper-minilm'}"])
+    assert digests(shipped) == before
+
+
+def test_ship_compares_keeps_the_old_mapper_and_pins_the_new_one(
+    tmp_path, tiny_corpus, tiny_embedder_dir
+):
+    from mapper.ship import ship
+    from watermark.identity import tensor_digest
+
+    for seed in (1, 2):
+        (tmp_path / str(seed)).mkdir()
+        main(cli_args(tmp_path / str(seed), tiny_corpus, tiny_embedder_dir, epochs=1)
+             + [f"--seed_everything={seed}"])  # fmt: skip
+    package = tmp_path / "package"
+    shutil.copytree(tmp_path / "1" / "export", package / "checkpoints" / "mapper-minilm")
+    (package / "default_config.json").write_text(json.dumps({"mapper_digest": "old"}))
+    new_dir = tmp_path / "2" / "export"
+    dry = ship(new_dir, yes=False, retired_root=tmp_path / "runs", package_dir=package)
+    assert dry["replaced"] is False and 0.0 < dry["sign_agreement"] < 1.0
+    assert dry["new"]["digest"] != dry["shipped"]["digest"]
+    done = ship(new_dir, yes=True, retired_root=tmp_path / "runs", package_dir=package)
+    assert done["replaced"] is True
+    shipped = SemanticMapper.from_pretrained(package / "checkpoints" / "mapper-minilm")
+    assert tensor_digest(shipped) == done["new"]["digest"]
+    retired = SemanticMapper.from_pretrained(done["retired_to"])
+    assert tensor_digest(retired) == done["shipped"]["digest"]
+    pinned = json.loads((package / "default_config.json").read_text())
+    assert pinned["mapper_digest"] == done["new"]["digest"]
 
 
 def test_resume_continues_from_last_epoch(tmp_path, tiny_corpus, tiny_embedder_dir):

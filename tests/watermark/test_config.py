@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,8 @@ import pytest
 from mapper.semantic_mapper import SemanticMapper
 from watermark.config import WatermarkConfig
 from watermark.paths import PACKAGE_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_config_json_roundtrip_and_secrets_hidden(tmp_path: Path) -> None:
@@ -28,7 +32,10 @@ def test_config_rule_strengths_and_range_checks() -> None:
     assert base.strength == 3.0
     assert WatermarkConfig(opening_sentence="x", scaling="tournament", layers=4).strength == 4
     assert WatermarkConfig(opening_sentence="x", scaling="paper", delta=0.5).strength == 0.5
-    for bad, match in (({"layers": 3}, "layers"), ({"bias": -1.0}, "bias"),
+    # the biasing rules read one green list whatever ``layers`` says (the tournament's strength)
+    assert replace(base, layers=8).green_lists == 1
+    assert WatermarkConfig(opening_sentence="x", scaling="tournament", layers=4).green_lists == 4
+    for bad, match in (({"layers": 0}, "layers"), ({"bias": -1.0}, "bias"),
                        ({"context_guard": -1}, "context_guard")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             WatermarkConfig(opening_sentence="x", **bad)
@@ -39,7 +46,8 @@ def test_default_config_points_at_the_packaged_mapper(tmp_path: Path, monkeypatc
     assert cfg.mapper == "checkpoints/mapper-minilm" and cfg.generator == "smollm2-135m"
     assert (cfg.alpha, cfg.delta, cfg.opening_steps, cfg.top_k, cfg.top_p) == (2, 1.5, 0, 50, 0.9)
     assert cfg.embed_window == 32
-    assert (cfg.scaling, cfg.bias, cfg.filter_first, cfg.fresh_only) == ("additive", 2, True, True)
+    assert (cfg.scaling, cfg.bias, cfg.temperature) == ("additive", 2, 1.0)
+    assert (cfg.filter_first, cfg.fresh_only, cfg.repeats) == (True, True, "neutral")
     # the dataclass defaults are the shipped rule (secrets and paths aside)
     plain = WatermarkConfig(opening_sentence="x")
     rule = ("scaling", "bias", "delta", "layers", "filter_first", "context_guard", "fresh_only")
@@ -61,8 +69,15 @@ def test_default_config_points_at_the_packaged_mapper(tmp_path: Path, monkeypatc
 
 
 def test_dataclass_defaults_are_the_shipped_default() -> None:
-    assert WatermarkConfig() == WatermarkConfig.default()
-    assert WatermarkConfig().to_dict() == WatermarkConfig.default().to_dict()
+    from watermark.identity import expected_digest
+
+    shipped, plain = WatermarkConfig.default(), WatermarkConfig()
+    pins = {"mapper_digest": None, "embedder_digest": None}
+    assert plain == replace(shipped, **pins)
+    assert plain.to_dict() == {**shipped.to_dict(), **pins}
+    # the unpinned defaults are held to the shipped pins (the parts they name are the shipped)
+    for part in ("mapper", "embedder"):
+        assert expected_digest(plain, part, by_name=True) == getattr(shipped, f"{part}_digest")
 
 
 @pytest.mark.parametrize(
@@ -102,3 +117,16 @@ def test_load_names_the_file_and_line(tmp_path: Path) -> None:
     bad.write_text('{"alpha": "two"}')
     with pytest.raises(ValueError, match=r"bad.json: invalid watermark config: alpha"):
         WatermarkConfig.load(bad)
+
+
+def test_a_rule_config_without_the_later_rule_fields_warns(tmp_path: Path, caplog) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"scaling": "additive", "bias": 2.0}))
+    with caplog.at_level("WARNING", logger="watermark.config"):
+        cfg = WatermarkConfig.load(old)
+    assert (cfg.temperature, cfg.repeats) == (WatermarkConfig.temperature, WatermarkConfig.repeats)
+    assert "temperature, repeats" in caplog.text and "repeats='neutral'" in caplog.text
+    caplog.clear()
+    full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")
+    assert (full.scaling, full.temperature, full.repeats) == ("additive", 1.0, "neutral")
+    assert caplog.text == ""

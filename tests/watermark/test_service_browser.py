@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,7 +25,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from tests.helpers import sentences  # noqa: E402
+from tests.helpers import sentences, serving  # noqa: E402
 from watermark.service import Limits, create_app  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -46,26 +43,6 @@ HUMAN = (
     "about parking. Neighbours say the water wheel turned again for the first time in forty "
     "years during the August fair, though only for an afternoon, and mostly for the children."
 )
-
-
-@contextmanager
-def serving(app):
-    """``app`` served by uvicorn on a free loopback port, in a thread; yields its base URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 @contextmanager

@@ -33,6 +33,7 @@ LATER_FIELDS_OFF = {
 # speed-only fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)
 SPEED_ONLY = {"embed_batch_size": 32}
+PINS = ("mapper_digest", "embedder_digest")  # the parts named by "mapper" and "embedder"
 DETECTION_ONLY = ("window_sizes",)  # how the tests read the bits; generation never sees it
 GENERATION_ONLY = (
     "delta", "bias", "scaling", "filter_first", "temperature", "top_k", "top_p", "embed_batch_size"
@@ -56,7 +57,9 @@ def detection_view(cfg: WatermarkConfig) -> dict[str, Any]:
 
 
 def _cache_view(cfg: WatermarkConfig) -> dict[str, Any]:
-    data = {**cfg.to_dict(), **SPEED_ONLY}
+    data = {**cfg.to_dict(), **SPEED_ONLY, "layers": cfg.green_lists}
+    for pin in PINS:  # loading checks that "mapper" / "embedder" hold the pinned parts
+        data.pop(pin)
     return {k: v for k, v in data.items() if LATER_FIELDS_OFF.get(k, object()) != v}
 
 

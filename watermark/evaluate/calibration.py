@@ -26,7 +26,7 @@ def record(result: DetectionResult, config: object) -> dict:
     return {
         **result.to_dict(),
         **{k: getattr(result, k) for k in PER_TOKEN},
-        "layers": config.layers,
+        "layers": config.green_lists,
         "fresh_only": config.fresh_only,
         "repeats": config.repeats,
     }

@@ -76,6 +76,12 @@ class EvalConfig:
         curve_prompts: Texts per method of the robustness curves (0 skips them; see
             :mod:`watermark.evaluate.curves`); the frontier's units come first.
         curve_attacked: Texts per method and attack on the curves.
+        curve_detect: Detect the curve methods' texts (false: their quality rows only, for
+            settings judged on quality alone).
+        unit_pool: ``"long"`` (default): the documents whose text after the prompt has at least
+            0.75 ``human_tokens`` tokens, the units of every stage; ``"short"``: the other
+            documents (their human texts are too short to be negatives), prompts no stage of a
+            ``"long"`` run uses, for quality checks on further prompts.
         curve_offset: Units skipped before the curve units (0: the frontier's units; 128 gives
             a second set of prompts that played no part in choosing a setting on the first).
         curve_methods: Methods on the curves.
@@ -133,6 +139,8 @@ class EvalConfig:
     curve_prompts: int = 0
     curve_attacked: int = 64
     curve_offset: int = 0
+    curve_detect: bool = True
+    unit_pool: str = "long"
     curve_methods: list[str] = field(default_factory=lambda: ["ours", "kgw0", "kgw1", "kgw2"])
     curve_attacks: list[dict[str, Any]] = field(default_factory=list)
     curve_matched_only: bool = False
@@ -181,6 +189,8 @@ class EvalConfig:
             bad = sorted(set(spec) - known)
             if bad:
                 raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")
+        if self.unit_pool not in ("long", "short"):
+            raise ValueError(f"unit_pool must be 'long' or 'short', got {self.unit_pool!r}")
         if self.oracle == self.generator:
             raise ValueError("the perplexity oracle must not be the generator")
         if not 0 < self.min_new_tokens <= self.new_tokens:

@@ -76,14 +76,16 @@ def run_curves(ev) -> dict:
         gens = ev.generations(method, units)
         texts = [g["text"] for g in gens]
         quality = ev.quality(units, gens)
-        quality = {"ppl_median": statistics.median(quality["ppl"]), "rep4": quality["rep4"]}
-        if name == "unwatermarked":  # the quality reference of the matched comparison
+        quality = {"ppl_median": statistics.median(quality["ppl"]), "rep4": quality["rep4"],
+                   "ppl_texts": quality["ppl"], "rep4_texts": quality["rep4_texts"]}  # fmt: skip
+        if name == "unwatermarked" or not cfg.curve_detect:  # quality rows only
             rows.append({"method": name, "attack": "none", **quality})
             continue
         neg = ev.detections(method, humans)
         scores = score_detections(ev.detections(method, texts), neg)
         z_median = statistics.median(scores["z"])
-        rows.append({**_row(name, "none", scores, 1.0, 1.0), **quality, "z_median": z_median})
+        rows.append({**_row(name, "none", scores, 1.0, 1.0), **quality, "z_median": z_median,
+                     "human_z": [d.z_score for d in neg]})  # fmt: skip
         ref = reference(rows)
         if cfg.curve_matched_only and ref is not None and not within_limits(rows[-1], ref):
             logger.info("curve %s: outside the quality limits, not attacked", name)
@@ -130,7 +132,7 @@ def matched_quality(curves: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: floa
         return {}
     chosen: dict[str, dict] = {}
     for r in rows:
-        if r["attack"] != "none" or r["method"] == "unwatermarked" or "ppl_median" not in r:
+        if r["attack"] != "none" or r["method"] == "unwatermarked" or "z_median" not in r:
             continue
         best = chosen.get(r["family"])
         stronger = best is None or r["z_median"] > best["z_median"]
@@ -167,7 +169,8 @@ def matched_table(curves: dict) -> list[str]:
 def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
     return {"method": method, "attack": attack, "words_kept": kept, "similarity": similarity,
             "roc_auc": scores["roc_auc"], "tpr@1%fpr": scores["tpr@1%fpr"],
-            "positives": scores["positives"], "negatives": scores["negatives"]}  # fmt: skip
+            "positives": scores["positives"], "negatives": scores["negatives"],
+            "z": scores["z"]}  # fmt: skip
 
 
 def curve_table(curves: dict) -> list[str]:

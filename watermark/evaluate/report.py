@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from watermark.evaluate.comparison import difference_table, quality_table
 from watermark.evaluate.curves import (
     PPL_LIMIT,
     REP4_LIMIT,
     curve_plot,
     curve_table,
+    matched_quality,
     matched_table,
 )
 from watermark.evaluate.frontier import fmt, frontier_plots, frontier_table, rule_label
@@ -185,6 +187,27 @@ def _section(title: str, body: list[str]) -> list[str]:
     return [title, "", *body, ""] if body else []
 
 
+def comparison_lines(curves: dict) -> list[str]:
+    """Quality with intervals, and each of our curve methods against the matched KGW-1."""
+    lines = []
+    quality = quality_table(curves)
+    if quality:
+        lines += ["**Quality against unwatermarked text on the same prompts** (median PPL and "
+                  "mean rep-4 ratios; paired bootstrap over prompts, 95% intervals)", "",
+                  *quality, ""]  # fmt: skip
+    baseline = matched_quality(curves).get("kgw1")
+    attacked = {r["method"] for r in curves["rows"] if r["attack"] != "none"}
+    for method in dict.fromkeys(r["method"] for r in curves["rows"]):
+        family = next(r["family"] for r in curves["rows"] if r["method"] == method)
+        if baseline is None or family != "ours" or method not in attacked:
+            continue
+        table = difference_table(curves, method, baseline)
+        if table:
+            lines += [f"**{method} against {baseline}** (same prompts and human texts; paired "
+                      "bootstrap, 2,000 draws, 95% intervals)", "", *table, ""]  # fmt: skip
+    return lines
+
+
 def write_report(results: dict, out_dir: Path, command: str) -> Path:
     """Write ``report.md`` and the PNGs into ``out_dir``; return the report path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -201,6 +224,7 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
                             f"median PPL <= {PPL_LIMIT:.2f}x and rep-4 <= {REP4_LIMIT:.2f}x "
                             "unwatermarked; ROC-AUC / TPR at 1% FPR (words kept))", "", *matched,
                             ""]  # fmt: skip
+        curve_lines += comparison_lines(curves)
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:

@@ -98,6 +98,11 @@ class Evaluation:
         n_min = int(0.75 * cfg.human_tokens)
         found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, n_min,
                            cfg.human_tokens)  # fmt: skip
+        if cfg.unit_pool == "short":  # the documents the long pool leaves out
+            long_ids = {u["id"] for u in found}
+            found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, 1,
+                               cfg.human_tokens)  # fmt: skip
+            found = [u for u in found if u["id"] not in long_ids]
         self.all_units = interleave(found, "source")
         self.units = self.all_units[: cfg.num_prompts]
         for wanted in (cfg.num_prompts, cfg.frontier_prompts):
@@ -248,13 +253,15 @@ class Evaluation:
         return [table[k]["ppl"] for k in keys]
 
     def quality(self, units: list[dict], gens: list[dict]) -> dict:
-        """Perplexity list and mean 1-4-gram repetition of generations."""
+        """Perplexity list, mean 1-4-gram repetition and each text's 4-gram repetition."""
         ppl = self.perplexities([u["prompt"] for u in units], [g["text"] for g in gens])
         rep = {
             f"rep{n}": sum(ngram_repetition(g["ids"], n) for g in gens) / max(1, len(gens))
             for n in (1, 2, 3, 4)
         }
-        return {"ppl": ppl, **rep, "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens)}
+        rep4_texts = [ngram_repetition(g["ids"], 4) for g in gens]
+        return {"ppl": ppl, **rep, "rep4_texts": rep4_texts,
+                "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens)}  # fmt: skip
 
     # ---- one method -------------------------------------------------------------------------
 
