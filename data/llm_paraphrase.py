@@ -1,0 +1,222 @@
+"""Whole-text paraphrases by an instruction LLM (greedy), cached per text and resumable.
+
+The model of the evaluation's ``llm_paraphrase`` attack (:mod:`watermark.evaluate.attacks`):
+each text is rewritten at once, with an instruction that asks for different words and every
+fact kept (:data:`INSTRUCTION`). The prompt goes through the tokenizer's chat template, or a plain
+"instruction, text, 'Rewritten text:'" prompt when the tokenizer has none. Decoding is greedy:
+sampling drops facts.
+
+Each finished batch is appended to a JSONL cache, one record per text with the model's raw
+output (``{"key", "model", "text", "output", "finished"}``), so an interrupted run resumes where
+it stopped and a rerun decodes nothing. The raw output is cleaned and judged when read
+(:func:`clean_text_paraphrase`), so a change of those rules needs no new decoding. The key holds
+the model name, a digest of the instruction and decoding settings, and a digest of the text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTION = (
+    "Rewrite the following text in different words and with a different sentence structure. "
+    "Keep every fact exactly: all names, numbers, dates, places and events must stay the same. "
+    "Do not add or leave out any information. Reply with the rewritten text only."
+)
+MAX_NEW_FACTOR = 1.5  # new tokens allowed: this times the text's tokens, plus 16
+MIN_RATIO, MAX_RATIO = 0.5, 2.0  # accepted length of a paraphrase, in the source's words
+PROMPT_ID = hashlib.sha256(f"{INSTRUCTION}|greedy|{MAX_NEW_FACTOR}".encode()).hexdigest()[:8]
+_END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "</s>")
+
+_OPENER = re.compile(r"^(?:sure|certainly|of course|okay|ok)\b[!,.]*\s*", re.IGNORECASE)
+_INTRO = re.compile(
+    r"^(?:here(?:'s| is| are)\b[^:\n]{0,80}:|"
+    r"(?:the )?(?:rewritten|paraphrased|reworded|revised)(?: text| version| paragraph)?\s*:|"
+    r"(?:paraphrase|rewrite|text|answer|output)\s*:)\s*",
+    re.IGNORECASE,
+)
+_OUTRO = re.compile(
+    r"^(?:note|explanation|changes)\b\s*:|^(?:i hope|let me know|this (?:rewritten|revised|"
+    r"paraphrased) (?:text|version))",
+    re.IGNORECASE,
+)
+_META = re.compile(
+    r"\b(?:paraphras\w*|rephras\w*|rewritten|reworded|original text|as an ai|i cannot|i can't)\b",
+    re.IGNORECASE,
+)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def clean_text_paraphrase(output: str, source: str) -> str | None:
+    """Post-process a raw whole-text paraphrase; ``None`` if it is not usable.
+
+    Strips code fences, openers ("Sure!"), introductions ("Here is the rewritten text:"),
+    closing notes ("Note: ...", "Let me know ...") and wrapping quotes. Rejects outputs that are
+    empty, identical to the source (ignoring case and punctuation), outside 0.5-2.0 times the
+    source's word count, or that still talk about the task ("paraphrased", "as an AI") when the
+    source does not. Idempotent on accepted outputs.
+    """
+    text = output.strip().strip("`").strip()
+    text = re.sub(r"^(?:text|plaintext|markdown)\n", "", text)
+    for _ in range(2):  # "Sure! Here is the rewritten text:"
+        text = _INTRO.sub("", _OPENER.sub("", text, count=1), count=1).strip()
+    lines = text.splitlines()
+    end = next((i for i, line in enumerate(lines) if i and _OUTRO.match(line.strip())), None)
+    text = "\n".join(lines[:end]).strip()
+    if len(text) >= 2 and text[0] in "\"'\u201c" and text[-1] in "\"'\u201d":
+        text = text[1:-1].strip()
+    if not text or _norm(text) == _norm(source):
+        return None
+    if _META.search(text) and not _META.search(source):
+        return None
+    ratio = len(text.split()) / max(1, len(source.split()))
+    return text if MIN_RATIO <= ratio <= MAX_RATIO else None
+
+
+class TextParaphraser:
+    """Batched greedy whole-text paraphrasing with an instruction-tuned causal LM.
+
+    Args:
+        model_name: Anything :func:`watermark.models.load_lm` accepts.
+        dtype: Model dtype (bfloat16: half the memory of float32 and fast on CPUs with
+            AVX512-BF16; the packaged Qwen2.5-Coder-1.5B is stored in it).
+    """
+
+    def __init__(self, model_name: str, dtype: torch.dtype = torch.bfloat16) -> None:
+        from watermark.models import load_lm
+
+        self.model, self.tokenizer = load_lm(model_name, dtype=dtype)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.chat = bool(getattr(self.tokenizer, "chat_template", None))
+        configured = self.model.generation_config.eos_token_id
+        stops = set(configured if isinstance(configured, (list, tuple)) else [configured])
+        vocab = self.tokenizer.get_vocab()
+        stops |= {self.tokenizer.eos_token_id} | {vocab[t] for t in _END_OF_TURN if t in vocab}
+        self.stop_ids = sorted(i for i in stops if isinstance(i, int))
+
+    def prompt(self, text: str) -> str:
+        """The prompt for one text: chat-formatted, or plain without a chat template."""
+        request = f"{INSTRUCTION}\n\nText:\n{text}"
+        if not self.chat:
+            return f"{request}\n\nRewritten text:\n"
+        messages = [{"role": "user", "content": request}]
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+
+    @torch.inference_mode()
+    def generate(self, texts: Sequence[str]) -> list[tuple[str, bool]]:
+        """``(raw output, finished)`` per text; ``finished`` is false when the output was cut
+        off at the token limit instead of ending with an end-of-turn token."""
+        longest = max(len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts)
+        batch = self.tokenizer(
+            [self.prompt(t) for t in texts],
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=not self.chat,  # a chat template writes its own special tokens
+        ).to(self.model.device)
+        out = self.model.generate(
+            **batch,
+            do_sample=False,
+            max_new_tokens=int(MAX_NEW_FACTOR * longest) + 16,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=self.stop_ids,
+        )
+        new = out[:, batch.input_ids.shape[1] :].cpu()
+        finished = torch.isin(new, torch.tensor(self.stop_ids)).any(dim=1).tolist()
+        return list(zip(self.tokenizer.batch_decode(new, skip_special_tokens=True), finished))
+
+
+def cache_key(model_name: str, text: str) -> str:
+    """The cache key of one text's paraphrase by ``model_name`` under the current prompt."""
+    return f"{model_name}|{PROMPT_ID}|{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+
+
+def read_cache(path: Path) -> dict[str, dict]:
+    """``{key: record}`` of a paraphrase cache; a truncated last line is ignored."""
+    records: dict[str, dict] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            records[record["key"]] = record
+    return records
+
+
+def judged(record: dict | None, text: str) -> str | None:
+    """The accepted paraphrase in a cache record of ``text``, or ``None``."""
+    if not record or record["text"] != text or not record["finished"]:
+        return None
+    return clean_text_paraphrase(record["output"], text)
+
+
+def run_text_paraphrases(
+    texts: Sequence[str],
+    cache_path: Path,
+    model_name: str,
+    batch_size: int = 8,
+    dtype: torch.dtype = torch.bfloat16,
+) -> list[str | None]:
+    """Paraphrase each text whole, reusing and extending the JSONL cache.
+
+    The model is loaded only if a text is missing from the cache. Texts are decoded in
+    length-sorted batches (fewer pad tokens), each batch appended to the cache when done.
+
+    Args:
+        texts: The texts (empty ones are not sent and come back as ``None``).
+        cache_path: The JSONL cache file (created if missing).
+        model_name: The paraphrasing model (also part of every cache key).
+        batch_size: Texts per ``generate`` call.
+        dtype: The model's dtype.
+
+    Returns:
+        The accepted paraphrase of each text, ``None`` where it was rejected.
+    """
+    cache = read_cache(cache_path)
+    wanted = {cache_key(model_name, t): t for t in texts if t.strip()}
+    pending = sorted(
+        ((k, t) for k, t in wanted.items() if cache.get(k, {}).get("text") != t),
+        key=lambda item: (len(item[1]), item[0]),
+    )
+    logger.info("LLM paraphrase (%s): %d of %d texts to decode", model_name, len(pending),
+                len(wanted))  # fmt: skip
+    if pending:
+        paraphraser = TextParaphraser(model_name, dtype=dtype)
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        with (
+            cache_path.open("a", encoding="utf-8") as handle,
+            tqdm(total=len(pending), desc="llm paraphrase", unit="text") as bar,
+        ):
+            for b in range(0, len(pending), batch_size):
+                batch = pending[b : b + batch_size]
+                outputs = paraphraser.generate([t for _, t in batch])
+                lines = []
+                for (key, text), (output, finished) in zip(batch, outputs):
+                    cache[key] = {"key": key, "model": model_name, "text": text,
+                                  "output": output, "finished": bool(finished)}  # fmt: skip
+                    lines.append(json.dumps(cache[key], ensure_ascii=False) + "\n")
+                handle.write("".join(lines))
+                handle.flush()
+                bar.update(len(batch))
+        elapsed = time.perf_counter() - start
+        logger.info("LLM paraphrase: %d texts in %.0f s (batch %d)", len(pending), elapsed,
+                    batch_size)  # fmt: skip
+    return [judged(cache.get(cache_key(model_name, t)), t) if t.strip() else None for t in texts]
