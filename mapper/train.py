@@ -15,6 +15,7 @@ import logging
 import os
 from pathlib import Path
 
+import torch
 from lightning.pytorch.cli import LightningCLI
 
 from mapper.datamodule import MapperDataModule
@@ -38,11 +39,23 @@ class MapperCLI(LightningCLI):
         parser.link_arguments("data.embedder", "model.embedder")
         parser.link_arguments("data.embedding_dim", "model.input_dim", apply_on="instantiate")
         parser.add_argument(
+            "--threads",
+            type=int | None,
+            default=None,
+            help="torch intra-op threads (the default config pins 2: float sums, and so the "
+            "trained mapper, depend on the thread count)",
+        )
+        parser.add_argument(
             "--export_dir",
             type=str | None,
             default=None,
             help="folder to export the trained mapper to after fit (safetensors + config.json)",
         )
+
+    def before_instantiate_classes(self) -> None:
+        threads = self.config[self.subcommand].get("threads") if self.subcommand else None
+        if threads:
+            torch.set_num_threads(int(threads))
 
     def before_fit(self) -> None:
         export_dir = self.config[self.subcommand].get("export_dir")
