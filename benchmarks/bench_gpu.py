@@ -31,6 +31,7 @@ import json
 import pstats
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -56,7 +57,7 @@ def load(args: argparse.Namespace, dtype: str) -> tuple[Watermark, torch.nn.Modu
     """The shipped watermark and its generator on the GPU in ``dtype``."""
     cfg = as_config(args.config)
     if args.embed_batch:
-        cfg.embed_batch_size = args.embed_batch
+        cfg = replace(cfg, embed_batch_size=args.embed_batch)
     model, tokenizer = load_lm(cfg.generator, dtype=getattr(torch, dtype))
     model = model.to(args.device)
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model, dtype=dtype), model

@@ -33,6 +33,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from watermark.api import Watermark  # noqa: E402
 from watermark.config import as_config  # noqa: E402
+from watermark.errors import UserError  # noqa: E402
 from watermark.evaluate.calibration import calibration_report, record  # noqa: E402
 from watermark.evaluate.heldout import units  # noqa: E402
 from watermark.evaluate.speed import speed  # noqa: E402
@@ -53,15 +55,23 @@ def log(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def load(args: argparse.Namespace) -> tuple[Watermark, torch.nn.Module]:
-    """Config (with the generator / MM overrides), generator and watermark."""
+def load(args: argparse.Namespace, mm_null: bool = False) -> tuple[Watermark, torch.nn.Module]:
+    """Config (with the generator / MM overrides), generator and watermark; ``mm_null`` asks
+    for the ``mm`` null where the MM shares the generator's tokenizer (detection keeps both
+    nulls' gammas then; the report recomputes variants)."""
     cfg = as_config(args.config)
     if args.generator:
-        cfg.generator, cfg.vocab_size = args.generator, None
+        cfg = replace(cfg, generator=args.generator, vocab_size=None)
     if args.mm:
-        cfg.measurement_model = args.mm
+        cfg = replace(cfg, measurement_model=args.mm)
     log(f"mapper {cfg.mapper}; generator {cfg.generator}; MM {cfg.measurement_model}")
     model, tokenizer = load_lm(cfg.generator)
+    if mm_null:
+        try:
+            return Watermark.load(replace(cfg, null_model="mm"), tokenizer=tokenizer,
+                                  generator=model), model  # fmt: skip
+        except UserError:  # a cross-tokenizer MM: the vocab null only
+            pass
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model
 
 
@@ -84,9 +94,7 @@ def cmd_speed(args: argparse.Namespace) -> dict:
 
 
 def cmd_human(args: argparse.Namespace) -> dict:
-    wm, _ = load(args)
-    if wm.core.measurement.same_tokenizer:  # keep both nulls' gammas; report recomputes variants
-        wm.config.null_model = "mm"
+    wm, _ = load(args, mm_null=True)
     items = units(args.heldout, wm.tokenizer, None, args.min_tokens, args.new_tokens)
     if args.join_tokens:  # longer texts: consecutive passages joined, cut at join_tokens
         joined, ids, first = [], [], None
@@ -106,7 +114,7 @@ def cmd_human(args: argparse.Namespace) -> dict:
 
 
 def cmd_generate(args: argparse.Namespace) -> dict:
-    wm, model = load(args)
+    wm, model = load(args, mm_null=True)  # generation does not read the null
     prompts = units(args.heldout, wm.tokenizer, "news", 0, 1)[args.start : args.start + args.limit]
     start = time.perf_counter()
     outs = []
@@ -115,8 +123,6 @@ def cmd_generate(args: argparse.Namespace) -> dict:
         outs += wm.generate(model, batch, args.new_tokens, seed=args.start + b)
         log(f"generated {len(outs)}/{len(prompts)}")
     gen_s = time.perf_counter() - start
-    if wm.core.measurement.same_tokenizer:
-        wm.config.null_model = "mm"
     results = wm.detect([o.text for o in outs], progress=True)
     records = []
     for u, o, r in zip(prompts, outs, results):

@@ -39,9 +39,12 @@ logger = logging.getLogger(__name__)
 RULE_FIELDS_ADDED_LATER = {"temperature": 1.0, "repeats": "neutral"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class WatermarkConfig:
     """Shared settings of watermarked generation and detection.
+
+    Frozen: a changed config is made with ``dataclasses.replace(cfg, field=value)``, which runs
+    the checks again.
 
     The defaults are the shipped defaults (``watermark/default_config.json`` holds the same
     values, including the public demo key and opening sentence: set your own secrets).

@@ -77,12 +77,15 @@ def fresh_opening_sentence(words: int = 10) -> str:
 
 
 def write_private(path: str | os.PathLike[str], text: str, overwrite: bool = False) -> Path:
-    """Writes ``text`` to a new file readable by its owner only (mode 0600).
+    """Writes ``text`` to a new file readable by its owner only (mode 0600), creating a missing
+    folder with mode 0700.
 
     Raises:
         FileExistsError: If the file exists and ``overwrite`` is false.
     """
-    path = Path(path)
+    path = Path(path).expanduser()
+    if not path.parent.exists():  # e.g. ~/.secrets/: a new folder readable by its owner only
+        path.parent.mkdir(mode=0o700, parents=True)
     flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
     fd = os.open(path, flags, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:

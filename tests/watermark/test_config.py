@@ -130,3 +130,14 @@ def test_a_rule_config_without_the_later_rule_fields_warns(tmp_path: Path, caplo
     full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")
     assert (full.scaling, full.temperature, full.repeats) == ("additive", 1.0, "neutral")
     assert caplog.text == ""
+
+
+def test_a_config_is_frozen_and_replace_checks_again() -> None:
+    import dataclasses
+
+    cfg = WatermarkConfig(opening_sentence="x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.alpha = 3.0  # type: ignore[misc]
+    assert replace(cfg, alpha=3.0).alpha == 3.0 and cfg.alpha == 2.0
+    with pytest.raises(ValueError, match="layers"):
+        replace(cfg, layers=0)

@@ -67,6 +67,9 @@ def test_keygen_writes_private_files_and_never_prints_the_key(tmp_path, capsys) 
     fresh = key_file.read_text().strip()
     assert len(fresh) == 64 and fresh not in capsys.readouterr().out
     assert WatermarkConfig.load(rotated).secret_keys() == [fresh, cfg["key"]]
+    hidden = tmp_path / "new" / "secrets" / "k.key"  # a missing folder is made, owner only
+    assert main(["keygen", "--out", str(tmp_path / "k.json"), "--key-file", str(hidden)]) == 0
+    assert stat.S_IMODE(os.stat(hidden.parent).st_mode) == 0o700 and hidden.is_file()
 
 
 def test_demo_key_warns_once_on_generation_not_on_detection(tiny, caplog, monkeypatch) -> None:

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from watermark import reference
@@ -25,8 +27,7 @@ def real():
     from watermark.models import load_lm
 
     model, tokenizer = load_lm("smollm2-135m")
-    cfg = WatermarkConfig.default()
-    cfg.opening_steps = 10  # more gated steps in short texts
+    cfg = replace(WatermarkConfig.default(), opening_steps=10)  # more gated steps in short texts
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     return wm, model
 

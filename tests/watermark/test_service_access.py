@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import threading
 from pathlib import Path
@@ -159,7 +160,19 @@ def test_a_slow_client_does_not_block_others(wm) -> None:
         slow.sendall(b"POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 200\r\n\r\n{\"te")  # fmt: skip
         answers: list[str] = []
-        reader = threading.Thread(target=lambda: answers.append(slow.recv(4096).decode()))
+
+        def read_all() -> None:  # the answer may come in several segments
+            slow.settimeout(30)
+            got = b""
+            while chunk := slow.recv(4096):
+                got += chunk
+                head, _, body = got.partition(b"\r\n\r\n")
+                length = re.search(rb"content-length: (\d+)", head, re.IGNORECASE)
+                if length and len(body) >= int(length.group(1)):
+                    break
+            answers.append(got.decode())
+
+        reader = threading.Thread(target=read_all)
         reader.start()
         fast = httpx.post(f"{base}/v1/detect", json={"texts": ["river city"]}, timeout=30)
         assert fast.status_code == 200 and not answers  # served while the slow body waits
