@@ -13,7 +13,7 @@ tokens are green where. ``serve --tokens-file`` therefore admits only listed cli
 * **Quotas**: per client, two token buckets, texts per minute and characters per day; a request
   over either is refused with the seconds until it would fit (HTTP 429, ``Retry-After``).
 * **Audit log**: one JSON line per request: time, client, endpoint, status, texts, characters,
-  windows, seconds. Never a text, a token or a key.
+  windows, texts flagged as watermarked, seconds. Never a text, a token or a key.
 """
 
 from __future__ import annotations

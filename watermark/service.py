@@ -284,6 +284,7 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
         windows, per_token = _options(data, list(configured))
         charge(request, texts, windows)
         results = await batcher.submit(texts, windows, work(texts, windows))
+        request.state.counts["watermarked"] = sum(bool(r.is_watermarked) for r in results)
         return _json({"results": [r.to_dict(per_token=per_token) for r in results]})
 
     @app.post("/v1/highlight", openapi_extra=_body(HIGHLIGHT_SCHEMA))
@@ -297,6 +298,7 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
         (result,) = await batcher.submit(
             [data["text"]], configured, work([data["text"]], configured)
         )
+        request.state.counts["watermarked"] = int(bool(result.is_watermarked))
         opening = config.opening_steps or None
         html = text_html(result, opening) + summary_html(result)
         return _json({"result": result.to_dict(), "html": html})

@@ -120,6 +120,7 @@ def test_audit_log_has_counts_never_texts_tokens_or_keys(served, caplog) -> None
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "watermark.audit"]
     assert [(x["client"], x["status"]) for x in lines] == [("alice", 200), (None, 401)]
     assert lines[0]["texts"] == 1 and lines[0]["chars"] == len(text)
+    assert lines[0]["watermarked"] in (0, 1)  # the verdict count
     logged = caplog.text
     for secret in (text, "storm", ALICE, BOB, "test-key", "a secret opening sentence"):
         assert secret not in logged
