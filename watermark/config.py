@@ -34,12 +34,9 @@ DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn.
 
 logger = logging.getLogger(__name__)
 
-# the rule's fields whose shipped default changed, with their value before (version 0.1: the
-# additive rule, configs/watermark-additive.json); a config file that leaves any of them out takes
-# today's default, which reads text made under the old one with less evidence, so a file
-# that sets its own key or rule warns
-PREVIOUS_DEFAULTS = {"scaling": "additive", "layers": 1, "temperature": 1.0, "repeats": "neutral",
-                     "context_guard": 0}  # fmt: skip
+# rule fields added after configs were first saved, with the value every earlier config meant: a
+# file that names its rule but not these fields takes today's defaults, so loading it warns
+RULE_FIELDS_ADDED_LATER = {"temperature": 1.0, "repeats": "neutral"}
 
 
 @dataclass(frozen=True)
@@ -146,16 +143,16 @@ class WatermarkConfig:
     alpha: float = 2.0
     delta: float = 1.5
     bias: float = 2.0
-    layers: int = 6
+    layers: int = 1
     opening_steps: int = 0
-    temperature: float = 1.02
+    temperature: float = 1.0
     top_k: int = 50
     top_p: float = 0.9
-    scaling: str = "tournament"
+    scaling: str = "additive"
     filter_first: bool = True
-    context_guard: int = 4
+    context_guard: int = 0
     fresh_only: bool = True
-    repeats: str = "bigram"
+    repeats: str = "neutral"
     token_map: str = "keyed"
     null_model: str = "vocab"
     unique_tokens: bool = True
@@ -227,15 +224,14 @@ class WatermarkConfig:
             raise UserError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
         if not isinstance(data, dict):
             raise UserError(f"watermark config {path} must hold a JSON object of fields")
-        missing = [name for name in PREVIOUS_DEFAULTS if name not in data]
-        if missing and ("key" in data or "scaling" in data):  # a key's or a rule's own file
+        missing = [name for name in RULE_FIELDS_ADDED_LATER if name not in data]
+        if "scaling" in data and missing:
             logger.warning(
-                "watermark config %s leaves out %s: they take today's shipped defaults (%s); "
-                "before version 0.2 the defaults were %s, and text made with this file then is "
-                "detected with those values (configs/watermark-additive.json holds them)",
+                "watermark config %s names a rule but not %s: they take the shipped defaults "
+                "(%s); a config written before they existed meant %s",
                 path, ", ".join(missing),
                 ", ".join(f"{n}={getattr(cls, n)!r}" for n in missing),
-                ", ".join(f"{n}={PREVIOUS_DEFAULTS[n]!r}" for n in missing),
+                ", ".join(f"{n}={RULE_FIELDS_ADDED_LATER[n]!r}" for n in missing),
             )  # fmt: skip
         try:
             return cls.from_dict(data, source=str(path))
