@@ -26,6 +26,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from data.paraphrase import word_key
+
 logger = logging.getLogger(__name__)
 
 INSTRUCTION = (
@@ -56,10 +58,6 @@ _META = re.compile(
 )
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-
 def clean_text_paraphrase(output: str, source: str) -> str | None:
     """Post-process a raw whole-text paraphrase; ``None`` if it is not usable.
 
@@ -78,7 +76,7 @@ def clean_text_paraphrase(output: str, source: str) -> str | None:
     text = "\n".join(lines[:end]).strip()
     if len(text) >= 2 and text[0] in "\"'\u201c" and text[-1] in "\"'\u201d":
         text = text[1:-1].strip()
-    if not text or _norm(text) == _norm(source):
+    if not text or word_key(text) == word_key(source):
         return None
     if _META.search(text) and not _META.search(source):
         return None

@@ -39,7 +39,9 @@ _META = re.compile(
 )
 
 
-def _norm(text: str) -> str:
+def word_key(text: str) -> str:
+    """``text`` lower-cased with every run of other characters than letters and digits one space
+    (two texts with the same key say the same words)."""
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
@@ -70,7 +72,7 @@ def clean_paraphrase(output: str, source: str) -> str | None:
         text = text[1:-1].strip()
     elif text[:1] in '"\u201c' and text.count(text[0]) == 1:
         text = text[1:].strip()
-    if not text or _norm(text) == _norm(source) or text.endswith(":"):
+    if not text or word_key(text) == word_key(source) or text.endswith(":"):
         return None
     if _META.search(text) and not _META.search(source):
         return None
