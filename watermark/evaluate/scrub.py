@@ -3,7 +3,8 @@
 The detection service holds the secret key. A client that may query it freely can edit a
 watermarked text until the detector stops flagging it. Two greedy attackers measure the cost; both
 edit words (a close Moby-thesaurus synonym, or a deletion where there is none) and count queries
-until the p-value reaches ``target`` (the verdict flips at the default threshold):
+until the verdict's p-value (the windowed one where the config tests windows) reaches
+``target`` (the verdict flips at the default threshold):
 
 * ``blind``: sees only the p-value. Each round it queries ``proposals`` candidate edits of
   ``words_per_edit`` random words in one batch and keeps the best one if it raised the p-value.
@@ -26,6 +27,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 DetectFn = Callable[[list[str]], list]  # texts -> DetectionResult per text
+
+
+def verdict_p(result) -> float:
+    """The p-value the verdict uses: the windowed one where the config tests windows."""
+    return result.p_value if result.window_p_value is None else result.window_p_value
 
 
 def _edit(words: list[str], at: Sequence[int], thesaurus, rng: random.Random) -> list[str]:
@@ -78,7 +84,7 @@ def scrub(
     rng = random.Random(seed)
     words = text.split(" ")
     best, queries = detect([text])[0], 1
-    while best.p_value < target and queries < max_queries:
+    while verdict_p(best) < target and queries < max_queries:
         current = " ".join(words)
         if guided:
             at = green_words(best, current, lists)[:guided_words] or rng.sample(
@@ -97,13 +103,13 @@ def scrub(
             ]
         found = detect([" ".join(c) for c in candidates])
         queries += len(candidates)
-        top = max(range(len(found)), key=lambda n: found[n].p_value)
-        if guided or found[top].p_value > best.p_value:
+        top = max(range(len(found)), key=lambda n: verdict_p(found[n]))
+        if guided or verdict_p(found[top]) > verdict_p(best):
             words, best = candidates[top], found[top]
     original = set(text.split())
     kept = len(original & set(words)) / max(1, len(original))
     return {"attacker": "guided" if guided else "blind", "queries": queries,
-            "scrubbed": best.p_value >= target, "p_value": best.p_value,
+            "scrubbed": verdict_p(best) >= target, "p_value": verdict_p(best),
             "words_kept": round(kept, 3)}  # fmt: skip
 
 
