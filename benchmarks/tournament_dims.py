@@ -42,15 +42,17 @@ from watermark.stats import green_test  # noqa: E402
 RECORDS: list[dict] = []
 
 
+# the detector's own lookups, each bit coded with the output it read
+_DIMS, _REPEAT_DIMS = GreenLists.dims, GreenLists.repeat_dims
+
+
 def _contains(self: GreenLists, token_ids: torch.Tensor) -> torch.Tensor:
-    dims = self.token_maps[:, token_ids].T  # (N, L)
+    dims = _DIMS(self, token_ids)
     return 2 * dims + self.signs.gather(1, dims).long()
 
 
 def _contains_repeat(self: GreenLists, token_ids: torch.Tensor, previous: torch.Tensor):
-    dims = (
-        (self.token_maps[:, token_ids] + self.repeat_shifts[:, previous]) % self.signs.shape[1]
-    ).T
+    dims = _REPEAT_DIMS(self, token_ids, previous)
     return 2 * dims + self.signs.gather(1, dims).long()
 
 
@@ -96,17 +98,8 @@ def main() -> None:
     GreenLists.contains, GreenLists.contains_repeat = _contains, _contains_repeat
     detector.green_test = _green_test
     detector.paper_score = lambda *a: 0.0
-    sets = [
-        (
-            "human",
-            [
-                u["human"]
-                for u in units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)[
-                    : args.human
-                ]
-            ],
-        )
-    ]
+    heldout = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
+    sets = [("human", [u["human"] for u in heldout[: args.human]])]
     if args.watermarked:
         lines = args.watermarked.read_text().splitlines()
         sets.append(("watermarked", [json.loads(x)["text"] for x in lines]))

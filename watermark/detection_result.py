@@ -99,6 +99,12 @@ class DetectionResult:
     gamma: list[float | None] = field(default_factory=list)
     vocab_green: list[float | None] = field(default_factory=list)
 
+    @property
+    def verdict_p_value(self) -> float:
+        """The p-value ``is_watermarked`` compares with ``target_fpr``: the windowed one where the
+        config tests windows, else the whole-text one."""
+        return self.p_value if self.window_p_value is None else self.window_p_value
+
     def scored_steps(self) -> list[int]:
         """1-based steps in W."""
         return [i + 1 for i, s in enumerate(self.scored) if s]

@@ -194,8 +194,7 @@ class Detector:
 
     def _best_key(self, per_key: list[DetectionResult]) -> DetectionResult:
         """The result under the best-matching key, its p-values corrected for the keys tried."""
-        windowed = self.config.window_sizes
-        key_p = [r.window_p_value if windowed else r.p_value for r in per_key]
+        key_p = [r.verdict_p_value for r in per_key]
         best = min(range(len(per_key)), key=key_p.__getitem__)
         found, k = per_key[best], len(per_key)
         p = min(1.0, k * found.p_value)

@@ -48,21 +48,28 @@ class GreenLists:
         """The green lists of the steps ``rows``."""
         return GreenLists(self.signs[rows], self.token_maps, self.dim_counts, self.repeat_shifts)
 
+    def dims(self, token_ids: torch.Tensor) -> torch.Tensor:
+        """The mapper output token ``token_ids[n]`` reads, per list: (N,) -> long (N, L)."""
+        return self.token_maps[:, token_ids.to(self.token_maps.device)].T
+
     def contains(self, token_ids: torch.Tensor) -> torch.Tensor:
         """Whether token ``token_ids[n]`` is green at step n, per list: (N,) -> bool (N, L)."""
-        dims = self.token_maps[:, token_ids.to(self.token_maps.device)].T  # (N, L)
-        return self.signs.gather(1, dims.to(self.signs.device))
+        return self.signs.gather(1, self.dims(token_ids).to(self.signs.device))
 
-    def contains_repeat(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
-        """Whether repeated token ``token_ids[n]`` after ``previous[n]`` is green at step n, per
-        list: (N,), (N,) -> bool (N, L). It reads output ``(token_map + shift[previous]) % D``
-        (needs ``repeat_shifts``)."""
+    def repeat_dims(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+        """The output repeated token ``token_ids[n]`` after ``previous[n]`` reads, per list:
+        ``(token_map + shift[previous]) % D``, (N,), (N,) -> long (N, L) (needs
+        ``repeat_shifts``)."""
         if self.repeat_shifts is None:
             raise ValueError("these green lists have no repeat shifts (repeats='neutral')")
         maps = self.token_maps[:, token_ids.to(self.token_maps.device)]
         shifts = self.repeat_shifts[:, previous.to(self.repeat_shifts.device)]
-        dims = (maps + shifts) % self.signs.shape[1]  # (L, N)
-        return self.signs.gather(1, dims.T.to(self.signs.device))
+        return ((maps + shifts) % self.signs.shape[1]).T
+
+    def contains_repeat(self, token_ids: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+        """Whether repeated token ``token_ids[n]`` after ``previous[n]`` is green at step n, per
+        list, at its :meth:`repeat_dims`: (N,), (N,) -> bool (N, L)."""
+        return self.signs.gather(1, self.repeat_dims(token_ids, previous).to(self.signs.device))
 
     def repeat_fraction(self) -> torch.Tensor:
         """Null probability that a repeated token is green, per step and list: the share of the

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = importlib.util.spec_from_file_location(
-    "rotation_tail", ROOT / "benchmarks" / "rotation_tail.py"
-)
-rotation_tail = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(rotation_tail)
+from tests.helpers import benchmark_script
+
+rotation_tail = benchmark_script("rotation_tail")
 
 
 def test_rotation_counts_every_set_of_keys_like_a_loop() -> None:

@@ -3,21 +3,14 @@ test keeps the first bit of each mapper output only."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
+from tests.helpers import benchmark_script
 from watermark.green_lists import GreenLists
 from watermark.stats import green_test
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = importlib.util.spec_from_file_location(
-    "tournament_dims", ROOT / "benchmarks" / "tournament_dims.py"
-)
-dims = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(dims)
+dims = benchmark_script("tournament_dims")
 
 
 def test_coded_bits_are_the_green_lists_bits() -> None:

@@ -85,7 +85,7 @@ def check_page_matches(page: dict, result) -> None:
     assert int(page["tested"]) == result.num_tested
     assert int(page["green"]) == result.num_green_tested
     assert float(page["z"]) == pytest.approx(result.z_score, rel=1e-2, abs=1e-3)
-    p = result.window_p_value if result.window_p_value is not None else result.p_value
+    p = result.verdict_p_value
     assert float(page["p"]) == pytest.approx(p, rel=1e-2)
     if result.window:
         assert page["window_tokens"] == result.window[1] - result.window[0] + 1

@@ -29,11 +29,6 @@ from collections.abc import Callable, Sequence
 DetectFn = Callable[[list[str]], list]  # texts -> DetectionResult per text
 
 
-def verdict_p(result) -> float:
-    """The p-value the verdict uses: the windowed one where the config tests windows."""
-    return result.p_value if result.window_p_value is None else result.window_p_value
-
-
 def _edit(words: list[str], at: Sequence[int], thesaurus, rng: random.Random) -> list[str]:
     """``words`` with each word at ``at`` swapped for a close synonym, or deleted if it has none."""
     out = list(words)
@@ -84,7 +79,7 @@ def scrub(
     rng = random.Random(seed)
     words = text.split(" ")
     best, queries = detect([text])[0], 1
-    while verdict_p(best) < target and queries < max_queries:
+    while best.verdict_p_value < target and queries < max_queries:
         current = " ".join(words)
         if guided:
             at = green_words(best, current, lists)[:guided_words] or rng.sample(
@@ -103,13 +98,13 @@ def scrub(
             ]
         found = detect([" ".join(c) for c in candidates])
         queries += len(candidates)
-        top = max(range(len(found)), key=lambda n: verdict_p(found[n]))
-        if guided or verdict_p(found[top]) > verdict_p(best):
+        top = max(range(len(found)), key=lambda n: found[n].verdict_p_value)
+        if guided or found[top].verdict_p_value > best.verdict_p_value:
             words, best = candidates[top], found[top]
     original = set(text.split())
     kept = len(original & set(words)) / max(1, len(original))
     return {"attacker": "guided" if guided else "blind", "queries": queries,
-            "scrubbed": verdict_p(best) >= target, "p_value": verdict_p(best),
+            "scrubbed": best.verdict_p_value >= target, "p_value": best.verdict_p_value,
             "words_kept": round(kept, 3)}  # fmt: skip
 
 
