@@ -1,10 +1,12 @@
 """Watermark tests with the real default models (SmolLM2-135M generator and MM, MiniLM)."""
 
 # Uses the committed default mapper at ``checkpoints/mapper-minilm``. Short texts and a smaller M
-# keep the reference runs to seconds.
+# keep the reference runs to seconds. `WM_TEST_DEVICE=cuda pytest tests/watermark/test_real.py`
+# runs the same checks with the models on a GPU (the reference reads the same model there).
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
@@ -14,26 +16,55 @@ from watermark.config import WatermarkConfig
 
 pytestmark = pytest.mark.slow
 
+DEVICE = os.environ.get("WM_TEST_DEVICE", "cpu")
 PROMPTS = [
     "The city council voted on Tuesday to approve a new budget. The decision followed months "
     "of debate.",
     "Heavy rain flooded several roads in the north of the state. Emergency crews worked overnight.",
 ]
+# the shipped rule, and the tournament candidate of docs/evaluation.md ("Choosing a tournament
+# default")
+RULES = {
+    "shipped": {},
+    "tournament": {"scaling": "tournament", "layers": 6, "temperature": 1.02,
+                   "repeats": "bigram", "context_guard": 4},
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def real():
-    from watermark.api import Watermark
+def lm():
     from watermark.models import load_lm
 
     model, tokenizer = load_lm("smollm2-135m")
-    cfg = replace(WatermarkConfig.default(), opening_steps=10)  # more gated steps in short texts
-    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
-    return wm, model
+    return model.to(DEVICE), tokenizer
 
 
-def test_real_detection_matches_reference(real) -> None:
-    wm, model = real
+def _watermark(lm, rule: str):
+    from watermark.api import Watermark
+
+    model, tokenizer = lm
+    # more gated steps in short texts
+    cfg = replace(WatermarkConfig.default(), opening_steps=10, **RULES[rule])
+    return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model
+
+
+@pytest.fixture(scope="module")
+def real(lm):
+    return _watermark(lm, "shipped")
+
+
+# on the CPU the tiny-model tests check the tournament rule against the reference (CPU time);
+# WM_TEST_DEVICE=cuda also runs it with the real models
+ON_GPU_ONLY = pytest.mark.skipif(DEVICE == "cpu", reason="runs with WM_TEST_DEVICE=cuda")
+
+
+@pytest.fixture(scope="module", params=["shipped", pytest.param("tournament", marks=ON_GPU_ONLY)])
+def each_rule(lm, request):
+    return _watermark(lm, request.param)
+
+
+def test_real_detection_matches_reference(each_rule) -> None:
+    wm, model = each_rule
     text = (
         " The mayor said the new plan would cut waiting times at the hospital and add two bus "
         "routes to the east of the city, but opposition members called it a gamble with money "
@@ -49,14 +80,34 @@ def test_real_detection_matches_reference(real) -> None:
     assert fast.p_value == pytest.approx(ref.p_value, rel=1e-9)
 
 
-def test_real_greedy_generation_matches_reference(real) -> None:
-    wm, model = real
+def test_real_greedy_generation_matches_reference(each_rule) -> None:
+    wm, model = each_rule
     outs = wm.generate(model, PROMPTS, max_new_tokens=30, do_sample=False)
     for prompt, out in zip(PROMPTS, outs):
         ids, steps = reference.generate(wm, model, prompt, 30, greedy=True)
         assert out.token_ids == ids
         gated = [t for t, s in enumerate(steps, 1) if s.gated and t <= len(ids)]
         assert out.watermarked_steps == gated
+
+
+def test_real_sampled_generation_fused_matches_unfused_and_reference(each_rule) -> None:
+    """Sampling with a seed: the fused loop and transformers' loop draw the same tokens, and the
+    reference detector finds the steps the generator watermarked."""
+    wm, model = each_rule
+    fused = wm.generate(model, PROMPTS, max_new_tokens=30, seed=1)
+    unfused = wm.generate(model, PROMPTS, max_new_tokens=30, seed=1, fuse=False)
+    assert [o.token_ids for o in fused] == [o.token_ids for o in unfused]
+    matched = 0
+    for out in fused:
+        ref = reference.detect(wm, out.text)
+        if ref.ids != out.token_ids:  # re-tokenization differs: measured in the benchmark
+            continue
+        matched += 1
+        assert [t for t, s in enumerate(ref.scored, 1) if s] == out.watermarked_steps
+        fast = wm.detect([out.text])[0]
+        assert fast.scored == ref.scored and fast.green == ref.green
+        assert fast.p_value == pytest.approx(ref.p_value, rel=1e-9)
+    assert matched >= 1
 
 
 def test_real_round_trip_positions(real) -> None:

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Every GPU check of the project in one run, for a machine with one CUDA GPU and the packaged
+# models installed: the CUDA tests (tiny models and the real SmolLM2-135M + MiniLM, fast ==
+# reference), generation and detection speed side by side with plain `generate`, bfloat16 against
+# float32, a profile of the watermarked step, `detect-corpus` on the GPU, and the mapper trained on
+# the GPU and compared with the shipped one.
+#
+#   bash benchmarks/gpu_suite.sh OUT_DIR [STEPS]
+#
+# STEPS is a comma-separated subset of: tiny,real,generate,detect,profile,train,corpus,agree (default:
+# all, in that order). Each step has its own time limit and the suite goes on when one fails;
+# OUT_DIR/results.jsonl gets one JSON object per finished benchmark and OUT_DIR/suite.log the rest.
+set -u
+OUT=${1:?usage: gpu_suite.sh OUT_DIR [STEPS]}
+STEPS=${2:-tiny,real,generate,detect,profile,train,corpus,agree}
+PY=${PYTHON:-python3}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export PY OUT LOG="$OUT/suite.log" RESULTS="$OUT/results.jsonl" WORK=${WORK:-/tmp/gpu_suite}
+mkdir -p "$WORK"
+
+step() {  # step NAME SECONDS COMMAND...: run COMMAND under a time limit, logging its wall time
+    local name=$1 limit=$2 start rc
+    shift 2
+    [[ ",$STEPS," == *",$name,"* ]] || return 0
+    echo "== $name (limit ${limit}s): $*" | tee -a "$LOG"
+    start=$EPOCHREALTIME
+    timeout "$limit" bash -c '"$@"' _ "$@" >>"$LOG" 2>&1  # "$@" may be a function below
+    rc=$?
+    awk -v n="$name" -v rc="$rc" -v a="$start" -v b="$EPOCHREALTIME" \
+        'BEGIN { printf "{\"step\": \"%s\", \"rc\": %d, \"seconds\": %.1f}\n", n, rc, b - a }' |
+        tee -a "$RESULTS" "$LOG"
+}
+
+bench() {  # bench SUBCOMMAND ARGS...: bench_gpu.py, its JSON answer appended to results.jsonl
+    $PY benchmarks/bench_gpu.py "$@" --out "$OUT" >"$OUT/.answer" && \
+        $PY -c "import json,sys; print(json.dumps({'bench': sys.argv[1], **json.load(open(sys.argv[2]))}))" \
+            "$1" "$OUT/.answer" >>"$RESULTS"
+}
+compare() {  # compare DIR...: mapper.compare's metrics of each mapper, one JSON line each
+    for dir in "$@"; do
+        $PY -m mapper.compare "$dir" | $PY -c "import json,sys; print(json.dumps(\
+{'mapper_compare': sys.argv[1], **json.load(sys.stdin)}))" "$dir" >>"$RESULTS" || return 1
+    done
+}
+export -f bench compare
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$LOG" 2>&1
+$PY -c "import torch, transformers, sentence_transformers as st; print('torch', torch.__version__, \
+'transformers', transformers.__version__, 'sentence-transformers', st.__version__)" >>"$LOG" 2>&1
+
+step tiny 150 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
+    tests/watermark/test_devices.py tests/watermark/test_generation.py \
+    tests/watermark/test_detector.py tests/watermark/test_processor.py
+step real 240 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
+    tests/watermark/test_real.py
+step generate 200 bench generate --batches 1,16,64,256 --dtypes float32,bfloat16 --new-tokens 128 \
+    --modes plain,fused
+step detect 90 bench detect --texts 512 --detect-batches 128,512 --embed-batches 256,1024 \
+    --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
+step profile 90 bench profile --batch 64 --new-tokens 64 --dtypes float32
+step train 240 $PY -m mapper.train fit --config configs/default.yaml --threads 16 \
+    --trainer.accelerator gpu --trainer.precision bf16-mixed --trainer.deterministic false \
+    --export_dir "$WORK/mapper-gpu"
+step train 90 compare watermark/checkpoints/mapper-minilm "$WORK/mapper-gpu"
+step corpus 120 $PY -m watermark detect-corpus --input "$WORK/texts.jsonl" \
+    --output "$WORK/scores.jsonl" --accelerator gpu --devices 1
+step agree 90 bench agree --texts 64 --new-tokens 128
+rm -f "$OUT/.answer"
