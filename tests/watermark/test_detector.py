@@ -118,6 +118,11 @@ def test_a_verdict_does_not_depend_on_batch_mates(
     the batches that other texts bring (float noise near v = 0); on a CPU the MM runs per text
     too, so the CLI line of a text is the same alone or in any chunk (the service relies on it).
     """
+    if tiny.device != "cpu":  # seen failing on an H200 (2026-11-26), as designed
+        pytest.skip(
+            "on an accelerator, texts share padded MM forwards and SE batches (Detector._chunk):"
+            " a gate or bit near its threshold can move with batch-mates"
+        )
     wm = tiny.make(context_guard=1, window_sizes=[8])
     texts = sentences(6, seed=21, length=30) + ["river"]
     semantic, calls = wm.core.semantic, []
