@@ -2,12 +2,12 @@
 
 Writes ``human.jsonl`` (the first ``--human`` held-out passages of ~200 generator tokens after a
 two-sentence prompt, as in ``bench_watermark.py human``) and ``watermarked.jsonl``
-(``--watermarked`` continuations of held-out prompts from the shipped default, ``--tokens`` long
-with EOS blocked) under ``--out``, for ``python -m watermark calibrate``. Generation appends in
-batches, so an interrupted run resumes. ``--train-passages N`` also writes ``human-train.jsonl``:
-N passages of 200 generator tokens from the train and val documents of the sentence corpus
-(whole sentences of one document in order, at most five per document, documents taken in turn),
-a second human set for ``benchmarks/rotation_tail.py``.
+(``--watermarked`` continuations of held-out prompts from the shipped default or ``--config``,
+``--tokens`` long with EOS blocked) under ``--out``, for ``python -m watermark calibrate``.
+Generation appends in batches, so an interrupted run resumes. ``--train-passages N`` also
+writes ``human-train.jsonl``: N passages of 200 generator tokens from the train and val
+documents of the sentence corpus (whole sentences of one document in order, at most five per
+document, documents taken in turn), a second human set for ``benchmarks/rotation_tail.py``.
 
 Example::
 
@@ -65,9 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens", type=int, default=400)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--train-passages", type=int, default=0)
+    parser.add_argument("--config", help="watermark config JSON (default: the shipped one)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    cfg = as_config(None)
+    cfg = as_config(args.config)
     model, tokenizer = load_lm(cfg.generator)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     heldout = ROOT / "data/corpus/heldout.jsonl.gz"

@@ -89,24 +89,28 @@ def main() -> None:
     parser.add_argument("--repeats", default="bigram")
     parser.add_argument("--human", type=int, default=320)
     parser.add_argument("--watermarked", type=Path, help="JSONL with a 'text' field")
+    parser.add_argument("--keys", help="comma-separated keys to detect the human texts under, "
+                        "each on its own line (default: the shipped key)")  # fmt: skip
     args = parser.parse_args()
     cfg = replace(as_config(None), scaling="tournament", layers=args.layers,
                   temperature=args.temperature, context_guard=args.context_guard,
                   repeats=args.repeats, window_sizes=[])  # fmt: skip
     model, tokenizer = load_lm(cfg.generator)
-    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     GreenLists.contains, GreenLists.contains_repeat = _contains, _contains_repeat
     detector.green_test = _green_test
     detector.paper_score = lambda *a: 0.0
     heldout = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
-    sets = [("human", [u["human"] for u in heldout[: args.human]])]
-    if args.watermarked:
-        lines = args.watermarked.read_text().splitlines()
-        sets.append(("watermarked", [json.loads(x)["text"] for x in lines]))
-    for name, texts in sets:
-        RECORDS.clear()
-        wm.detect(texts, progress=True)
-        print(json.dumps(summary(name, list(RECORDS))), flush=True)
+    human = [u["human"] for u in heldout[: args.human]]
+    for key in args.keys.split(",") if args.keys else [cfg.key]:
+        wm = Watermark.load(replace(cfg, key=key), tokenizer=tokenizer, generator=model)
+        sets = [("human", human)]
+        if args.watermarked and key == cfg.key:
+            lines = args.watermarked.read_text().splitlines()
+            sets.append(("watermarked", [json.loads(x)["text"] for x in lines]))
+        for name, texts in sets:
+            RECORDS.clear()
+            wm.detect(texts, progress=True)
+            print(json.dumps({"key": key, **summary(name, list(RECORDS))}), flush=True)
 
 
 if __name__ == "__main__":

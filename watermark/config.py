@@ -102,6 +102,11 @@ class WatermarkConfig:
             green fraction of the vocabulary, ``"mm"`` the MM's probability mass on green tokens
             (same-tokenizer MM only).
         unique_tokens: Count each token id once (its first scored occurrence) in the z-test.
+        outputs_once: Count each mapper output once per tested span: a bit that reads an output
+            already read earlier in the span (by another token, or another list) is left out of
+            the test. Two reads of one output in one text agree more often than chance, which
+            matters when many lists read the D outputs (``"tournament"``); see
+            docs/evaluation.md, "Choosing a tournament default". Detection only.
         target_fpr: False-positive rate of ``is_watermarked`` (``p_value < target_fpr``).
         embed_batch_size: Batch size of the sentence embedder.
         mm_window: W: the MM sees at most the last W-1 generated tokens, cut at multiples of W/2
@@ -156,6 +161,7 @@ class WatermarkConfig:
     token_map: str = "keyed"
     null_model: str = "vocab"
     unique_tokens: bool = True
+    outputs_once: bool = False
     target_fpr: float = 0.01
     embed_batch_size: int = 256
     mm_window: int = 2048

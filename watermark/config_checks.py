@@ -47,6 +47,7 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "filter_first": (bool,),
     "fresh_only": (bool,),
     "unique_tokens": (bool,),
+    "outputs_once": (bool,),
     "allowed_scripts": (list,),
     "window_sizes": (list,),
     "old_keys": (list,),

@@ -46,7 +46,7 @@ from watermark.detection_result import DetectionResult
 from watermark.green_lists import GreenLists
 from watermark.stats import green_test, window_spans, windowed_test
 from watermark.text import decode_ids, encode_text, unsupported_reason
-from watermark.units import repeat_indices, tested_indices
+from watermark.units import first_reads, repeat_indices, tested_indices
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 
@@ -219,7 +219,7 @@ class Detector:
         # candidate units: each scored step as a first occurrence (row i), and with "bigram"
         # as a repeat too (steps t >= 2), in the order (step, repeat) of the reference
         rows = {(i, False): i for i in range(len(steps))}
-        unit_bits, unit_gammas = green_scored, gammas
+        unit_bits, unit_gammas, unit_dims = green_scored, gammas, lists.dims(tokens).cpu()
         shown_bits, shown_gammas, shown_vocab = green_scored, gammas, vocab
         if bigram and steps:
             prev = torch.tensor([ids[t - 2] if t >= 2 else 0 for t in steps], dtype=torch.long)
@@ -232,6 +232,8 @@ class Detector:
             again = torch.tensor([a for _, a in order])[:, None]
             unit_bits = torch.where(again, again_bits[pick], green_scored[pick])
             unit_gammas = torch.where(again, again_gammas[pick], gammas[pick])
+            unit_dims = torch.where(again, lists.repeat_dims(tokens, prev).cpu()[pick],
+                                    unit_dims[pick])  # fmt: skip
             seen = torch.tensor([ids[t - 1] in ids[: t - 1] for t in steps])[:, None]
             shown_bits = torch.where(seen, again_bits, green_scored)
             shown_gammas = shown_vocab = torch.where(seen, again_gammas, vocab)  # vocab null
@@ -256,18 +258,23 @@ class Detector:
             vocab_green[t - 1] = float(shown_vocab[i, 0])
         chosen = units((0, T))
         step_of = {r: i for (i, _), r in rows.items()}
-        for r in chosen:
+        dims = unit_dims.tolist()
+        flat_bits, flat_gammas = unit_bits.reshape(-1, 1), unit_gammas.reshape(-1, 1)
+        width = unit_bits.shape[1] if unit_bits.dim() == 2 else 1
+        bits = first_reads(dims, chosen, cfg.outputs_once)  # flat indices row * L + list
+        for r in {b // width for b in bits}:
             tested[steps[step_of[r]] - 1] = True
-        test_green = unit_bits[chosen].flatten().tolist()
-        test_gamma = unit_gammas[chosen].flatten().tolist()
+        test_green = flat_bits[bits].flatten().tolist()
+        test_gamma = flat_gammas[bits].flatten().tolist()
         z, p = green_test(test_green, test_gamma)
         window_p, window = None, None
         if cfg.window_sizes:
             spans = window_spans(T, cfg.window_sizes)[1:]  # after the whole text, done above
-            members = [chosen] + [units(span) for span in spans]
-            window_p, best = windowed_test(unit_bits.tolist(), unit_gammas.tolist(), members)
+            members = [bits] + [first_reads(dims, units(span), cfg.outputs_once) for span in spans]
+            window_p, best = windowed_test(flat_bits.tolist(), flat_gammas.tolist(), members)
             if members[best]:
-                window = [steps[step_of[members[best][0]]], steps[step_of[members[best][-1]]]]
+                first, last = members[best][0] // width, members[best][-1] // width
+                window = [steps[step_of[first]], steps[step_of[last]]]
         num_scored = len(steps)
         num_green = int(shown_bits[:, 0].sum()) if steps else 0
         entropy = [None if math.isnan(h) else float(h) for h in gate.entropy.tolist()]

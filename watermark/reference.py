@@ -266,7 +266,8 @@ def detect(wm: object, text: str) -> RefDetection:
     cfg = wm.config
     ids = wm.tokenizer(text, add_special_tokens=False)["input_ids"]
     result = RefDetection(ids=list(ids))
-    unit_bits, unit_gammas = {}, {}  # per (scored step, as a repeat): its bits and gammas
+    # per (scored step, as a repeat): its bits, their gammas and the mapper outputs they read
+    unit_bits, unit_gammas, unit_dims = {}, {}, {}
     shown = {}  # per scored step, the bits it shows (as a repeat when it repeats a token)
     for t in range(1, len(ids) + 1):
         decision = step(wm, ids[: t - 1])
@@ -277,6 +278,8 @@ def detect(wm: object, text: str) -> RefDetection:
             continue
         bits = decision.green[:, ids[t - 1]].tolist()  # one per layer
         unit_bits[t, False] = bits
+        maps = wm.token_maps.cpu()
+        unit_dims[t, False] = [int(m[ids[t - 1]]) for m in maps]
         unit_gammas[t, False] = []
         for layer in range(len(bits)):
             green = decision.green[layer].double()
@@ -288,12 +291,27 @@ def detect(wm: object, text: str) -> RefDetection:
         if decision.repeat_green is not None:
             unit_bits[t, True] = decision.repeat_green[:, ids[t - 1]].tolist()
             unit_gammas[t, True] = [float(decision.signs.double().mean())] * len(bits)
+            shifts = wm.repeat_shifts.cpu()
+            unit_dims[t, True] = [(int(m[ids[t - 1]]) + int(sh[ids[t - 2]])) % len(decision.signs)
+                                  for m, sh in zip(maps, shifts)]  # fmt: skip
             if ids[t - 1] in ids[: t - 1]:
                 shown[t] = unit_bits[t, True]
         result.green.append(shown[t][0])
-    tested = window_tested(cfg, ids, result.scored, 0, len(ids))  # the whole text
-    tested_green = [b for u in tested for b in unit_bits[u]]
-    gammas = [g for u in tested for g in unit_gammas[u]]
+
+    def reads(units: list) -> list[tuple]:
+        """(unit, list) of the bits the units' test counts: with ``outputs_once`` the first
+        read of each mapper output only."""
+        found, seen = [], set()
+        for u in units:
+            for layer, d in enumerate(unit_dims[u]):
+                if not (cfg.outputs_once and d in seen):
+                    found.append((u, layer))
+                seen.add(d)
+        return found
+
+    tested = reads(window_tested(cfg, ids, result.scored, 0, len(ids)))  # the whole text
+    tested_green = [unit_bits[u][layer] for u, layer in tested]
+    gammas = [unit_gammas[u][layer] for u, layer in tested]
     n = sum(result.scored)
     if cfg.scaling == "tournament":  # no logit scale: the mean green bit over all lists
         bits = [b for t in shown for b in shown[t]]
@@ -303,13 +321,14 @@ def detect(wm: object, text: str) -> RefDetection:
         greens = sum(g for g, s in zip(result.green, result.scored) if s)
         result.score = strength * greens / n if n else 0.0
     result.z_score, result.p_value = green_test(tested_green, gammas)
-    if cfg.window_sizes:
-        units = sorted(unit_bits)
-        index = {u: i for i, u in enumerate(units)}
+    if cfg.window_sizes:  # every (unit, list) bit is one candidate of the simulation
+        flat = [(u, layer) for u in sorted(unit_bits) for layer in range(len(unit_bits[u]))]
+        index = {b: i for i, b in enumerate(flat)}
         members = [
-            [index[u] for u in window_tested(cfg, ids, result.scored, start, end)]
+            [index[b] for b in reads(window_tested(cfg, ids, result.scored, start, end))]
             for start, end in window_spans(len(ids), cfg.window_sizes)
         ]
-        bits = [unit_bits[u] for u in units]
-        result.window_p_value = windowed_test(bits, [unit_gammas[u] for u in units], members)[0]
+        bits = [[unit_bits[u][layer]] for u, layer in flat]
+        gammas_flat = [[unit_gammas[u][layer]] for u, layer in flat]
+        result.window_p_value = windowed_test(bits, gammas_flat, members)[0]
     return result

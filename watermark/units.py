@@ -9,7 +9,8 @@ A scored step is tested at most once per kind:
   earlier in the span, at the first occurrence of its (previous token, token) pair, if scored.
 
 Spans are read as texts of their own, so a passage pasted after text that used its words keeps
-them.
+them. With ``outputs_once``, :func:`first_reads` then keeps, of the tested units' bits (one per
+green list), only the first read of each mapper output in the span.
 """
 
 from __future__ import annotations
@@ -76,4 +77,27 @@ def repeat_indices(ids: Sequence[int], steps: Sequence[int], span: tuple[int, in
         t = steps[i]
         if first[ids[t - 1]] != t and first_pair[ids[t - 2], ids[t - 1]] == t:
             found.append(i)
+    return found
+
+
+def first_reads(dims: Sequence[Sequence[int]], rows: Sequence[int], once: bool) -> list[int]:
+    """The bits of the tested units ``rows`` that enter a span's test, as flat indices
+    ``row * L + list`` into the (R, L) bits of all candidate units.
+
+    Args:
+        dims: (R, L) the mapper output each candidate unit's bit reads, per list.
+        rows: The span's tested units, in text order.
+        once: Keep only the first read of each output (``outputs_once``); else every bit.
+    """
+    width = len(dims[0]) if len(dims) else 0
+    seen: set[int] = set()
+    found = []
+    for r in rows:
+        for layer in range(width):
+            if once:
+                d = int(dims[r][layer])
+                if d in seen:
+                    continue
+                seen.add(d)
+            found.append(r * width + layer)
     return found

@@ -220,6 +220,36 @@ def test_bigram_repeats_match_reference(tiny: SimpleNamespace, rule: dict) -> No
         assert res.expected_green != plain.expected_green
 
 
+@pytest.mark.parametrize("rule", [{"scaling": "tournament", "layers": 3, "repeats": "bigram"},
+                                  {"scaling": "additive", "bias": 2.0}])  # fmt: skip
+def test_outputs_once_matches_reference(tiny: SimpleNamespace, rule: dict) -> None:
+    """``outputs_once``: each of the D = 24 mapper outputs enters a span's test at most once (its
+    first read), in the whole text and in every window; gates and flags do not change."""
+    wm = tiny.make(outputs_once=True, fresh_only=True, window_sizes=[6, 12], **rule)
+    every = tiny.make(fresh_only=True, window_sizes=[6, 12], **rule)
+    texts = sentences(3, seed=5, length=30)
+    for text, res, plain in zip(texts, wm.detect(texts), every.detect(texts)):
+        ref = reference.detect(wm, text)
+        assert res.scored == ref.scored == plain.scored and res.green == ref.green == plain.green
+        assert res.z_score == pytest.approx(ref.z_score, rel=1e-9)
+        assert res.p_value == pytest.approx(ref.p_value, rel=1e-5, abs=1e-12)
+        assert res.window_p_value == pytest.approx(ref.window_p_value, rel=1e-5, abs=1e-12)
+        assert res.expected_green <= 24  # at most one bit per output, each gamma <= 1
+        assert res.expected_green < plain.expected_green and res.p_value != plain.p_value
+        if rule["scaling"] == "tournament":
+            assert plain.expected_green > 24  # three lists read more than D bits
+
+
+def test_first_reads() -> None:
+    from watermark.units import first_reads
+
+    dims = [[1, 2], [2, 3], [4, 1]]  # the outputs 3 units read in 2 lists
+    assert first_reads(dims, [0, 1, 2], once=True) == [0, 1, 3, 4]
+    assert first_reads(dims, [2, 0], once=True) == [4, 5, 1]  # the span's order decides
+    assert first_reads(dims, [0, 1, 2], once=False) == [0, 1, 2, 3, 4, 5]
+    assert first_reads([], [], once=True) == []
+
+
 def test_repeat_units() -> None:
     from watermark.units import repeat_indices
 

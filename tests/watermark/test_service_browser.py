@@ -3,7 +3,7 @@
 
 Skipped, with the reason in pytest's summary, where the browser or its driver is missing
 (``.ci/run`` installs them). The real-model test writes its screenshot to ``$WM_SCREENSHOT``
-when set (the README's ``docs/service.png``), else to a temporary folder.
+when set (``docs/service.png``, shown in docs/service.md), else to a temporary folder.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ line, and memory must stay bounded: replaying every generated request again twic
 grow the process (a leak grows with each replay; Hypothesis's own bookkeeping does not count).
 
 ``WM_FUZZ_CASES`` sets the number of generated requests (default 300; the published run used
-2,000, see README "Deploying").
+2,000, see docs/service.md, "Exposing the detection service").
 """
 
 from __future__ import annotations

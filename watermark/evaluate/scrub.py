@@ -14,7 +14,7 @@ until the verdict's p-value (the windowed one where the config tests windows) re
 
 ``python -m watermark.evaluate.scrub --texts 8`` generates that many watermarked texts from
 held-out prompts with the shipped config and prints one JSON line per text and attacker, then a
-summary (the README's "Deploying" quotes it).
+summary (docs/service.md, "Exposing the detection service", quotes it).
 """
 
 from __future__ import annotations

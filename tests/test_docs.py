@@ -1,0 +1,74 @@
+"""The docs cite only what exists: every repository path, module and identifier they name in
+backticks (README.md, docs/*.md, data/corpus/BUILD.md) is in the repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ["README.md", "data/corpus/BUILD.md"] + sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
+)
+TOP = ("watermark/", "mapper/", "data/", "docs/", "configs/", "benchmarks/", "tests/",
+       "checkpoints/", ".ci/")  # fmt: skip
+GENERATED = ("checkpoints/runs/",)  # training output, ignored by git
+MODULE = re.compile(r"^(watermark|mapper|data)(\.[A-Za-z_]\w*)+$")
+IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+(\(\))?$")  # snake_case names
+SOURCES = [p for d in ("watermark", "mapper", "data", "benchmarks", "tests", "configs")
+           for p in (ROOT / d).rglob("*") if p.suffix in {".py", ".json", ".yaml", ".html"}
+           and p != Path(__file__).resolve()]  # fmt: skip
+
+
+def cited(doc: str) -> list[str]:
+    """The words of the doc's inline code spans, stripped of punctuation and anchors."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks are run by other tests
+    words = []
+    for span in re.findall(r"`([^`\n]+)`", text):
+        for word in span.split():
+            word = word.strip("()[],;:'\"").split("#")[0].split("::")[0]
+            if word and not any(c in word for c in "*{}<>$=") and "..." not in word:
+                words.append(word)
+    return words
+
+
+def module_exists(name: str) -> bool:
+    """``a.b.c`` is a module (folder or file) or a name defined in the longest such prefix."""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        base = ROOT.joinpath(*parts[:n])
+        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if path.is_file():
+            return n == len(parts) or re.search(rf"\b{parts[n]}\b", path.read_text()) is not None
+    return False
+
+
+@pytest.fixture(scope="module")
+def source_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="ignore") for p in SOURCES)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_cited_paths_modules_and_names_exist(doc: str, source_text: str) -> None:
+    missing = []
+    for word in cited(doc):
+        if word.startswith(TOP) and not word.startswith(GENERATED):
+            # config values name the mapper relative to the package
+            if not any((base / word.rstrip("/")).exists() for base in (ROOT, ROOT / "watermark")):
+                missing.append(word)
+        elif MODULE.match(word):
+            if not module_exists(word):
+                missing.append(word)
+        elif IDENTIFIER.match(word) and word.removesuffix("()") not in source_text:
+            missing.append(word)
+    assert not missing, f"{doc} cites what does not exist: {sorted(set(missing))}"
+
+
+def test_the_check_finds_a_stale_name(source_text: str) -> None:
+    assert IDENTIFIER.match("green_dims_for") and "green_dims_for" not in source_text
+    assert "green_test" in source_text
+    assert not module_exists("watermark.core.no_such_function")
+    assert module_exists("watermark.stats.green_test") and module_exists("watermark.evaluate")
