@@ -94,8 +94,8 @@ def test_real_sampled_generation_fused_matches_unfused_and_reference(each_rule) 
     """Sampling with a seed: the fused loop and transformers' loop draw the same tokens, and the
     reference detector finds the steps the generator watermarked."""
     wm, model = each_rule
-    fused = wm.generate(model, PROMPTS, max_new_tokens=30, seed=1)
-    unfused = wm.generate(model, PROMPTS, max_new_tokens=30, seed=1, fuse=False)
+    fused = wm.generate(model, PROMPTS, max_new_tokens=20, seed=1)
+    unfused = wm.generate(model, PROMPTS, max_new_tokens=20, seed=1, fuse=False)
     assert [o.token_ids for o in fused] == [o.token_ids for o in unfused]
     matched = 0
     for out in fused:

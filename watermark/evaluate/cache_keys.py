@@ -29,12 +29,14 @@ LATER_FIELDS_OFF = {
     "old_keys": [],
     "temperature": 1.0,
     "repeats": "neutral",
+    "outputs_once": False,
 }
 # speed-only fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)
 SPEED_ONLY = {"embed_batch_size": 32}
 PINS = ("mapper_digest", "embedder_digest")  # the parts named by "mapper" and "embedder"
-DETECTION_ONLY = ("window_sizes",)  # how the tests read the bits; generation never sees it
+# how the tests read the bits; generation never sees them
+DETECTION_ONLY = ("window_sizes", "outputs_once")
 GENERATION_ONLY = (
     "delta", "bias", "scaling", "filter_first", "temperature", "top_k", "top_p", "embed_batch_size"
 )  # fmt: skip

@@ -73,5 +73,8 @@ def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
     windowed = WatermarkConfig(**{**base.to_dict(), "window_sizes": [64]})
     assert generation_view(windowed) == generation_view(base)
     assert detection_view(windowed) != detection_view(base)
+    once = WatermarkConfig(**{**base.to_dict(), "outputs_once": True})
+    assert generation_view(once) == generation_view(base)
+    assert detection_view(once) != detection_view(base)
     guarded = WatermarkConfig(**{**base.to_dict(), "context_guard": 4})
     assert detection_view(guarded) != detection_view(base)
