@@ -260,7 +260,7 @@ class Detector:
         step_of = {r: i for (i, _), r in rows.items()}
         dims = unit_dims.tolist()
         flat_bits, flat_gammas = unit_bits.reshape(-1, 1), unit_gammas.reshape(-1, 1)
-        width = unit_bits.shape[1] if unit_bits.dim() == 2 else 1
+        width = unit_bits.shape[1]  # L
         bits = first_reads(dims, chosen, cfg.outputs_once)  # flat indices row * L + list
         for r in {b // width for b in bits}:
             tested[steps[step_of[r]] - 1] = True

@@ -269,6 +269,8 @@ def detect(wm: object, text: str) -> RefDetection:
     # per (scored step, as a repeat): its bits, their gammas and the mapper outputs they read
     unit_bits, unit_gammas, unit_dims = {}, {}, {}
     shown = {}  # per scored step, the bits it shows (as a repeat when it repeats a token)
+    maps = wm.token_maps.cpu()
+    shifts = None if wm.repeat_shifts is None else wm.repeat_shifts.cpu()
     for t in range(1, len(ids) + 1):
         decision = step(wm, ids[: t - 1])
         result.scored.append(decision.gated)
@@ -278,7 +280,6 @@ def detect(wm: object, text: str) -> RefDetection:
             continue
         bits = decision.green[:, ids[t - 1]].tolist()  # one per layer
         unit_bits[t, False] = bits
-        maps = wm.token_maps.cpu()
         unit_dims[t, False] = [int(m[ids[t - 1]]) for m in maps]
         unit_gammas[t, False] = []
         for layer in range(len(bits)):
@@ -291,7 +292,6 @@ def detect(wm: object, text: str) -> RefDetection:
         if decision.repeat_green is not None:
             unit_bits[t, True] = decision.repeat_green[:, ids[t - 1]].tolist()
             unit_gammas[t, True] = [float(decision.signs.double().mean())] * len(bits)
-            shifts = wm.repeat_shifts.cpu()
             unit_dims[t, True] = [(int(m[ids[t - 1]]) + int(sh[ids[t - 2]])) % len(decision.signs)
                                   for m, sh in zip(maps, shifts)]  # fmt: skip
             if ids[t - 1] in ids[: t - 1]:
