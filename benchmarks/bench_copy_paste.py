@@ -8,6 +8,7 @@ the spliced text, placed first or in the middle.
 Example::
 
     python benchmarks/bench_copy_paste.py --wm runs/wm/gen150.jsonl --limit 32 --share 0.25
+    python benchmarks/bench_copy_paste.py --wm runs/wm/gen150.jsonl --placements middle
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--min-tokens", type=int, default=100, help="skip shorter passages")
     parser.add_argument("--limit", type=int, default=32)
     parser.add_argument("--share", type=float, default=0.25, help="watermarked share")
+    parser.add_argument("--placements", default="first,middle", help="first, middle or both")
     parser.add_argument("--out", type=Path, help="also write per-token records (JSONL) here")
     parser.add_argument("--heldout", type=Path, default=ROOT / "data/corpus/heldout.jsonl.gz")
     args = parser.parse_args()
@@ -82,7 +84,11 @@ def main() -> None:
         sys.exit(f"error: no watermarked record of at least {args.min_tokens} tokens")
     if args.out:
         args.out.write_text("")  # one run per file
-    for placement, spliced in texts.items():
+    placements = args.placements.split(",")
+    if not set(placements) <= set(texts):
+        sys.exit(f"error: --placements takes {', '.join(texts)}, got {args.placements}")
+    for placement in placements:
+        spliced = texts[placement]
         res = wm.detect(spliced, progress=True)
         if args.out:
             with args.out.open("a") as f:

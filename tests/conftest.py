@@ -103,6 +103,9 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
             fresh_only=False,
             repeats="neutral",
             temperature=1.0,
+            layers=1,
+            context_guard=0,
+            outputs_once=False,
         )
         fields.update(overrides)
         return Watermark.load(

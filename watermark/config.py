@@ -34,9 +34,12 @@ DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn.
 
 logger = logging.getLogger(__name__)
 
-# rule fields added after configs were first saved, with the value every earlier config meant: a
-# file that names its rule but not these fields takes today's defaults, so loading it warns
-RULE_FIELDS_ADDED_LATER = {"temperature": 1.0, "repeats": "neutral"}
+# rule fields whose default changed (to the tournament in 0.2.0) or that were added later, with the
+# value every config of 0.1.x meant: a file that names its rule but not these fields takes today's
+# defaults, so loading it warns (text made under 0.1's default: configs/watermark-additive.json)
+RULE_FIELDS_BEFORE_0_2 = {
+    "temperature": 1.0, "context_guard": 0, "repeats": "neutral", "outputs_once": False
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -127,9 +130,7 @@ class WatermarkConfig:
             ``is_watermarked`` uses ``window_p_value``, the best window's p-value corrected for
             the number of windows by simulating the null (the whole text counts as one window;
             see :func:`watermark.stats.windowed_test`). Empty: off (the whole-text test only).
-            The default ``[128, 256]`` finds a 150-token watermarked passage in the middle of
-            human text twice its length in 60/64 texts (the whole-text test: 36/64) at the same
-            human FPR (3/320 at p < 0.01) and 0.95-1.14x the whole-text test's time.
+            Measured in docs/watermark.md ("Windowed test").
         allowed_scripts: Unicode scripts (first word of the character name) the detector accepts;
             texts whose letters are mostly in other scripts are not scored.
     """
@@ -148,20 +149,20 @@ class WatermarkConfig:
     alpha: float = 2.0
     delta: float = 1.5
     bias: float = 2.0
-    layers: int = 1
+    layers: int = 6
     opening_steps: int = 0
-    temperature: float = 1.0
+    temperature: float = 1.02
     top_k: int = 50
     top_p: float = 0.9
-    scaling: str = "additive"
+    scaling: str = "tournament"
     filter_first: bool = True
-    context_guard: int = 0
+    context_guard: int = 4
     fresh_only: bool = True
-    repeats: str = "neutral"
+    repeats: str = "bigram"
     token_map: str = "keyed"
     null_model: str = "vocab"
     unique_tokens: bool = True
-    outputs_once: bool = False
+    outputs_once: bool = True
     target_fpr: float = 0.01
     embed_batch_size: int = 256
     mm_window: int = 2048
@@ -230,14 +231,14 @@ class WatermarkConfig:
             raise UserError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
         if not isinstance(data, dict):
             raise UserError(f"watermark config {path} must hold a JSON object of fields")
-        missing = [name for name in RULE_FIELDS_ADDED_LATER if name not in data]
+        missing = [name for name in RULE_FIELDS_BEFORE_0_2 if name not in data]
         if "scaling" in data and missing:
             logger.warning(
                 "watermark config %s names a rule but not %s: they take the shipped defaults "
-                "(%s); a config written before they existed meant %s",
+                "(%s); a config written for version 0.1 meant %s",
                 path, ", ".join(missing),
                 ", ".join(f"{n}={getattr(cls, n)!r}" for n in missing),
-                ", ".join(f"{n}={RULE_FIELDS_ADDED_LATER[n]!r}" for n in missing),
+                ", ".join(f"{n}={RULE_FIELDS_BEFORE_0_2[n]!r}" for n in missing),
             )  # fmt: skip
         try:
             return cls.from_dict(data, source=str(path))

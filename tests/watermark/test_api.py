@@ -23,7 +23,7 @@ def test_load_rejects_parts_that_do_not_fit(tiny: SimpleNamespace) -> None:
         )
     with pytest.raises(ValueError, match="D == LM-head width V"):
         Watermark.load(
-            WatermarkConfig(**cfg, measurement_model="g", token_map="identity"),
+            WatermarkConfig(**cfg, measurement_model="g", token_map="identity", scaling="additive"),
             mapper=tiny.mapper,
             **common,
         )

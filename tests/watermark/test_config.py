@@ -46,11 +46,14 @@ def test_default_config_points_at_the_packaged_mapper(tmp_path: Path, monkeypatc
     assert cfg.mapper == "checkpoints/mapper-minilm" and cfg.generator == "smollm2-135m"
     assert (cfg.alpha, cfg.delta, cfg.opening_steps, cfg.top_k, cfg.top_p) == (2, 1.5, 0, 50, 0.9)
     assert cfg.embed_window == 32
-    assert (cfg.scaling, cfg.bias, cfg.temperature) == ("additive", 2, 1.0)
-    assert (cfg.filter_first, cfg.fresh_only, cfg.repeats) == (True, True, "neutral")
+    # 0.2.0: the tournament over 6 lists, each mapper output counted once (0.1: additive, bias 2)
+    assert (cfg.scaling, cfg.layers, cfg.temperature) == ("tournament", 6, 1.02)
+    assert (cfg.context_guard, cfg.outputs_once) == (4, True)
+    assert (cfg.filter_first, cfg.fresh_only, cfg.repeats) == (True, True, "bigram")
     # the dataclass defaults are the shipped rule (secrets and paths aside)
     plain = WatermarkConfig(opening_sentence="x")
-    rule = ("scaling", "bias", "delta", "layers", "filter_first", "context_guard", "fresh_only")
+    rule = ("scaling", "bias", "delta", "layers", "filter_first", "context_guard", "fresh_only",
+            "temperature", "repeats", "outputs_once")  # fmt: skip
     assert all(getattr(plain, f) == getattr(cfg, f) for f in rule)
     monkeypatch.chdir(tmp_path)  # resolution does not depend on the working directory
     expected = PACKAGE_DIR / "checkpoints" / "mapper-minilm"  # package data of `watermark`
@@ -125,10 +128,12 @@ def test_a_rule_config_without_the_later_rule_fields_warns(tmp_path: Path, caplo
     with caplog.at_level("WARNING", logger="watermark.config"):
         cfg = WatermarkConfig.load(old)
     assert (cfg.temperature, cfg.repeats) == (WatermarkConfig.temperature, WatermarkConfig.repeats)
-    assert "temperature, repeats" in caplog.text and "repeats='neutral'" in caplog.text
+    assert "temperature, context_guard, repeats, outputs_once" in caplog.text
+    assert "repeats='neutral'" in caplog.text and "outputs_once=False" in caplog.text
     caplog.clear()
-    full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")
-    assert (full.scaling, full.temperature, full.repeats) == ("additive", 1.0, "neutral")
+    full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")  # 0.1's default
+    assert (full.scaling, full.bias, full.temperature) == ("additive", 2, 1.0)
+    assert (full.context_guard, full.repeats, full.outputs_once) == (0, "neutral", False)
     assert caplog.text == ""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -22,13 +23,9 @@ PROMPTS = [
     "of debate.",
     "Heavy rain flooded several roads in the north of the state. Emergency crews worked overnight.",
 ]
-# the shipped rule, and the tournament candidate of docs/evaluation.md ("Choosing a tournament
-# default")
-RULES = {
-    "shipped": {},
-    "tournament": {"scaling": "tournament", "layers": 6, "temperature": 1.02,
-                   "repeats": "bigram", "context_guard": 4},
-}  # fmt: skip
+ADDITIVE = Path(__file__).resolve().parents[2] / "configs" / "watermark-additive.json"
+# the shipped default (the tournament since 0.2.0) and the default of 0.1 (additive, bias 2)
+CONFIGS = {"shipped": WatermarkConfig.default, "additive": lambda: WatermarkConfig.load(ADDITIVE)}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +41,7 @@ def _watermark(lm, rule: str):
 
     model, tokenizer = lm
     # more gated steps in short texts
-    cfg = replace(WatermarkConfig.default(), opening_steps=10, **RULES[rule])
+    cfg = replace(CONFIGS[rule](), opening_steps=10)
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model
 
 
@@ -53,12 +50,12 @@ def real(lm):
     return _watermark(lm, "shipped")
 
 
-# on the CPU the tiny-model tests check the tournament rule against the reference (CPU time);
+# on the CPU the tiny-model tests check the additive rule against the reference (CPU time);
 # WM_TEST_DEVICE=cuda also runs it with the real models
 ON_GPU_ONLY = pytest.mark.skipif(DEVICE == "cpu", reason="runs with WM_TEST_DEVICE=cuda")
 
 
-@pytest.fixture(scope="module", params=["shipped", pytest.param("tournament", marks=ON_GPU_ONLY)])
+@pytest.fixture(scope="module", params=["shipped", pytest.param("additive", marks=ON_GPU_ONLY)])
 def each_rule(lm, request):
     return _watermark(lm, request.param)
 
@@ -139,3 +136,18 @@ def test_default_mapper_is_committed_and_trained() -> None:
     metrics = mapper.config.extra["metrics"]
     # The committed mapper is the trained one: it beats SimHash on LLM paraphrases.
     assert metrics["val/agree_paraphrase"] > metrics["simhash/agree_paraphrase"]
+
+
+def test_text_of_the_old_default_is_detected_with_its_config(lm) -> None:
+    """Upgrading from 0.1: text made under the additive default is detected with
+    ``configs/watermark-additive.json``; the new default reads it far more weakly (its first list
+    is 0.1's list, the other five are noise to it: 9/32 flagged, median z 1.5 against 6.1)."""
+    from watermark.api import Watermark
+
+    model, tokenizer = lm
+    old = Watermark.load(CONFIGS["additive"](), tokenizer=tokenizer, generator=model)
+    new = Watermark.load(CONFIGS["shipped"](), tokenizer=tokenizer, generator=model)
+    texts = [o.text for o in old.generate(PROMPTS, max_new_tokens=150, seed=0)]
+    found, weak = old.detect(texts), new.detect(texts)
+    assert all(r.is_watermarked for r in found)
+    assert all(f.z_score > w.z_score + 1 for f, w in zip(found, weak))

@@ -27,8 +27,8 @@ SHIPPED = {
     "alpha": 2.0, "delta": 1.5, "bias": 2.0, "layers": 1, "opening_steps": 0,
     "temperature": 1.0, "top_k": 50, "top_p": 0.9, "scaling": "additive", "filter_first": True,
     "context_guard": 0, "fresh_only": True, "repeats": "neutral", "token_map": "keyed",
-    "null_model": "vocab",
-    "unique_tokens": True, "target_fpr": 0.01, "embed_batch_size": 256, "mm_window": 2048,
+    "null_model": "vocab", "unique_tokens": True, "outputs_once": False,
+    "target_fpr": 0.01, "embed_batch_size": 256, "mm_window": 2048,
     "embed_prefix_tokens": 512, "embed_window": 32, "compute_dtype": "float32",
     "window_sizes": [], "allowed_scripts": ["LATIN"],
 }  # fmt: skip
@@ -58,7 +58,8 @@ def test_cache_digests_are_pinned(name: str) -> None:
 
 
 def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
-    base = WatermarkConfig(opening_sentence="x", scaling="additive", bias=3.0, filter_first=True)
+    base = WatermarkConfig(opening_sentence="x", scaling="additive", bias=3.0, filter_first=True,
+                           context_guard=0, outputs_once=False)  # fmt: skip
     # generation ignores the strengths of other rules; detection ignores the rule altogether
     other_delta = WatermarkConfig(**{**base.to_dict(), "delta": 9.0})
     assert generation_view(other_delta) == generation_view(base)

@@ -28,7 +28,8 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
 
     WatermarkConfig(mapper="mapper", generator="gen", measurement_model="gen",
                     embedder=str(tiny_embedder_dir), key="k", opening_sentence="River city.",
-                    alpha=1.0, opening_steps=3, top_k=10).save(root / "wm.json")  # fmt: skip
+                    alpha=1.0, opening_steps=3, top_k=10,  # guard off: alpha 0 opens every step
+                    context_guard=0).save(root / "wm.json")  # fmt: skip
     rng = random.Random(0)
     with gzip.open(root / "heldout.jsonl.gz", "wt") as f:
         for d in range(6):
@@ -127,7 +128,9 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
                                                          ["quality"]["ppl"]))  # fmt: skip
     detections = [json.loads(x)["key"] for x in (out / "cache/detections.jsonl").open()]
     ours_keys = {k.split("|")[0] for k in detections if k.startswith("ours-det-")}
-    assert len(ours_keys) == 3  # main config; both additive cells share one; the guarded cell
+    # the main config (6 lists); both additive cells share one (one list); the guarded
+    # 2-list cell; alpha 0 (the ablations' and ours-a0's gate)
+    assert len(ours_keys) == 4
     report = (out / "report.md").read_text()
     assert "| Ours (adaptive) |" in report and "## Security (spoofing)" in report
     assert "## Quality / power frontier (4 prompts)" in report
