@@ -28,6 +28,8 @@ from watermark.evaluate.calibration import record  # noqa: E402
 from watermark.evaluate.heldout import units  # noqa: E402
 from watermark.text import decode_ids, encode_text  # noqa: E402
 
+PLACEMENTS = ("first", "middle")
+
 
 def splice(
     marked: list[dict], humans: list[str], tokenizer: object, share: float
@@ -35,7 +37,7 @@ def splice(
     """Each watermarked record's ``token_ids`` as ``share`` of a spliced text, placed first or in
     the middle of human text; each human passage is used once, in order (cycled if they run out).
     """
-    texts: dict[str, list[str]] = {"first": [], "middle": []}
+    texts: dict[str, list[str]] = {p: [] for p in PLACEMENTS}
     nxt = 0
     for rec in marked:
         ids = rec["token_ids"]
@@ -60,10 +62,13 @@ def main() -> None:
     parser.add_argument("--min-tokens", type=int, default=100, help="skip shorter passages")
     parser.add_argument("--limit", type=int, default=32)
     parser.add_argument("--share", type=float, default=0.25, help="watermarked share")
-    parser.add_argument("--placements", default="first,middle", help="first, middle or both")
+    parser.add_argument("--placements", default=",".join(PLACEMENTS), help="first, middle or both")
     parser.add_argument("--out", type=Path, help="also write per-token records (JSONL) here")
     parser.add_argument("--heldout", type=Path, default=ROOT / "data/corpus/heldout.jsonl.gz")
     args = parser.parse_args()
+    placements = args.placements.split(",")
+    if not set(placements) <= set(PLACEMENTS):
+        sys.exit(f"error: --placements takes {', '.join(PLACEMENTS)}, got {args.placements}")
     sizes = [int(w) for w in args.windows.split(",")]
     wm = Watermark.load(replace(as_config(args.config), window_sizes=sizes))
     marked = [json.loads(x) for x in args.wm.read_text().splitlines() if x.strip()]
@@ -84,12 +89,8 @@ def main() -> None:
         sys.exit(f"error: no watermarked record of at least {args.min_tokens} tokens")
     if args.out:
         args.out.write_text("")  # one run per file
-    placements = args.placements.split(",")
-    if not set(placements) <= set(texts):
-        sys.exit(f"error: --placements takes {', '.join(texts)}, got {args.placements}")
     for placement in placements:
-        spliced = texts[placement]
-        res = wm.detect(spliced, progress=True)
+        res = wm.detect(texts[placement], progress=True)
         if args.out:
             with args.out.open("a") as f:
                 for r in res:
