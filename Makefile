@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 train: $(STAMP)
-	$(PY) -m mapper.train fit --config configs/default.yaml $(ARGS)
+	$(PY) -m mapper.train fit --config configs/mapper/default.yaml $(ARGS)
 
 ship-mapper: $(STAMP)
 	$(PY) -m mapper.ship runs/mapper-minilm $(ARGS)

@@ -22,11 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from evaluation.calibration import record  # noqa: E402
+from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.config import as_config  # noqa: E402
-from watermark.evaluate.calibration import record  # noqa: E402
-from watermark.evaluate.heldout import units  # noqa: E402
-from watermark.text import decode_ids, encode_text  # noqa: E402
+from watermark.core.config import as_config  # noqa: E402
+from watermark.core.text import decode_ids, encode_text  # noqa: E402
 
 PLACEMENTS = ("first", "middle")
 

@@ -39,12 +39,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from evaluation.heldout import units  # noqa: E402
+from evaluation.speed import timed_generate  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.config import as_config  # noqa: E402
-from watermark.evaluate.heldout import units  # noqa: E402
-from watermark.evaluate.speed import timed_generate  # noqa: E402
-from watermark.models import load_lm  # noqa: E402
-from watermark.text import decode_ids, encode_text  # noqa: E402
+from watermark.core.config import as_config  # noqa: E402
+from watermark.core.models import load_lm  # noqa: E402
+from watermark.core.text import decode_ids, encode_text  # noqa: E402
 
 HELDOUT = ROOT / "data/corpus/heldout.jsonl.gz"
 

@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def held_out_texts(n: int) -> list[str]:
-    from watermark.config import as_config
-    from watermark.evaluate.heldout import units
+    from evaluation.heldout import units
+    from watermark.core.config import as_config
     from watermark.loading import load_tokenizer
 
     cfg = as_config(None)
@@ -241,7 +241,7 @@ def main() -> None:
     assert len(expected) == len(texts), "the command line printed one line per text"
 
     from watermark.api import Watermark
-    from watermark.config import as_config
+    from watermark.core.config import as_config
 
     wm = Watermark.load(as_config(args.config))
     wm.detect(texts[:2])  # warm-up, as the server gets in its first requests

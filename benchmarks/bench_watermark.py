@@ -1,6 +1,6 @@
-"""Watermark benchmarks on held-out text: a thin entry over ``watermark.evaluate`` stages.
+"""Watermark benchmarks on held-out text: a thin entry over ``evaluation`` stages.
 
-The work is done by :mod:`watermark.evaluate.speed` and :mod:`watermark.evaluate.calibration`;
+The work is done by :mod:`evaluation.speed` and :mod:`evaluation.calibration`;
 this script only loads the watermark, picks the held-out units and writes / prints the results.
 
 Subcommands (all print a JSON summary on stdout; progress on stderr):
@@ -14,10 +14,10 @@ Subcommands (all print a JSON summary on stdout; progress on stderr):
   (also records re-tokenization mismatches).
 * ``report``: FPR on the human JSONL and TPR on the generated JSONL, recomputed from the stored
   per-token flags for the null models ``vocab`` / ``mm`` with and without counting each token
-  once (:func:`watermark.evaluate.calibration.calibration_report`).
+  once (:func:`evaluation.calibration.calibration_report`).
 
 Text quality against the strength rule is measured by the evaluation's frontier stage
-(``python -m watermark.evaluate``), not here.
+(``python -m evaluation``), not here.
 
 Examples::
 
@@ -41,14 +41,14 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from evaluation.calibration import calibration_report, record  # noqa: E402
+from evaluation.heldout import units  # noqa: E402
+from evaluation.speed import speed  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.config import as_config  # noqa: E402
-from watermark.errors import UserError  # noqa: E402
-from watermark.evaluate.calibration import calibration_report, record  # noqa: E402
-from watermark.evaluate.heldout import units  # noqa: E402
-from watermark.evaluate.speed import speed  # noqa: E402
-from watermark.models import load_lm  # noqa: E402
-from watermark.text import decode_ids, encode_text  # noqa: E402
+from watermark.core.config import as_config  # noqa: E402
+from watermark.core.errors import UserError  # noqa: E402
+from watermark.core.models import load_lm  # noqa: E402
+from watermark.core.text import decode_ids, encode_text  # noqa: E402
 
 
 def log(*parts: object) -> None:

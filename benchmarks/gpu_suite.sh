@@ -53,7 +53,7 @@ $PY -c "import torch, transformers, sentence_transformers as st; print('torch', 
 'transformers', transformers.__version__, 'sentence-transformers', st.__version__)" >>"$LOG" 2>&1
 
 step tiny 150 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
-    tests/watermark/test_devices.py tests/watermark/test_generation.py \
+    tests/watermark/core/test_devices.py tests/watermark/test_generation.py \
     tests/watermark/test_detector.py tests/watermark/test_processor.py
 step real 240 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
     tests/watermark/test_real.py
@@ -62,7 +62,7 @@ step generate 200 bench generate --batches 1,16,64,256 --dtypes float32,bfloat16
 step detect 180 bench detect --texts 512 --detect-batches 128,512 --embed-batches 256,1024 \
     --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
 step profile 180 bench profile --batch 64 --new-tokens 64 --dtypes float32
-step train 240 $PY -m mapper.train fit --config configs/default.yaml --threads 16 \
+step train 240 $PY -m mapper.train fit --config configs/mapper/default.yaml --threads 16 \
     --trainer.accelerator gpu --trainer.precision bf16-mixed --trainer.deterministic false \
     --export_dir "$WORK/mapper-gpu"
 step train 90 compare watermark/checkpoints/mapper-minilm "$WORK/mapper-gpu"

@@ -1,6 +1,6 @@
 """Whole-text paraphrases by an instruction LLM (greedy), cached per text and resumable.
 
-The model of the evaluation's ``llm_paraphrase`` attack (:mod:`watermark.evaluate.attacks`):
+The model of the evaluation's ``llm_paraphrase`` attack (:mod:`evaluation.attacks`):
 each text is rewritten at once, with an instruction that asks for different words and every
 fact kept (:data:`INSTRUCTION`). The prompt goes through the tokenizer's chat template, or a plain
 "instruction, text, 'Rewritten text:'" prompt when the tokenizer has none. Decoding is greedy:
@@ -88,13 +88,13 @@ class TextParaphraser:
     """Batched greedy whole-text paraphrasing with an instruction-tuned causal LM.
 
     Args:
-        model_name: Anything :func:`watermark.models.load_lm` accepts.
+        model_name: Anything :func:`watermark.core.models.load_lm` accepts.
         dtype: Model dtype (bfloat16: half the memory of float32 and fast on CPUs with
             AVX512-BF16; the packaged Qwen2.5-Coder-1.5B is stored in it).
     """
 
     def __init__(self, model_name: str, dtype: torch.dtype = torch.bfloat16) -> None:
-        from watermark.models import load_lm
+        from watermark.core.models import load_lm
 
         self.model, self.tokenizer = load_lm(model_name, dtype=dtype)
         self.tokenizer.padding_side = "left"

@@ -2,7 +2,7 @@
 
 ``mapper.SemanticMapper`` / ``mapper.MapperConfig`` are the plain model; ``mapper.load_embedder``
 returns the sentence embedder an exported mapper names in its ``config.json`` (key ``embedder``).
-Training: ``python -m mapper.train fit --config configs/default.yaml``.
+Training: ``python -m mapper.train fit --config configs/mapper/default.yaml``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ __all__ = ["MapperConfig", "SemanticMapper", "load_embedder"]
 
 def __getattr__(name: str) -> Any:  # lazy: `import mapper` stays light
     if name in ("MapperConfig", "SemanticMapper"):
-        from mapper import semantic_mapper as model
+        from watermark.core import semantic_mapper as model
 
         return getattr(model, name)
     if name == "load_embedder":
-        from watermark.models import load_embedder
+        from watermark.core.models import load_embedder
 
         return load_embedder
     raise AttributeError(f"module 'mapper' has no attribute {name!r}")

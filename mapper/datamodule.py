@@ -21,8 +21,8 @@ from torch.utils.data import DataLoader, Dataset
 from mapper.corpus import AUGMENTATION_KINDS as AUG_KINDS
 from mapper.corpus import load_corpus
 from mapper.embedding_cache import embed_corpus
-from watermark.models import EMBEDDER_DIMS, embedder_dim, load_embedder
-from watermark.paths import resolve_path
+from watermark.core.models import EMBEDDER_DIMS, embedder_dim, load_embedder
+from watermark.core.paths import resolve_path
 
 log = logging.getLogger(__name__)
 

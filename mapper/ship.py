@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 
 from mapper.compare import evaluate, sign_agreement, validation_set
-from mapper.semantic_mapper import CONFIG_NAME, WEIGHTS_NAME, SemanticMapper
-from watermark.config import DEFAULT_CONFIG_PATH
-from watermark.identity import short, tensor_digest
-from watermark.paths import DEFAULT_MAPPER, PACKAGE_DIR
+from watermark.core.config import DEFAULT_CONFIG_PATH
+from watermark.core.identity import short, tensor_digest
+from watermark.core.paths import DEFAULT_MAPPER, PACKAGE_DIR
+from watermark.core.semantic_mapper import CONFIG_NAME, WEIGHTS_NAME, SemanticMapper
 
 SHOWN = ("agree_paraphrase", "agree_unrelated_p95", "dim_within_tol", "sent_balance_p95")
 

@@ -1,9 +1,9 @@
 """SimHash as a mapper checkpoint: a fixed random projection in the learned mapper's place.
 
-``simhash_mapper(like)`` builds a :class:`~mapper.semantic_mapper.SemanticMapper` whose signs are
-exactly :func:`mapper.metrics.simhash_codes` (the baseline of ``mapper.compare``): no residual
-blocks, an identity input layer, the same centre as ``like``, and a seeded Gaussian output layer.
-Exported like any mapper, it lets the watermark and the evaluation run with SimHash signs by
+``simhash_mapper(like)`` builds a :class:`~watermark.core.semantic_mapper.SemanticMapper` whose
+signs are exactly :func:`mapper.metrics.simhash_codes` (the baseline of ``mapper.compare``): no
+residual blocks, an identity input layer, the same centre as ``like``, and a seeded Gaussian output
+layer. Exported like any mapper, it lets the watermark and the evaluation run with SimHash signs by
 pointing the config's ``mapper`` at its folder.
 
 Usage: ``python -m mapper.simhash --like checkpoints/mapper-minilm --out runs/simhash-minilm``.
@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from mapper.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
 
 
 def simhash_mapper(like: SemanticMapper, seed: int = 0) -> SemanticMapper:

@@ -17,7 +17,7 @@ import torch
 
 from mapper import losses
 from mapper.metrics import compare_to_simhash
-from mapper.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
 
 
 class MapperSystem(L.LightningModule):

@@ -1,8 +1,8 @@
 """Command line for training the Semantic Mapping Model: `python -m mapper.train fit --config ...`.
 
 Built on `LightningCLI`: every argument of `MapperSystem`, `MapperDataModule` and the Trainer is a
-flag or a YAML key (`configs/default.yaml` holds the defaults). The mapper's input width follows the
-data module's embedder. After `fit`, the final weights are exported to `--export_dir`
+flag or a YAML key (`configs/mapper/default.yaml` holds the defaults). The mapper's input width
+follows the data module's embedder. After `fit`, the final weights are exported to `--export_dir`
 (`model.safetensors` + `config.json`; `runs/mapper-minilm` in the default config). It never
 exports into the watermark package: the shipped mapper is key material, replaced only by
 `python -m mapper.ship`. Resume an interrupted run with `--ckpt_path last`.
@@ -21,7 +21,7 @@ from lightning.pytorch.cli import LightningCLI
 from mapper.datamodule import MapperDataModule
 from mapper.export import build_mapper, data_settings
 from mapper.system import MapperSystem
-from watermark.paths import PACKAGE_DIR
+from watermark.core.paths import PACKAGE_DIR
 
 log = logging.getLogger(__name__)
 

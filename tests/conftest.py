@@ -23,7 +23,7 @@ def tiny_embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from sentence_transformers import SentenceTransformer, models
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from watermark.models import resolve_model
+    from watermark.core.models import resolve_model
 
     root = tmp_path_factory.mktemp("tiny_embedder")
     tok = AutoTokenizer.from_pretrained(str(resolve_model("minilm", "embedder")))
@@ -72,7 +72,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
 
     from tests.helpers import bpe_tokenizer, tiny_llama, tiny_mapper, word_tokenizer
     from watermark.api import Watermark
-    from watermark.config import WatermarkConfig
+    from watermark.core.config import WatermarkConfig
 
     gtok, mtok = word_tokenizer(), bpe_tokenizer()
     ns = SimpleNamespace(

@@ -7,7 +7,7 @@
 * a random semantic mapper; the tiny sentence embedder comes from ``conftest.tiny_embedder_dir``;
 * synthetic corpus records (``make_records``) and the prompts and rule cases of the watermark
   tests;
-* the scripts of ``benchmarks/`` as modules (``benchmark_script``).
+* the scripts of ``benchmarks/`` as modules (``experiment_script``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from mapper.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
 
 _WORD_LINES = (
     "river city council vote budget school team player season storm rain flood farmer crop",
@@ -182,7 +182,7 @@ def save_tiny_watermark(
 ) -> dict:
     """Saves the tiny generator (with its tokenizer) and mapper under ``root`` and a config
     ``root / "wm.json"`` naming them by relative paths; returns the config's fields."""
-    from watermark.config import WatermarkConfig
+    from watermark.core.config import WatermarkConfig
 
     tiny.gen.save_pretrained(root / "gen")
     tiny.gtok.save_pretrained(root / "gen")
@@ -198,7 +198,7 @@ def save_tiny_watermark(
 def fused_watermark(tiny: object, **overrides: object) -> object:
     """A watermark whose MM is the generator itself (same object), so generation can fuse."""
     from watermark.api import Watermark
-    from watermark.config import WatermarkConfig
+    from watermark.core.config import WatermarkConfig
 
     fields = dict(mapper="unused", generator="tiny-gen", measurement_model="tiny-gen", key="k",
                   opening_sentence="a secret opening sentence", alpha=1.0, opening_steps=5,
@@ -229,9 +229,9 @@ def serving(app: object):
         thread.join(10)
 
 
-def benchmark_script(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` (a script folder, not a package) imported as module ``name``."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+def experiment_script(name: str) -> ModuleType:
+    """``experiments/<name>.py`` (a script folder, not a package) imported as module ``name``."""
+    path = Path(__file__).resolve().parents[1] / "experiments" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

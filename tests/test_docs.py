@@ -12,12 +12,15 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["README.md", "data/corpus/BUILD.md"] + sorted(
     str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
 )
-TOP = ("watermark/", "mapper/", "data/", "docs/", "configs/", "benchmarks/", "tests/",
+TOP = ("watermark/", "mapper/", "data/", "docs/", "configs/", "benchmarks/", "experiments/",
+       "evaluation/", "tests/",
        "checkpoints/", ".ci/")  # fmt: skip
 GENERATED = ("checkpoints/runs/",)  # training output, ignored by git
-MODULE = re.compile(r"^(watermark|mapper|data)(\.[A-Za-z_]\w*)+$")
+MODULE = re.compile(r"^(watermark|mapper|data|evaluation|tests)(\.[A-Za-z_]\w*)+$")
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+(\(\))?$")  # snake_case names
-SOURCES = [p for d in ("watermark", "mapper", "data", "benchmarks", "tests", "configs")
+FOLDERS = ("watermark", "mapper", "data", "benchmarks", "experiments", "evaluation", "tests",
+           "configs")  # fmt: skip
+SOURCES = [p for d in FOLDERS
            for p in (ROOT / d).rglob("*") if p.suffix in {".py", ".json", ".yaml", ".html"}
            and p != Path(__file__).resolve()]  # fmt: skip
 
@@ -70,5 +73,5 @@ def test_cited_paths_modules_and_names_exist(doc: str, source_text: str) -> None
 def test_the_check_finds_a_stale_name(source_text: str) -> None:
     assert IDENTIFIER.match("green_dims_for") and "green_dims_for" not in source_text
     assert "green_test" in source_text
-    assert not module_exists("watermark.core.no_such_function")
-    assert module_exists("watermark.stats.green_test") and module_exists("watermark.evaluate")
+    assert not module_exists("watermark.core.scoring.no_such_function")
+    assert module_exists("watermark.core.stats.green_test") and module_exists("evaluation")

@@ -1,13 +1,16 @@
-"""The dependency direction of the package, checked on the source (imports parsed with ast).
+"""The dependency direction of the code, checked on the source (imports parsed with ast).
 
-    runtime core  <-  generation / detection  <-  CLI  <-  evaluation
-         ^
-         +--------  mapper training
+Each layer is a folder:
 
-A module may import modules of its own layer or of the layers it points to, never the other way;
-imports inside functions count too. The mapper model (``mapper.semantic_mapper``) is part of the
-runtime core; mapper training uses the core's model resolution and nothing of ``watermark``
-imports it. Every module must be placed in a layer, so a new module is placed on purpose.
+    watermark/core/   runtime core: config, rules, scoring, models, keys, the mapper model
+    watermark/        generation and detection: api, loading, processor, generation, detector
+    watermark/app/    applications: CLI, HTTP service, calibration, bulk detection
+    mapper/           mapper training (imports the core only)
+    evaluation/       the evaluation harness, a repository tool beside data/ (not in the wheel)
+
+A module may import modules of its own layer or of the layers below it, never the other way;
+imports inside functions count too. A new module at the top of ``watermark/`` must be named in
+``RUNTIME`` below, so that it is placed on purpose.
 """
 
 from __future__ import annotations
@@ -16,36 +19,22 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE, RUNTIME, CLI, EVALUATION, TRAINING = (
-    "runtime core", "generation / detection", "CLI", "evaluation", "mapper training"
+PACKAGES = ("watermark", "mapper", "evaluation")
+CORE, RUNTIME_LAYER, APP, EVALUATION, TRAINING = (
+    "watermark/core", "watermark", "watermark/app", "evaluation", "mapper"
 )  # fmt: skip
-LAYERS = {
-    CORE: [
-        "watermark.config", "watermark.config_checks", "watermark.core", "watermark.devices",
-        "watermark.errors", "watermark.green_lists", "watermark.identity", "watermark.keys",
-        "watermark.measurement",
-        "watermark.models", "watermark.paths", "watermark.rules", "watermark.rules.logits",
-        "watermark.semantic", "watermark.stats", "watermark.text", "watermark.timer",
-        "watermark.token_map", "watermark.units", "mapper", "mapper.semantic_mapper",
-    ],
-    RUNTIME: [
-        "watermark", "watermark.api", "watermark.calibrate", "watermark.detection_result",
-        "watermark.detector",
-        "watermark.fused", "watermark.generation", "watermark.loading", "watermark.page",
-        "watermark.processor", "watermark.reference",
-    ],
-    CLI: ["watermark.__main__", "watermark.cli", "watermark.cli_parser", "watermark.corpus",
-          "watermark.batcher", "watermark.service", "watermark.access"],
+RUNTIME = {
+    "watermark", "watermark.api", "watermark.detection_result", "watermark.detector",
+    "watermark.fused", "watermark.generation", "watermark.loading", "watermark.processor",
 }  # fmt: skip
 # what each layer may import besides itself
 ALLOWED = {
     CORE: set(),
-    RUNTIME: {CORE},
-    CLI: {CORE, RUNTIME},
-    EVALUATION: {CORE, RUNTIME, CLI},
+    RUNTIME_LAYER: {CORE},
+    APP: {CORE, RUNTIME_LAYER},
     TRAINING: {CORE},
+    EVALUATION: {CORE, RUNTIME_LAYER, APP, TRAINING},
 }
-PLACED = {module: name for name, group in LAYERS.items() for module in group}
 
 
 def module_name(path: Path) -> str:
@@ -54,14 +43,15 @@ def module_name(path: Path) -> str:
 
 
 def layer(module: str) -> str | None:
-    """The layer of a project module, or None for a module of another project."""
-    if module in PLACED:
-        return PLACED[module]
-    if module.startswith("watermark.evaluate"):
-        return EVALUATION
-    if module.startswith("mapper."):
-        return TRAINING
-    return None
+    """The layer (folder) of a project module; None for a module placed nowhere."""
+    top = module.split(".")[0]
+    if module == "watermark.core" or module.startswith("watermark.core."):
+        return CORE
+    if module in ("watermark.app", "watermark.__main__") or module.startswith("watermark.app."):
+        return APP
+    if module in RUNTIME:
+        return RUNTIME_LAYER
+    return {"mapper": TRAINING, "evaluation": EVALUATION}.get(top)
 
 
 def _is_module(name: str) -> bool:
@@ -70,8 +60,8 @@ def _is_module(name: str) -> bool:
 
 
 def imported(path: Path) -> set[str]:
-    """Modules of ``watermark`` and ``mapper`` that ``path`` imports anywhere (``from a import
-    b`` gives ``a``, and ``a.b`` if that is a module)."""
+    """Project modules that ``path`` imports anywhere (``from a import b`` gives ``a``, and
+    ``a.b`` if that is a module)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         names = []
@@ -80,17 +70,20 @@ def imported(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             subs = [f"{node.module}.{alias.name}" for alias in node.names]
             names = [node.module, *filter(_is_module, subs)]
-        found.update(n for n in names if n.split(".")[0] in ("watermark", "mapper"))
+        found.update(n for n in names if n.split(".")[0] in PACKAGES)
     return found
 
 
 def sources() -> list[Path]:
-    return sorted((ROOT / "watermark").rglob("*.py")) + sorted((ROOT / "mapper").rglob("*.py"))
+    return [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
 
 
-def test_every_module_is_placed_in_a_layer() -> None:
+def test_every_module_is_in_a_layer_folder() -> None:
     unplaced = [module_name(p) for p in sources() if layer(module_name(p)) is None]
-    assert not unplaced, f"place these modules in a layer of tests/test_layers.py: {unplaced}"
+    assert not unplaced, f"move these into a layer folder, or name them in RUNTIME: {unplaced}"
+    assert sorted({p.parent.name for p in (ROOT / "watermark").glob("*/__init__.py")}) == [
+        "app", "core"
+    ]  # fmt: skip
 
 
 def test_nothing_imports_against_the_direction() -> None:
@@ -105,11 +98,13 @@ def test_nothing_imports_against_the_direction() -> None:
 
 
 def test_the_check_sees_imports_inside_functions_and_submodules() -> None:
-    cli = imported(ROOT / "watermark" / "cli.py")
-    assert {"watermark.api", "watermark.corpus"} <= cli  # both imported inside functions
-    assert "watermark.rules.logits" in imported(ROOT / "watermark" / "core.py")
-    assert layer("watermark.evaluate.run") == EVALUATION and layer("mapper.train") == TRAINING
-    assert CLI not in ALLOWED[RUNTIME] and EVALUATION not in ALLOWED[CLI]
+    cli = imported(ROOT / "watermark" / "app" / "cli.py")
+    assert {"watermark.api", "watermark.app.bulk"} <= cli  # both imported inside functions
+    assert "watermark.core.rules.logits" in imported(ROOT / "watermark" / "core" / "scoring.py")
+    assert layer("evaluation.run") == EVALUATION and layer("mapper.train") == TRAINING
+    assert layer("watermark.core.semantic_mapper") == CORE  # the runtime owns the model
+    assert APP not in ALLOWED[RUNTIME_LAYER] and EVALUATION not in ALLOWED[APP]
+    assert layer("watermark.reference") is None  # the oracle is a test tool (tests/reference.py)
 
 
 def test_no_import_cycles() -> None:

@@ -19,18 +19,18 @@ import pytest
 tomllib = pytest.importorskip("tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("watermark", "mapper", "data")
+PROJECT = ("watermark", "mapper", "data", "evaluation", "tests")
 # extra -> the modules its users run ("" is the core install); each walk stops at modules that
-# belong to another extra (the CLI's `detect-corpus` imports watermark.corpus lazily)
+# belong to another extra (the CLI's `detect-corpus` imports watermark.app.bulk lazily)
 EXTRAS = {
     "": ["watermark", "watermark.__main__", "watermark.api", "mapper"],
-    "bulk": ["watermark.corpus"],
-    "serve": ["watermark.service"],
+    "bulk": ["watermark.app.bulk"],
+    "serve": ["watermark.app.service"],
     "train": ["mapper.train", "mapper.compare", "mapper.export", "mapper.simhash"],
-    "eval": [f"watermark.evaluate.{p.stem}" for p in (ROOT / "watermark/evaluate").glob("*.py")],
+    "eval": [f"evaluation.{p.stem}" for p in (ROOT / "evaluation").glob("*.py")],
 }
 # module prefix -> its extra
-OWNED = {"watermark.corpus": "bulk", "watermark.evaluate": "eval", "watermark.service": "serve"}
+OWNED = {"watermark.app.bulk": "bulk", "evaluation": "eval", "watermark.app.service": "serve"}
 
 
 def _file(module: str) -> Path | None:
@@ -98,7 +98,7 @@ def test_each_extra_declares_what_its_modules_import(extra: str) -> None:
 @pytest.mark.parametrize("extra", ["", "bulk", "train"])
 def test_the_installed_library_never_imports_the_repository_tool_data(extra: str) -> None:
     modules, _ = _walk(extra)
-    assert "watermark.models" in modules or extra == "bulk"
+    assert "watermark.core.models" in modules or extra == "bulk"
     assert not [m for m in modules if m.split(".")[0] == "data"]
 
 

@@ -1,9 +1,10 @@
 """Slow: the built wheel, installed in a fresh virtual environment outside the clone, works.
 
 The wheel is built from a copy of the sources (so that leftovers of earlier builds in the clone
-cannot leak into it), its file list is checked (the default mapper in, no ``data`` package), and
-pip installs it into a new venv in a temporary folder. From another temporary folder, that venv's
-Python cannot ``import data``, ``Watermark.load()`` with the shipped default generates a few
+cannot leak into it), its file list is checked (the default mapper in; no ``data``, no
+``evaluation``, no reference oracle), and pip installs it into a new venv in a temporary folder.
+From another temporary folder, that venv's Python imports every module of the wheel and cannot
+``import data``, ``Watermark.load()`` with the shipped default generates a few
 tokens and detects them, and ``python -m watermark detect`` gives the same p-value.
 
 Nothing is downloaded (these machines reach no model hub): the wheel installs with ``--no-deps``,
@@ -27,7 +28,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "watermark", "mapper", "data")  # data/: must stay out
+SOURCES = ("pyproject.toml", "README.md", "watermark", "mapper", "data", "evaluation", "tests")
+# data/, evaluation/ and tests/ (the reference oracle) are repository tools: they must stay out
 MAPPER = "watermark/checkpoints/mapper-minilm"
 PROMPT = "Heavy rain flooded the north. Crews worked overnight."
 TOKENS = 20
@@ -35,7 +37,7 @@ TOKENS = 20
 USE = f"""
 import importlib.metadata as md, json, re
 import watermark
-from watermark.paths import PACKAGE_DIR
+from watermark.core.paths import PACKAGE_DIR
 
 model, tokenizer = watermark.load_lm("smollm2-135m")
 wm = watermark.Watermark.load(tokenizer=tokenizer, generator=model)  # the shipped default
@@ -109,7 +111,8 @@ def test_wheel_works_in_a_fresh_venv_outside_the_clone(tmp_path: Path) -> None:
     wheel = _build_wheel(tmp_path, env)
     names = zipfile.ZipFile(wheel).namelist()
     assert f"{MAPPER}/model.safetensors" in names and f"{MAPPER}/config.json" in names
-    assert not [n for n in names if n.startswith(("data/", "tests/", "checkpoints/"))]
+    outside = ("data/", "tests/", "evaluation/", "checkpoints/")
+    assert not [n for n in names if n.startswith(outside) or "reference" in n]
     assert [n for n in names if n.endswith(".safetensors")] == [f"{MAPPER}/model.safetensors"]
     top_level = next(n for n in names if n.endswith(".dist-info/top_level.txt"))
     assert zipfile.ZipFile(wheel).read(top_level).decode().split() == ["mapper", "watermark"]
@@ -126,6 +129,11 @@ def test_wheel_works_in_a_fresh_venv_outside_the_clone(tmp_path: Path) -> None:
     work.mkdir()
     no_data = _run([str(python), "-c", "import data"], work, env)
     assert no_data.returncode != 0 and "No module named 'data'" in no_data.stderr
+
+    modules = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in names
+               if n.endswith(".py")]  # fmt: skip
+    importer = f"import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)"
+    _ok(_run([str(python), "-c", importer], work, env))  # every module of the wheel imports
 
     used = json.loads(_ok(_run([str(python), "-c", USE], work, env)).splitlines()[-1])
     assert Path(used["module"]).is_relative_to(site)  # the wheel, not the clone

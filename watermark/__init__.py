@@ -10,22 +10,29 @@ Typical use::
     ids = model.generate(**inputs, **wm.generation_kwargs())   # your own generate call
 See ``docs/watermark.md`` for the design decisions and measurements.
 
-Layout, each layer importing only the ones before it (checked by ``tests/test_layers.py``):
+Layout: each folder is a layer that imports only the layers above it in this list (checked by
+``tests/test_layers.py``):
 
-1. runtime core: the config (``config``, ``config_checks``), the strength rules (``rules``), the
-   scoring core (``core``, ``measurement``, ``semantic``, ``green_lists``, ``token_map``,
-   ``stats``), models, devices, keys and paths;
-2. generation / detection: ``api`` (:class:`Watermark`), ``loading``, ``processor``,
-   ``generation``, ``fused``, ``detector``, ``reference``, ``calibrate``, ``page``;
-3. command line: ``cli``, ``cli_parser``, ``corpus`` (``python -m watermark``);
-4. evaluation: ``watermark.evaluate`` (``python -m watermark.evaluate``).
+1. ``watermark/core/``: the config (``config``, ``config_checks``), the strength rules
+   (``rules``), the scoring core (``scoring``, ``measurement``, ``semantic``, ``green_lists``,
+   ``token_map``, ``stats``, ``units``), the mapper model (``semantic_mapper``), models, devices,
+   keys, identity and paths;
+2. ``watermark/``: ``api`` (:class:`Watermark`), ``loading``, ``processor``, ``generation``,
+   ``fused``, ``detector``, ``detection_result``;
+3. ``watermark/app/``: the command line (``cli``, ``cli_parser``; ``python -m watermark``), the
+   HTTP service (``service``, ``batcher``, ``access``, ``page``), ``calibrate`` and bulk
+   detection (``bulk``).
+
+Mapper training (``mapper/``) imports the core only. The evaluation harness (``evaluation/``,
+``python -m evaluation``), ``benchmarks/`` and ``experiments/`` are repository tools beside
+``data/``, not part of the wheel; so is the step-by-step reference oracle (``tests/reference.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from watermark.config import WatermarkConfig
+from watermark.core.config import WatermarkConfig
 
 __all__ = [
     "AdaptiveWatermarkLogitsProcessor",
@@ -51,7 +58,7 @@ def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
 
         return AdaptiveWatermarkLogitsProcessor
     if name in ("load_lm", "resolve_lm"):
-        from watermark import models
+        from watermark.core import models
 
         return getattr(models, name)
     raise AttributeError(f"module 'watermark' has no attribute {name!r}")

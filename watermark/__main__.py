@@ -1,6 +1,6 @@
-"""``python -m watermark generate|detect|show`` (see :mod:`watermark.cli`)."""
+"""``python -m watermark generate|detect|show`` (see :mod:`watermark.app.cli`)."""
 
-from watermark.cli import main
+from watermark.app.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -20,15 +20,15 @@ from dataclasses import replace
 import torch
 from transformers import LogitsProcessorList
 
-from mapper.semantic_mapper import SemanticMapper
-from watermark.config import WatermarkConfig, as_config
-from watermark.core import WatermarkCore
+from watermark.core.config import WatermarkConfig, as_config
+from watermark.core.devices import dtype_name, resolve_device
+from watermark.core.errors import UserError
+from watermark.core.keys import DEMO_KEY, warn_demo_key
+from watermark.core.scoring import WatermarkCore
+from watermark.core.semantic_mapper import SemanticMapper
 from watermark.detection_result import DetectionResult
 from watermark.detector import Detector
-from watermark.devices import dtype_name, resolve_device
-from watermark.errors import UserError
 from watermark.generation import Generation, check_prompts, eos_ids, generate, warpers_off
-from watermark.keys import DEMO_KEY, warn_demo_key
 from watermark.loading import (
     generator_tokenizer,
     head_width,

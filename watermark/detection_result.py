@@ -48,7 +48,7 @@ class DetectionResult:
         p_value: Exact one-sided p-value P(G' >= G) under H0.
         is_watermarked: ``p_value < target_fpr`` (``window_p_value`` with ``window_sizes``).
         window_p_value: With ``window_sizes``: the best window's p-value, corrected for the
-            number of windows (see :func:`watermark.stats.windowed_test`; 1 when nothing is
+            number of windows (see :func:`watermark.core.stats.windowed_test`; 1 when nothing is
             scored); else ``None``.
         window: With ``window_sizes``: first and last step of the best window.
         key_index: The key that matched best (0: the config's ``key``, k: ``old_keys[k-1]``).
@@ -58,7 +58,7 @@ class DetectionResult:
             ``window_sizes``).
         reason: Why the text was not scored, else ``None``.
         fingerprint: The detecting config's fingerprint (``"wm-..."``, see
-            :func:`watermark.identity.fingerprint`): texts are tested under what it names.
+            :func:`watermark.core.identity.fingerprint`): texts are tested under what it names.
         token_ids: Generator token ids s_1..s_T.
         tokens: Text piece of each token (concatenation = decoded text).
         scored: Per token, whether it is in W.

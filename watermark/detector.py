@@ -18,7 +18,8 @@ token is green under its v_hat.
   steps even share one green list). With ``fresh_only`` a token is tested at its first
   occurrence in the text only, and only if that step is scored: generation leaves tokens that
   are already in the text neutral. gamma_t is the vocabulary's green fraction under v_hat_t
-  (``vocab``) or the MM's probability mass on green tokens (``mm``). See :mod:`watermark.stats`.
+  (``vocab``) or the MM's probability mass on green tokens (``mm``). See
+  :mod:`watermark.core.stats`.
 * With ``window_sizes``, every span of the text (the whole text, and spans of each size at a
   quarter stride) is also tested as a text of its own (:func:`tested_indices`: a passage pasted
   after text that used its words keeps them), and the best span's p-value is corrected for
@@ -26,7 +27,7 @@ token is green under its v_hat.
 * With ``repeats="bigram"`` a token that already occurs in the text (or span) reads its bits at
   its shifted outputs (:meth:`GreenLists.contains_repeat`, null probability the share of
   positive outputs), and a repeat is tested at the first occurrence of its (previous token,
-  token) pair, if that step is scored (:func:`watermark.units.repeat_indices`), besides the
+  token) pair, if that step is scored (:func:`watermark.core.units.repeat_indices`), besides the
   first occurrences.
 
 Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
@@ -41,12 +42,12 @@ from dataclasses import replace
 
 import torch
 
-from watermark.core import TextGate, WatermarkCore
+from watermark.core.green_lists import GreenLists
+from watermark.core.scoring import TextGate, WatermarkCore
+from watermark.core.stats import green_test, window_spans, windowed_test
+from watermark.core.text import decode_ids, encode_text, unsupported_reason
+from watermark.core.units import first_reads, repeat_indices, tested_indices
 from watermark.detection_result import DetectionResult
-from watermark.green_lists import GreenLists
-from watermark.stats import green_test, window_spans, windowed_test
-from watermark.text import decode_ids, encode_text, unsupported_reason
-from watermark.units import first_reads, repeat_indices, tested_indices
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import torch
 
-from watermark.measurement import MMGenerationState, cached_forward, entropy_from_logits
+from watermark.core.measurement import MMGenerationState, cached_forward, entropy_from_logits
 
 # generation-config fields that would add logits processors to ``model.generate``, at their
 # quiet values: a model whose config sets any of them is not fused

@@ -1,7 +1,7 @@
 """Convenience watermarked generation: prompts in, continuations out.
 
 :func:`generate` tokenizes a batch of prompts with left padding, runs ``model.generate`` and
-returns only the continuations, decoded with :func:`watermark.text.decode_ids` and cut at the
+returns only the continuations, decoded with :func:`watermark.core.text.decode_ids` and cut at the
 first EOS. Our watermark processor applies the temperature and the sampling filters itself (in
 its rule's order); any other processor (a baseline), or none, runs first and the temperature,
 top-k and top-p are passed after it as explicit warpers, in transformers' order. The built-in
@@ -24,9 +24,9 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from watermark.errors import UserError
+from watermark.core.errors import UserError
+from watermark.core.text import decode_ids
 from watermark.fused import can_fuse, fused_generate
-from watermark.text import decode_ids
 
 logger = logging.getLogger(__name__)
 

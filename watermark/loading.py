@@ -4,26 +4,26 @@
 (:func:`vocab_size`), the generator's tokenizer, the sentence embedder (SE), the mapper and the
 keyed token maps (:func:`load_semantic`), then the measurement model (MM). Each loads its part by
 name unless it is passed in, places it on one device in the config's ``compute_dtype`` (see
-:mod:`watermark.devices`) and checks widths and vocabularies, failing with a message that names
+:mod:`watermark.core.devices`) and checks widths and vocabularies, failing with a message that names
 the mismatch (embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head
 width, null model vs MM). The mapper and the embedder are key material: their digests must be the
-ones the config pins (:mod:`watermark.identity`).
+ones the config pins (:mod:`watermark.core.identity`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from mapper.semantic_mapper import SemanticMapper
-from watermark.config import WatermarkConfig
-from watermark.devices import model_device, model_dtype, torch_dtype
-from watermark.errors import UserError
-from watermark.identity import check_part, tensor_digest
-from watermark.measurement import MeasurementModel, resolve_start_id
-from watermark.models import embedder_dim, load_embedder
-from watermark.semantic import SemanticScorer
-from watermark.timer import StageTimer
-from watermark.token_map import build_repeat_shifts, build_token_maps
+from watermark.core.config import WatermarkConfig
+from watermark.core.devices import model_device, model_dtype, torch_dtype
+from watermark.core.errors import UserError
+from watermark.core.identity import check_part, tensor_digest
+from watermark.core.measurement import MeasurementModel, resolve_start_id
+from watermark.core.models import embedder_dim, load_embedder
+from watermark.core.semantic import SemanticScorer
+from watermark.core.semantic_mapper import SemanticMapper
+from watermark.core.timer import StageTimer
+from watermark.core.token_map import build_repeat_shifts, build_token_maps
 
 
 def head_width(model: torch.nn.Module) -> int:
@@ -38,14 +38,14 @@ def load_tokenizer(name: str) -> object:
     """The tokenizer of a causal LM (short name, folder or hub id)."""
     from transformers import AutoTokenizer
 
-    from watermark.models import resolve_lm  # lazy: converts packaged GGUF models on first use
+    from watermark.core.models import resolve_lm  # lazy: converts packaged GGUF models on first use
 
     return AutoTokenizer.from_pretrained(str(resolve_lm(name)))
 
 
 def config_vocab(name: str) -> int:
     """LM-head width from a causal LM's config (no weights are loaded)."""
-    from watermark.models import causal_lm_config
+    from watermark.core.models import causal_lm_config
 
     return int(causal_lm_config(name).get_text_config().vocab_size)
 
@@ -93,7 +93,7 @@ def load_measurement(
         if same_name and reusable == (device, dtype):
             model = generator
         else:
-            from watermark.models import load_lm
+            from watermark.core.models import load_lm
 
             model, loaded_tok = load_lm(cfg.resolve_path(cfg.measurement_model))
             mm_tokenizer = mm_tokenizer or loaded_tok

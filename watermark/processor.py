@@ -8,8 +8,8 @@ Usage (:meth:`watermark.api.Watermark.generation_kwargs` builds these arguments)
 
 The processor returns the logits to sample from: the config's temperature, the strength rule
 *and* the config's sampling filters (top-k, top-p, in the rule's order; see
-:mod:`watermark.rules`). Transformers' own warpers (temperature, top-k, top-p, min-p, ... from the
-call's arguments or the model's ``generation_config``, whose default top-k is 50) run *after*
+:mod:`watermark.core.rules`). Transformers' own warpers (temperature, top-k, top-p, min-p, ... from
+the call's arguments or the model's ``generation_config``, whose default top-k is 50) run *after*
 custom processors, so any of them would change that distribution a second time, silently.
 
 **A second filter is refused.** On the first step of each generation the processor finds the
@@ -40,8 +40,8 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.generation import logits_process
 
-from watermark.core import StepDecision, WatermarkCore
-from watermark.errors import UserError
+from watermark.core.errors import UserError
+from watermark.core.scoring import StepDecision, WatermarkCore
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class GenerationRecord:
 
     Attributes:
         prompt_length: Padded prompt length of the batch.
-        decisions: One :class:`~watermark.core.StepDecision` per decoding step.
+        decisions: One :class:`~watermark.core.scoring.StepDecision` per decoding step.
     """
 
     prompt_length: int = 0

@@ -17,10 +17,10 @@ import torch
 import mapper as mapper_pkg
 from mapper.datamodule import MapperDataModule
 from mapper.export import export_checkpoint
-from mapper.semantic_mapper import SemanticMapper
 from mapper.system import MapperSystem
 from mapper.train import main
-from watermark.paths import PACKAGE_DIR
+from watermark.core.paths import PACKAGE_DIR
+from watermark.core.semantic_mapper import SemanticMapper
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def cli_args(tmp_path: Path, corpus: Path, embedder: Path, epochs: int = 2) -> l
     return [
         "fit",
         "--config",
-        str(ROOT / "configs" / "default.yaml"),
+        str(ROOT / "configs" / "mapper" / "default.yaml"),
         "--config",
         str(override),
         f"--data.corpus={corpus}",
@@ -112,7 +112,7 @@ def test_ship_compares_keeps_the_old_mapper_and_pins_the_new_one(
     tmp_path, tiny_corpus, tiny_embedder_dir
 ):
     from mapper.ship import ship
-    from watermark.identity import tensor_digest
+    from watermark.core.identity import tensor_digest
 
     for seed in (1, 2):
         (tmp_path / str(seed)).mkdir()

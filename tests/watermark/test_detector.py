@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests import reference
 from tests.helpers import sentences
-from watermark import reference
 
 
 @pytest.mark.parametrize(
@@ -176,7 +176,7 @@ def test_long_text_rules_match_reference(
 
 
 def test_window_start_rule() -> None:
-    from watermark.measurement import window_start
+    from watermark.core.measurement import window_start
 
     assert [window_start(n, 8) for n in (0, 7, 8, 11, 12, 15, 16)] == [0, 0, 4, 4, 8, 8, 12]
     assert all(4 <= n - window_start(n, 8) < 8 for n in range(8, 100))
@@ -184,7 +184,7 @@ def test_window_start_rule() -> None:
 
 
 def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
-    from watermark.stats import window_spans
+    from watermark.core.stats import window_spans
 
     wm = tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
     texts = sentences(3, seed=9, length=30)
@@ -241,7 +241,7 @@ def test_outputs_once_matches_reference(tiny: SimpleNamespace, rule: dict) -> No
 
 
 def test_first_reads() -> None:
-    from watermark.units import first_reads
+    from watermark.core.units import first_reads
 
     dims = [[1, 2], [2, 3], [4, 1]]  # the outputs 3 units read in 2 lists
     assert first_reads(dims, [0, 1, 2], once=True) == [0, 1, 3, 4]
@@ -251,7 +251,7 @@ def test_first_reads() -> None:
 
 
 def test_repeat_units() -> None:
-    from watermark.units import repeat_indices
+    from watermark.core.units import repeat_indices
 
     ids = [5, 6, 5, 6, 5, 6, 7, 5, 6]
     steps = list(range(1, 10))
@@ -265,7 +265,7 @@ def test_repeat_units() -> None:
 def test_followers_are_the_pairs_already_in_the_text() -> None:
     import torch
 
-    from watermark.core import followers
+    from watermark.core.scoring import followers
 
     gen = torch.tensor([[5, 6, 5, 7, 5], [1, 2, 3, 4, 1]])
     found = followers(gen, 9)

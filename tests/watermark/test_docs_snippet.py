@@ -5,7 +5,7 @@ Each document's first ``python`` block is executed as written; only the download
 tiny stand-ins (``load_lm`` gives the tiny generator, ``Watermark.load()`` the shipped default
 config with the tiny generator as MM, the tiny embedder and mapper). The snippet's
 ``wm.generate`` (fused MM) and its own ``model.generate(**inputs, **wm.generation_kwargs())``
-must give the tokens of the per-token reference (``watermark/reference.py``) for the same seed.
+must give the tokens of the per-token reference (``tests/reference.py``) for the same seed.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from watermark import models, reference
+from tests import reference
 from watermark.api import Watermark
-from watermark.config import WatermarkConfig
+from watermark.core import models
+from watermark.core.config import WatermarkConfig
 from watermark.generation import eos_ids
 
 ROOT = Path(__file__).resolve().parents[2]

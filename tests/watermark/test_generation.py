@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests import reference
 from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS, fused_watermark
-from watermark import reference
 from watermark.generation import eos_ids
 
 WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}

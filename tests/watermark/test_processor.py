@@ -15,8 +15,8 @@ from transformers import (
     TopKLogitsWarper,
 )
 
+from tests import reference
 from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS
-from watermark import reference
 
 
 class Tap(LogitsProcessor):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from watermark import reference
-from watermark.config import WatermarkConfig
+from tests import reference
+from watermark.core.config import WatermarkConfig
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ CONFIGS = {"shipped": WatermarkConfig.default, "additive": lambda: WatermarkConf
 
 @pytest.fixture(scope="module")
 def lm():
-    from watermark.models import load_lm
+    from watermark.core.models import load_lm
 
     model, tokenizer = load_lm("smollm2-135m")
     return model.to(DEVICE), tokenizer
@@ -129,7 +129,7 @@ def test_real_unwatermarked_text_not_flagged(real) -> None:
 
 
 def test_default_mapper_is_committed_and_trained() -> None:
-    from mapper.semantic_mapper import SemanticMapper
+    from watermark.core.semantic_mapper import SemanticMapper
 
     mapper = SemanticMapper.from_pretrained(WatermarkConfig.default().mapper_dir())
     assert mapper.config.input_dim == 384 and mapper.config.embedder == "minilm"

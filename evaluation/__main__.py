@@ -1,0 +1,74 @@
+"""Command line: ``python -m evaluation --config YAML [--quick] [--out DIR]``.
+
+Prints a JSON summary (paths and wall time) on stdout; progress bars and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import shlex
+import sys
+from pathlib import Path
+
+from evaluation.config import EvalConfig
+from evaluation.experiment import run_experiment
+from evaluation.report import write_report
+
+
+def _clean(obj):
+    """NaN -> None so results.json is strict JSON."""
+    if isinstance(obj, float) and (math.isnan(obj) or math.isinf(obj)):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__)
+    parser.add_argument(
+        "--config", required=True, help="experiment YAML (see configs/evaluation/eval.yaml)"
+    )
+    parser.add_argument("--quick", action="store_true", help="apply the YAML's quick overrides")
+    parser.add_argument("--out", help="output folder (default: the YAML's out_dir)")
+    parser.add_argument("--report-dir", help="write report.md and PNGs here (default: out dir)")
+    parser.add_argument(
+        "--report-only", action="store_true", help="re-write the report from results.json"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        cfg = EvalConfig.load(args.config, quick=args.quick)
+    except (OSError, ValueError, TypeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.out:
+        cfg.out_dir = args.out
+    out, report_dir = Path(cfg.out_dir), Path(args.report_dir or cfg.out_dir)
+    words = argv if argv is not None else sys.argv[1:]
+    command = "python -m evaluation " + " ".join(shlex.quote(a) for a in words)
+    if args.report_only:
+        results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        for secret in ("key", "opening_sentence"):
+            results["watermark_config"].pop(secret, None)
+    else:
+        results = _clean(run_experiment(cfg, progress=not args.no_progress))
+        results["command"] = command
+    for folder in {out, report_dir}:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    report = write_report(results, report_dir, results.get("command", command))
+    summary = {"results": str(out / "results.json"), "report": str(report),
+               "minutes": results["seconds"]["total"] / 60}  # fmt: skip
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

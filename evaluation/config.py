@@ -1,0 +1,248 @@
+"""The evaluation experiment description: a dataclass of JSON-able fields, read from YAML.
+
+A YAML file sets any field of :class:`EvalConfig`; its optional ``quick:`` mapping holds the
+overrides that ``--quick`` applies on top (fewer prompts, shorter texts, smaller ablations).
+Relative paths follow :func:`watermark.core.paths.resolve_path` (YAML folder, cwd, repo root).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from watermark.core.config import WatermarkConfig
+from watermark.core.paths import resolve_path
+
+METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
+KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
+ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste", "paraphrase_synonym",
+           "llm_paraphrase", "llm_paraphrase_synonym")  # fmt: skip
+
+
+@dataclass
+class EvalConfig:
+    """One evaluation run.
+
+    Attributes:
+        name: Run name (report title).
+        out_dir: Where results, caches, the report and plots go.
+        watermark_config: Our method's watermark config JSON (``None``: the shipped default).
+        generator: Generator for every method (short name, folder or hub id).
+        oracle: Perplexity oracle LM; must not be the generator.
+        paraphraser: Instruction model of the sentence-level ``paraphrase`` attacks.
+        llm_paraphraser: Instruction model of the whole-text ``llm_paraphrase`` attacks (short
+            name, folder or hub id; ``qwen2.5-coder-1.5b`` needs the ``paraphraser`` extra). Its
+            name is part of those attacks' cache keys.
+        heldout: Held-out corpus (JSONL.gz with ``doc``, ``source``, ``text``), never trained on.
+        sources: Corpus sources to draw documents from (``news``, ``wiki``).
+        num_prompts: Documents evaluated: prompt = first two sentences, human = what follows.
+        human_tokens: Human text = the next this many generator tokens (at least 0.75 of it).
+        new_tokens: Generated tokens per text (at most).
+        min_new_tokens: EOS is blocked before this many tokens (same for every method).
+        batch_size: Generation batch size (rows share one sampling seed per batch).
+        seed: Base seed; batch ``b`` is sampled with ``seed + b``.
+        methods: Methods to run, a subset of ``METHODS``.
+        kgw_gamma: Green-list fraction of KGW-0/1/2.
+        kgw_delta: Logit bias of KGW-0/1/2.
+        kgw_key: Integer key of KGW-0/1/2 (SynthID's layer keys are derived from it).
+        synthid_layers: Tournament layers (keys) of SynthID-Text.
+        synthid_ngram_len: n of SynthID-Text's hashed n-grams (context of n - 1 tokens).
+        attacks: ``{"kind", "strength"}`` mappings, ``kind`` in ``ATTACKS``. Strength: share of
+            words deleted / of content words replaced / of sentences paraphrased / of the final
+            text that is watermarked (copy-paste); 1.0 for ``llm_paraphrase`` (the whole text is
+            rewritten; the key is there for symmetry); the synonym share after the LLM
+            paraphrase for ``llm_paraphrase_synonym``. An optional ``passes`` (default 1)
+            repeats the paraphrase of the paraphrase attacks.
+        paraphrase_limit: Texts per method given to the paraphrase attack (``None``: all).
+        green_share_texts: Our watermarked texts whose every token's greenness is computed for
+            |G| / |U + W| (an extra embedding pass over all prefixes; 0 skips it).
+        spoof_texts: Texts generated per method for the spoofing experiment (0 skips it).
+        spoof_tokens: Tokens per spoofing text.
+        spoof_common: Size of the common-token set C (most frequent tokens of human text).
+        spoof_top: Size of H, the most frequent tokens of C in watermarked text.
+        steal_texts: Watermarked texts per method the watermark-stealing attacker collects (and
+            as many of its own); 0 skips the attack (see :mod:`evaluation.stealing`).
+        steal_methods: Methods the stealing attack targets.
+        spoof_prompts: Texts the stealing attacker writes per method and context width.
+        spoof_boost: Logit boost per unit of the attacker's estimate.
+        ablation_prompts: Prompts per ablation variant (first ones of the main set).
+        ablation_tokens: New tokens per ablation text (``None``: ``new_tokens``).
+        ablation_attack: An attack (as in ``attacks``) also scored for each ablation variant, as
+            the paper scores its ablations under paraphrase (``None``: no attack).
+        ablations: ``{field: [values]}`` of our watermark config to vary one at a time; a value
+            may be a dict of fields set together.
+        frontier_prompts: Prompts of the quality / power frontier (0 skips it); the first
+            ``num_prompts`` of them are the main table's.
+        frontier_baselines: Methods drawn on the frontier next to ours (any of ``METHODS``).
+        frontier: Cells of our method, as mappings of watermark config fields; a list value
+            expands into one cell per element (all combinations), e.g.
+            ``{scaling: additive, bias: [1.0, 2.0], context_guard: [0, 4]}``.
+        curve_prompts: Texts per method of the robustness curves (0 skips them; see
+            :mod:`evaluation.curves`); the frontier's units come first.
+        curve_attacked: Texts per method and attack on the curves.
+        curve_detect: Detect the curve methods' texts (false: their quality rows only, for
+            settings judged on quality alone).
+        unit_pool: ``"long"`` (default): the documents whose text after the prompt has at least
+            0.75 ``human_tokens`` tokens, the units of every stage; ``"short"``: the other
+            documents (their human texts are too short to be negatives), prompts no stage of a
+            ``"long"`` run uses, for quality checks on further prompts.
+        curve_offset: Units skipped before the curve units (0: the frontier's units; 128 gives
+            a second set of prompts that played no part in choosing a setting on the first).
+        curve_methods: Methods on the curves.
+        curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
+        curve_matched_only: Attack only the curve methods within the matched-quality limits
+            (median PPL <= 1.10x, rep-4 <= 1.25x the ``unwatermarked`` curve method's, which
+            must come first); the others get their quality row only.
+        similarity_embedder: Embedder that measures how much meaning an attack kept.
+        variants: Named variants, usable in ``curve_methods``: of our method,
+            ``{name: {watermark config field: value}}`` (for example the SimHash mapper in the
+            learned one's place), or of a KGW baseline, ``{name: {base: kgw1, kgw_gamma: 0.25,
+            kgw_delta: 1.0}}`` (the strength sweeps of the matched-quality comparison).
+        threads: torch threads (0: torch's default).
+        quick: Overrides applied by ``--quick``.
+    """
+
+    name: str = "default"
+    out_dir: str = "runs/eval/default"
+    watermark_config: str | None = None
+    generator: str = "smollm2-135m"
+    oracle: str = "gemma3-270m"
+    paraphraser: str = "smollm2-135m"
+    llm_paraphraser: str = "qwen2.5-coder-1.5b"
+    heldout: str = "data/corpus/heldout.jsonl.gz"
+    sources: list[str] = field(default_factory=lambda: ["news", "wiki"])
+    num_prompts: int = 48
+    human_tokens: int = 200
+    new_tokens: int = 200
+    min_new_tokens: int = 170
+    batch_size: int = 8
+    seed: int = 0
+    methods: list[str] = field(default_factory=lambda: list(METHODS[:5]))
+    kgw_gamma: float = 0.5
+    kgw_delta: float = 2.0
+    kgw_key: int = 15485863
+    synthid_layers: int = 30
+    synthid_ngram_len: int = 5
+    attacks: list[dict[str, Any]] = field(default_factory=list)
+    paraphrase_limit: int | None = None
+    green_share_texts: int = 0
+    spoof_texts: int = 0
+    spoof_tokens: int = 100
+    spoof_common: int = 181
+    spoof_top: int = 50
+    steal_texts: int = 0
+    steal_methods: list[str] = field(default_factory=lambda: ["kgw0", "kgw1", "ours"])
+    spoof_prompts: int = 64
+    spoof_boost: float = 2.0
+    ablation_prompts: int = 0
+    ablation_tokens: int | None = None
+    ablation_attack: dict[str, Any] | None = None
+    ablations: dict[str, list[Any]] = field(default_factory=dict)
+    frontier_prompts: int = 0
+    frontier_baselines: list[str] = field(default_factory=list)
+    frontier: list[dict[str, Any]] = field(default_factory=list)
+    curve_prompts: int = 0
+    curve_attacked: int = 64
+    curve_offset: int = 0
+    curve_detect: bool = True
+    unit_pool: str = "long"
+    curve_methods: list[str] = field(default_factory=lambda: ["ours", "kgw0", "kgw1", "kgw2"])
+    curve_attacks: list[dict[str, Any]] = field(default_factory=list)
+    curve_matched_only: bool = False
+    similarity_embedder: str = "mpnet"
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    threads: int = 0
+    quick: dict[str, Any] = field(default_factory=dict)
+    source_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        clash = sorted(set(self.variants) & set(METHODS))
+        if clash:
+            raise ValueError(f"variant names {clash} clash with methods {list(METHODS)}")
+        unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
+        unknown += sorted(set(self.curve_methods) - set(METHODS) - set(self.variants))
+        if unknown:
+            raise ValueError(
+                f"unknown methods {unknown}; known: {list(METHODS)}, variants {list(self.variants)}"
+            )
+        extra = [self.ablation_attack] if self.ablation_attack else []
+        for attack in self.attacks + self.curve_attacks + extra:
+            passes = attack.get("passes", 1)
+            if attack.get("kind") not in ATTACKS or "strength" not in attack:
+                raise ValueError(
+                    f"bad attack {attack!r}: need a kind in {list(ATTACKS)} and a strength"
+                )
+            if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
+                raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
+            if attack["kind"] == "llm_paraphrase" and float(attack["strength"]) != 1.0:
+                raise ValueError(f"bad attack {attack!r}: llm_paraphrase rewrites the whole "
+                                 "text, its strength must be 1.0")  # fmt: skip
+        known = {f.name for f in fields(WatermarkConfig)} - {"source"}
+        several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
+        ours = [v for name, v in self.variants.items() if self.base_method(name) == "ours"]
+        for name, spec in self.variants.items():
+            base = self.base_method(name)
+            if base not in ("ours", *KGW_BASES):
+                raise ValueError(f"variant {name}: base {base!r} is not ours or {KGW_BASES}")
+            bad = sorted(set(spec) - {"base", "kgw_gamma", "kgw_delta"})
+            if base != "ours" and bad:
+                raise ValueError(f"variant {name}: a {base} variant sets kgw_gamma / kgw_delta, "
+                                 f"not {bad}")  # fmt: skip
+        for spec in (
+            [self.ablations]
+            + several
+            + self.frontier
+            + [{k: v for k, v in spec.items() if k != "base"} for spec in ours]
+        ):
+            bad = sorted(set(spec) - known)
+            if bad:
+                raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")
+        if self.unit_pool not in ("long", "short"):
+            raise ValueError(f"unit_pool must be 'long' or 'short', got {self.unit_pool!r}")
+        if self.oracle == self.generator:
+            raise ValueError("the perplexity oracle must not be the generator")
+        if not 0 < self.min_new_tokens <= self.new_tokens:
+            raise ValueError("need 0 < min_new_tokens <= new_tokens")
+
+    def base_method(self, name: str) -> str:
+        """The method a curve method runs: a variant's ``base`` (ours unless named), else
+        ``name`` itself."""
+        spec = self.variants.get(name)
+        return name if spec is None else spec.get("base", "ours")
+
+    @classmethod
+    def load(cls, path: str | Path, quick: bool = False) -> EvalConfig:
+        """Read a YAML file (unknown keys fail); apply its ``quick`` overrides if asked."""
+        path = Path(path)
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{path}: unknown keys {unknown}; known: {sorted(known)}")
+        if quick:
+            overrides = data.get("quick") or {}
+            bad = sorted(set(overrides) - known)
+            if bad:
+                raise ValueError(f"{path}: unknown quick keys {bad}")
+            data = {**data, **overrides}
+        data["source_dir"] = str(path.resolve().parent)
+        return cls(**data)
+
+    def resolve(self, value: str) -> str:
+        """A path resolved by :func:`watermark.core.paths.resolve_path` (YAML folder, cwd, repo
+        root)."""
+        return resolve_path(value, self.source_dir)
+
+    def output_path(self) -> Path:
+        """The output folder (relative paths against the working directory)."""
+        return Path(self.out_dir)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able fields (without ``quick`` and ``source_dir``)."""
+        data = asdict(self)
+        data.pop("quick")
+        data.pop("source_dir")
+        return data

@@ -1,0 +1,217 @@
+"""Detection against measured attack strength: every method's robustness curve on the same texts.
+
+For each method of ``curve_methods``: ``curve_prompts`` generations (the frontier's units first,
+so they are shared with it), detected against the human texts of the same units; then the first
+``curve_attacked`` of them under each attack of ``curve_attacks``. Per attack and method:
+
+* strength, as the mean share of each original's distinct words still in its attacked text;
+* meaning kept, as the mean cosine similarity of original and attacked text under an embedder
+  that is not the watermark's (``similarity_embedder``, MPNet by default);
+* ROC-AUC and TPR at 1% FPR against the human texts.
+
+The report draws ROC-AUC and TPR against words kept, one line per method.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from pathlib import Path
+
+from evaluation.frontier import BASELINE_LABELS, fmt
+from evaluation.run import score_detections, text_hash, words_kept
+
+logger = logging.getLogger(__name__)
+LABELS = {**BASELINE_LABELS, "ours": "Ours", "ours-simhash": "Ours, SimHash signs",
+          "ours-mpnet": "Ours, MPNet mapper"}  # fmt: skip
+PPL_LIMIT, REP4_LIMIT = 1.10, 1.25  # matched quality: at most these times unwatermarked
+_EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
+_EMBEDDED: dict[tuple[str, str], object] = {}  # (embedder, text hash) -> unit embedding
+
+
+def attack_label(attack: dict) -> str:
+    """``paraphrase@1.0``, ``paraphrase@1.0x2`` (two passes), ``none`` for no attack."""
+    passes = int(attack.get("passes", 1))
+    return f"{attack['kind']}@{attack['strength']}" + (f"x{passes}" if passes > 1 else "")
+
+
+def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
+    """Cosine similarity of each pair under ``similarity_embedder`` (cached; each distinct text
+    is embedded once per process, so an original shared by several attacks is embedded once)."""
+    name = ev.cfg.similarity_embedder
+    table = ev.store.table("similarity")
+    keys = [f"{name}|{text_hash(a)}|{text_hash(b)}" for a, b in zip(originals, attacked)]
+    todo = [i for i, k in enumerate(keys) if k not in table]
+    if todo:
+        a = _embed(name, [originals[i] for i in todo])
+        b = _embed(name, [attacked[i] for i in todo])
+        sims = [float((x * y).sum()) for x, y in zip(a, b)]
+        ev.store.put("similarity", [{"key": keys[i], "cos": s} for i, s in zip(todo, sims)])
+    return [table[k]["cos"] for k in keys]
+
+
+def _embed(name: str, texts: list[str]) -> list:
+    """Normalised embeddings of ``texts`` under embedder ``name``, computing only new texts."""
+    new = list(dict.fromkeys(t for t in texts if (name, text_hash(t)) not in _EMBEDDED))
+    if new:
+        from watermark.core.models import load_embedder
+
+        if name not in _EMBEDDERS:
+            _EMBEDDERS[name] = load_embedder(name)
+        out = _EMBEDDERS[name].encode(new, convert_to_tensor=True, normalize_embeddings=True)
+        _EMBEDDED.update({(name, text_hash(t)): e for t, e in zip(new, out)})
+    return [_EMBEDDED[(name, text_hash(t))] for t in texts]
+
+
+def run_curves(ev) -> dict:
+    """All rows (method x attack, ``none`` first) on the curve units."""
+    cfg = ev.cfg
+    units = ev.all_units[cfg.curve_offset : cfg.curve_offset + cfg.curve_prompts]
+    if len(units) < cfg.curve_prompts:
+        logger.warning("only %d curve units after offset %d", len(units), cfg.curve_offset)
+    humans = [u["human"] for u in units]
+    rows = []
+    for name in cfg.curve_methods:
+        method = ev.method(name)
+        gens = ev.generations(method, units)
+        texts = [g["text"] for g in gens]
+        quality = ev.quality(units, gens)
+        quality = {"ppl_median": statistics.median(quality["ppl"]), "rep4": quality["rep4"],
+                   "ppl_texts": quality["ppl"], "rep4_texts": quality["rep4_texts"]}  # fmt: skip
+        if name == "unwatermarked" or not cfg.curve_detect:  # quality rows only
+            rows.append({"method": name, "attack": "none", **quality})
+            continue
+        neg = ev.detections(method, humans)
+        scores = score_detections(ev.detections(method, texts), neg)
+        z_median = statistics.median(scores["z"])
+        rows.append({**_row(name, "none", scores, 1.0, 1.0), **quality, "z_median": z_median,
+                     "human_z": [d.z_score for d in neg]})  # fmt: skip
+        ref = reference(rows)
+        if cfg.curve_matched_only and ref is not None and not within_limits(rows[-1], ref):
+            logger.info("curve %s: outside the quality limits, not attacked", name)
+            continue
+        n = min(cfg.curve_attacked, len(texts))
+        for attack in cfg.curve_attacks:
+            attacked = ev.attacked(attack, texts[:n], humans[:n])
+            sims = similarities(ev, texts[:n], attacked)
+            scores = score_detections(ev.detections(method, attacked), neg)
+            kept = words_kept(texts[:n], attacked)
+            rows.append(_row(name, attack_label(attack), scores, kept, sum(sims) / len(sims)))
+            logger.info("curve %s %s: %s", name, rows[-1]["attack"], rows[-1])
+    for row in rows:
+        row["family"] = cfg.base_method(row["method"])
+    return {"prompts": len(units), "attacked": min(cfg.curve_attacked, len(units)), "rows": rows}
+
+
+def reference(rows: list[dict]) -> dict | None:
+    """The ``unwatermarked`` quality row of the curves, if any."""
+    return next((r for r in rows if r["method"] == "unwatermarked"), None)
+
+
+def within_limits(
+    row: dict, ref: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: float = REP4_LIMIT
+) -> bool:
+    """Whether a method's unattacked row is within the quality limits of the reference row."""
+    return (row["ppl_median"] <= ppl_limit * ref["ppl_median"]
+            and row["rep4"] <= rep4_limit * ref["rep4"])  # fmt: skip
+
+
+def matched_quality(curves: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: float = REP4_LIMIT):
+    """Each family's strongest setting within the quality limits (the matched comparison).
+
+    A method is within the limits when its median oracle perplexity is at most ``ppl_limit``
+    times the unwatermarked texts' and its rep-4 at most ``rep4_limit`` times theirs (same
+    prompts); the strongest is the one with the highest median z on unattacked text.
+
+    Returns:
+        ``{family: method}``; empty without an ``unwatermarked`` row.
+    """
+    rows = curves["rows"]
+    ref = reference(rows)
+    if ref is None:
+        return {}
+    chosen: dict[str, dict] = {}
+    for r in rows:
+        if r["attack"] != "none" or r["method"] == "unwatermarked" or "z_median" not in r:
+            continue
+        best = chosen.get(r["family"])
+        stronger = best is None or r["z_median"] > best["z_median"]
+        if stronger and within_limits(r, ref, ppl_limit, rep4_limit):
+            chosen[r["family"]] = r
+    return {family: r["method"] for family, r in chosen.items()}
+
+
+def matched_table(curves: dict) -> list[str]:
+    """Markdown: each family at its strongest setting within the quality limits, per attack."""
+    chosen = matched_quality(curves)
+    if not chosen:
+        return []
+    attacks = list(dict.fromkeys(r["attack"] for r in curves["rows"] if "roc_auc" in r))
+    lines = ["| family (setting) | PPL / rep-4 vs unwatermarked | " + " | ".join(attacks) + " |",
+             "|" + "---|" * (len(attacks) + 2)]  # fmt: skip
+    ref = reference(curves["rows"])
+    for family, method in chosen.items():
+        mine = {r["attack"]: r for r in curves["rows"] if r["method"] == method}
+        none = mine["none"]
+        ratios = none["ppl_median"] / ref["ppl_median"], none["rep4"] / ref["rep4"]
+        cells = [f"{family} ({method})", f"{ratios[0]:.3f}x / {ratios[1]:.3f}x"]
+        for a in attacks:
+            r = mine.get(a)
+            cells.append(
+                "-"
+                if r is None
+                else f"{r['roc_auc']:.3f} / {r['tpr@1%fpr']:.3f} ({r['words_kept']:.2f})"
+            )
+        lines.append("| " + " | ".join(cells) + " |")  # fmt: skip
+    return lines
+
+
+def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
+    return {"method": method, "attack": attack, "words_kept": kept, "similarity": similarity,
+            "roc_auc": scores["roc_auc"], "tpr@1%fpr": scores["tpr@1%fpr"],
+            "positives": scores["positives"], "negatives": scores["negatives"],
+            "z": scores["z"]}  # fmt: skip
+
+
+def curve_table(curves: dict) -> list[str]:
+    """Markdown table, one row per method and attack."""
+    header = ["method", "attack", "words kept", "similarity (meaning)", "ROC-AUC", "TPR@1%FPR",
+              "texts (attacked / human)", "PPL (median)", "rep-4"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in curves["rows"]:
+        quality = [fmt(r.get("ppl_median"), 2), fmt(r.get("rep4"))]
+        if "roc_auc" not in r:  # the unwatermarked quality reference
+            cells = [LABELS.get(r["method"], r["method"]), "-", "-", "-", "-", "-", "-", *quality]
+        else:
+            cells = [LABELS.get(r["method"], r["method"]), r["attack"], f"{r['words_kept']:.3f}",
+                     f"{r['similarity']:.3f}", f"{r['roc_auc']:.3f}", f"{r['tpr@1%fpr']:.3f}",
+                     f"{r['positives']} / {r['negatives']}", *quality]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def curve_plot(curves: dict, out_dir: Path) -> str:
+    """ROC-AUC and TPR at 1% FPR against words kept, one line per method; the PNG's name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for method in dict.fromkeys(r["method"] for r in curves["rows"] if "roc_auc" in r):
+        rows = sorted((r for r in curves["rows"] if r["method"] == method),
+                      key=lambda r: -r["words_kept"])  # fmt: skip
+        for ax, metric in zip(axes, ("roc_auc", "tpr@1%fpr")):
+            ax.plot([r["words_kept"] for r in rows], [r[metric] for r in rows], marker="o",
+                    label=LABELS.get(method, method))  # fmt: skip
+    for ax, title in zip(axes, ("ROC-AUC", "TPR at 1% FPR")):
+        ax.set_xlabel("share of the original's distinct words kept")
+        ax.set_title(title)
+        ax.invert_xaxis()
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    name = "robustness_curves.png"
+    fig.savefig(out_dir / name, dpi=110)
+    plt.close(fig)
+    return name

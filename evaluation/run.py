@@ -1,0 +1,318 @@
+"""The evaluation pipeline: generate, attack, detect and measure, every result cached on disk.
+
+:class:`Evaluation` loads the generator, the methods and the oracle once, and computes each stage
+through :class:`evaluation.store.Store`, so a re-run (after an interruption, or with a new
+attack or metric) only computes what is missing. Cache keys hold everything a result depends on
+(method settings, generator, seed, lengths, the text itself).
+
+Generation: units are cut into fixed batches in order; batch ``b`` samples with seed
+``seed + b`` for every method, with top-k / top-p after the watermark and EOS blocked before
+``min_new_tokens`` (:func:`watermark.generation.generate`, the same for every method).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import replace
+
+import torch
+from tqdm.auto import tqdm
+
+from evaluation import attacks as atk
+from evaluation.cache_keys import detection_key, generation_key
+from evaluation.config import KGW_BASES, EvalConfig
+from evaluation.detection import MethodDetection
+from evaluation.heldout import units as load_units
+from evaluation.methods import (
+    KGWMethod,
+    Method,
+    OursMethod,
+    TransformersKGW,
+)
+from evaluation.metrics import OraclePerplexity, detection_metrics, ngram_repetition
+from evaluation.store import Store
+from evaluation.synthid import SynthIDMethod
+from watermark.api import Watermark
+from watermark.core.config import as_config
+from watermark.core.models import load_lm
+from watermark.core.text import encode_text
+from watermark.generation import generate
+
+logger = logging.getLogger(__name__)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def interleave(items: list[dict], key: str) -> list[dict]:
+    """Round-robin over the values of ``items[i][key]`` (keeps each group's order)."""
+    groups: dict[str, list[dict]] = {}
+    for item in items:
+        groups.setdefault(item[key], []).append(item)
+    out, queues = [], [list(g) for g in groups.values()]
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+def score_detections(pos: list[MethodDetection], neg: list[MethodDetection]) -> dict:
+    """Detection metrics of positives vs negatives, their z-scores, mean AWR and green share."""
+    pos_z = [d.z_score for d in pos]
+    res = detection_metrics(pos_z, [d.z_score for d in neg])
+    res["z"] = pos_z
+    res["awr"] = sum(d.awr for d in pos) / len(pos)
+    res["green_fraction"] = sum(d.green_fraction for d in pos) / len(pos)
+    return res
+
+
+def words_kept(originals: list[str], attacked: list[str]) -> float:
+    """Mean share of each original's distinct words that are still in its attacked text."""
+    shares = []
+    for a, b in zip(originals, attacked):
+        words = set(a.split())
+        shares.append(len(words & set(b.split())) / len(words) if words else 1.0)
+    return sum(shares) / max(1, len(shares))
+
+
+class Evaluation:
+    """Models, methods and cached stages of one :class:`EvalConfig`."""
+
+    def __init__(self, cfg: EvalConfig, progress: bool = True) -> None:
+        self.cfg, self.progress = cfg, progress
+        self.out = cfg.output_path()
+        self.store = Store(self.out / "cache")
+        self.model, self.tokenizer = load_lm(cfg.resolve(cfg.generator))
+        self.model.eval()
+        wm_cfg = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
+        if wm_cfg.generator != cfg.generator:
+            wm_cfg = replace(wm_cfg, generator=cfg.resolve(cfg.generator), vocab_size=None)
+        self.wm_config = wm_cfg
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        self.methods = {name: self._method(name) for name in cfg.methods}
+        self._extra: dict[str, Method] = {}  # methods built for the frontier only
+        n_min = int(0.75 * cfg.human_tokens)
+        found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, n_min,
+                           cfg.human_tokens)  # fmt: skip
+        if cfg.unit_pool == "short":  # the documents the long pool leaves out
+            long_ids = {u["id"] for u in found}
+            found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, 1,
+                               cfg.human_tokens)  # fmt: skip
+            found = [u for u in found if u["id"] not in long_ids]
+        self.all_units = interleave(found, "source")
+        self.units = self.all_units[: cfg.num_prompts]
+        for wanted in (cfg.num_prompts, cfg.frontier_prompts):
+            if len(self.all_units) < wanted:
+                logger.warning("only %d of %d units available", len(self.all_units), wanted)
+        self._oracle: OraclePerplexity | None = None
+
+    def method(self, name: str) -> Method:
+        """A method of the run by name (built on first use); a variant is its ``base`` method
+        (ours unless named) with the variant's settings."""
+        if name in self.methods:
+            return self.methods[name]
+        if name not in self._extra:
+            overrides = dict(self.cfg.variants.get(name) or {})
+            overrides.pop("base", None)
+            self._extra[name] = self._method(self.cfg.base_method(name), **overrides)
+        return self._extra[name]
+
+    def _method(self, name: str, **overrides: object) -> Method:
+        """Method ``name``; ``overrides`` are watermark config fields for ours, ``kgw_gamma`` /
+        ``kgw_delta`` for KGW-0/1/2."""
+        cfg = self.cfg
+        if name in KGW_BASES:
+            cfg = replace(cfg, **overrides)
+        if name == "unwatermarked":
+            return Method()
+        if name == "ours":
+            wm_cfg = replace(self.wm_config, **overrides)
+            wm = Watermark.load(wm_cfg, tokenizer=self.tokenizer, generator=self.model)
+            return OursMethod(wm, self.model, generation_key(wm_cfg), detection_key(wm_cfg))
+        if name == "kgw1":
+            return TransformersKGW(
+                self.model.config, self.tokenizer, cfg.kgw_gamma, cfg.kgw_delta, cfg.kgw_key
+            )
+        if name == "synthid":
+            keys = [(cfg.kgw_key * 7919 + layer) % 2**31 for layer in range(cfg.synthid_layers)]
+            return SynthIDMethod(keys, cfg.synthid_ngram_len, self.tokenizer,
+                                 self.wm_config.top_k, self.wm_config.top_p)  # fmt: skip
+        context = {"kgw0": 0, "kgw2": 2}[name]
+        return KGWMethod(name, self.tokenizer, self.vocab_size, cfg.kgw_gamma, cfg.kgw_delta,
+                         cfg.kgw_key, context)  # fmt: skip
+
+    def ours_variant(self, **overrides: object) -> OursMethod:
+        """Our method with watermark-config fields overridden (ablations)."""
+        return self._method("ours", **overrides)
+
+    # ---- generation -------------------------------------------------------------------------
+
+    def generations(
+        self, method: Method, units: list[dict], new_tokens: int | None = None, tag: str = ""
+    ) -> list[dict]:
+        """``{"text", "ids", "seconds"}`` per unit (``seconds``: batch time / batch size)."""
+        cfg = self.cfg
+        new = new_tokens or cfg.new_tokens
+        low = min(cfg.min_new_tokens, new)
+        prefix = f"{tag}{method.key}|{cfg.generator}|{cfg.seed}|{new}|{low}|{cfg.batch_size}"
+        table = self.store.table("generations")
+        keys = [f"{prefix}|{u['id']}" for u in units]
+        batches = range(0, len(units), cfg.batch_size)
+        todo = [b for b in batches if any(k not in table for k in keys[b : b + cfg.batch_size])]
+        bar = tqdm(total=len(todo) * cfg.batch_size, desc=f"generate {tag}{method.name}",
+                   unit="text", disable=not self.progress or not todo)  # fmt: skip
+        for b in todo:
+            batch = units[b : b + cfg.batch_size]
+            start = time.perf_counter()
+            outs = generate(
+                self.model, self.tokenizer, [u["prompt"] for u in batch], method.processor(),
+                max_new_tokens=new, top_k=self.wm_config.top_k, top_p=self.wm_config.top_p,
+                seed=cfg.seed + b // cfg.batch_size, min_new_tokens=low,
+            )  # fmt: skip
+            seconds = (time.perf_counter() - start) / len(batch)
+            self.store.put("generations", [
+                {"key": keys[b + i], "text": o.text, "ids": o.token_ids, "seconds": seconds}
+                for i, o in enumerate(outs)
+            ])  # fmt: skip
+            bar.update(len(batch))
+        bar.close()
+        return [table[k] for k in keys]
+
+    # ---- detection --------------------------------------------------------------------------
+
+    def detections(self, method: Method, texts: list[str], chunk: int = 8) -> list[MethodDetection]:
+        """The detection of each text (with ``seconds`` per text), cached."""
+        table = self.store.table("detections")
+        keys = [f"{method.detect_key}|{text_hash(t)}" for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts) if k not in table}.items())
+        bar = tqdm(total=len(todo), desc=f"detect {method.name}", unit="text",
+                   disable=not self.progress or not todo)  # fmt: skip
+        for i in range(0, len(todo), chunk):
+            part = todo[i : i + chunk]
+            start = time.perf_counter()
+            results = method.detect([t for _, t in part])
+            seconds = (time.perf_counter() - start) / len(part)
+            self.store.put("detections", [
+                {"key": k, **replace(r, seconds=seconds).to_record()}
+                for (k, _), r in zip(part, results)
+            ])  # fmt: skip
+            bar.update(len(part))
+        bar.close()
+        return [MethodDetection.from_record(table[k]) for k in keys]
+
+    # ---- attacks ----------------------------------------------------------------------------
+
+    def attacked(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
+        """``texts`` after ``attack`` (``humans``: the host texts of copy-paste), cached."""
+        passes = int(attack.get("passes", 1))
+        name = attack["kind"]
+        if name.startswith("llm_"):  # two paraphrasers never share an entry
+            name += f"[{self.cfg.llm_paraphraser}]"
+        name += f"x{passes}" if passes > 1 else ""
+        table = self.store.table("attacks")
+        keys = [f"{name}|{float(attack['strength'])}|{self.cfg.seed}|{text_hash(t)}" for t in texts]
+        todo = [i for i, k in enumerate(keys) if k not in table]
+        if todo:
+            outs = self._attack(attack, [texts[i] for i in todo], [humans[i] for i in todo])
+            self.store.put("attacks", [{"key": keys[i], "text": o} for i, o in zip(todo, outs)])
+        return [table[k]["text"] for k in keys]
+
+    def _attack(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
+        kind, strength, seed = attack["kind"], float(attack["strength"]), self.cfg.seed
+        passes = int(attack.get("passes", 1))
+        if kind == "paraphrase":
+            return atk.paraphrase_texts(
+                texts, strength, self.out / "cache" / "paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.paraphraser), seed=seed, passes=passes,
+            )  # fmt: skip
+        if kind == "llm_paraphrase":  # the whole text, by the instruction LLM
+            return atk.llm_paraphrase_texts(
+                texts, self.out / "cache" / "llm_paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.llm_paraphraser), passes=passes,
+            )  # fmt: skip
+        if kind == "deletion":
+            return [atk.delete_words(t, strength, seed) for t in texts]
+        if kind == "copy_paste":
+            return [atk.copy_paste(t, h, strength, seed) for t, h in zip(texts, humans)]
+        if kind in ("paraphrase_synonym", "llm_paraphrase_synonym"):  # paraphrase, then synonyms
+            first = kind.removesuffix("_synonym")
+            texts = self.attacked({"kind": first, "strength": 1.0, "passes": passes},
+                                  texts, humans)  # fmt: skip
+        from data.synonyms import Thesaurus
+
+        thesaurus = Thesaurus.load()
+        return [atk.substitute_synonyms(t, strength, thesaurus, seed) for t in texts]
+
+    # ---- quality ----------------------------------------------------------------------------
+
+    def perplexities(self, prompts: list[str], texts: list[str]) -> list[float]:
+        """Oracle perplexity of each continuation given its prompt (cached)."""
+        table = self.store.table("perplexity")
+        keys = [f"{self.cfg.oracle}|{text_hash(p + chr(0) + t)}" for p, t in zip(prompts, texts)]
+        todo = [i for i, k in enumerate(keys) if k not in table]
+        if todo and self._oracle is None:
+            self._oracle = OraclePerplexity(*load_lm(self.cfg.resolve(self.cfg.oracle)))
+        for i in tqdm(todo, desc="oracle ppl", unit="text", disable=not self.progress):
+            ppl = self._oracle(prompts[i], texts[i])
+            self.store.put("perplexity", [{"key": keys[i], "ppl": ppl}])
+        return [table[k]["ppl"] for k in keys]
+
+    def quality(self, units: list[dict], gens: list[dict]) -> dict:
+        """Perplexity list, mean 1-4-gram repetition and each text's 4-gram repetition."""
+        ppl = self.perplexities([u["prompt"] for u in units], [g["text"] for g in gens])
+        rep = {
+            f"rep{n}": sum(ngram_repetition(g["ids"], n) for g in gens) / max(1, len(gens))
+            for n in (1, 2, 3, 4)
+        }
+        rep4_texts = [ngram_repetition(g["ids"], 4) for g in gens]
+        return {"ppl": ppl, **rep, "rep4_texts": rep4_texts,
+                "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens)}  # fmt: skip
+
+    # ---- one method -------------------------------------------------------------------------
+
+    def evaluate_method(self, method: Method) -> dict:
+        """Quality, detection (no attack and each attack) and timing of one method."""
+        units = self.units
+        gens = self.generations(method, units)
+        out = {"quality": self.quality(units, gens)}
+        out["seconds_per_text"] = sum(g["seconds"] for g in gens) / len(gens)
+        if method.name == "unwatermarked":
+            return out
+        humans = [u["human"] for u in units]
+        neg = self.detections(method, humans)
+        pos = self.detections(method, [g["text"] for g in gens])
+        out["human_z"] = [d.z_score for d in neg]
+        out["seconds_per_detection"] = sum(d.seconds for d in neg + pos) / len(neg + pos)
+        out["fpr@p<0.01"] = sum(d.p_value < 0.01 for d in neg) / len(neg)
+        out["tpr@p<0.01"] = sum(d.p_value < 0.01 for d in pos) / len(pos)
+        out["attacks"] = {"none": score_detections(pos, neg)}
+        for attack in self.cfg.attacks:
+            name = f"{attack['kind']}@{attack['strength']}"
+            n = len(gens)
+            if attack["kind"] == "paraphrase" and self.cfg.paraphrase_limit:
+                n = min(n, self.cfg.paraphrase_limit)
+            originals = [g["text"] for g in gens[:n]]
+            texts = self.attacked(attack, originals, humans[:n])
+            out["attacks"][name] = score_detections(self.detections(method, texts), neg)
+            out["attacks"][name]["words_kept"] = words_kept(originals, texts)
+        return out
+
+    def green_share_all(self, method: OursMethod, texts: list[str]) -> float:
+        """|G| / |U + W| for our method: green share of every token, scored or not (cached)."""
+        table = self.store.table("green_all")
+        core = method.wm.core
+        shares = []
+        for text in texts:
+            key = f"{method.key}|{text_hash(text)}"
+            if key not in table:
+                ids = encode_text(core.tokenizer, text)
+                steps = list(range(1, len(ids) + 1))
+                lists = core.green_lists(steps, [ids] * len(steps))
+                green = lists.contains(torch.tensor(ids, dtype=torch.long))[:, 0]
+                self.store.put("green_all", [{"key": key, "share": float(green.float().mean())}])
+            shares.append(table[key]["share"])
+        return sum(shares) / max(1, len(shares))

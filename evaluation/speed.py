@@ -1,0 +1,79 @@
+"""Speed stage: generation tokens/s with and without the watermark, and detection s/text.
+
+Generation runs unwatermarked, watermarked (the MM fused into the generator's forward where
+possible, see :mod:`watermark.fused`) and watermarked unfused, on the same prompts and seed,
+with EOS blocked so that every run generates the same number of tokens; the ratios are
+watermarked tokens/s over plain tokens/s.
+
+Both are measured side by side in one run on the same prompts and texts, with the extra time
+split by the core's :class:`~watermark.core.timer.StageTimer` into measurement model (``mm``),
+embedder (``embed``) and mapper (``map``). The reference detector runs on a few of the same texts
+and must agree with the fast path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import torch
+
+from tests import reference
+from watermark.api import Watermark
+
+
+def timed_generate(
+    wm: Watermark,
+    model: torch.nn.Module,
+    prompts: Sequence[str],
+    new_tokens: int,
+    marked: bool,
+    fuse: bool = True,
+) -> tuple[list, dict]:
+    """Generations and ``{"seconds", "tokens", "tokens_per_s", "<stage>_s"...}``."""
+    wm.core.timer.reset()
+    start = time.perf_counter()
+    outs = wm.generate(model, list(prompts), max_new_tokens=new_tokens, seed=0, watermark=marked,
+                       fuse=fuse, min_new_tokens=new_tokens)  # fmt: skip
+    total = time.perf_counter() - start
+    tokens = sum(len(o.token_ids) for o in outs)
+    parts = {f"{k}_s": v for k, v in wm.core.timer.totals().items()}
+    return outs, {"seconds": total, "tokens": tokens, "tokens_per_s": tokens / total, **parts}
+
+
+def speed(
+    wm: Watermark,
+    model: torch.nn.Module,
+    prompts: Sequence[str],
+    new_tokens: int = 200,
+    ref_texts: int = 1,
+) -> dict:
+    """Generation at batch ``len(prompts)`` and detection of its outputs, fast vs reference."""
+    _, without = timed_generate(wm, model, prompts, new_tokens, False)
+    outs, with_wm = timed_generate(wm, model, prompts, new_tokens, True)
+    _, unfused = timed_generate(wm, model, prompts, new_tokens, True, fuse=False)
+    texts = [o.text for o in outs]
+    wm.core.timer.reset()
+    start = time.perf_counter()
+    fast = wm.detect(texts)
+    fast_s = (time.perf_counter() - start) / len(texts)
+    parts = {f"{k}_s": v / len(texts) for k, v in wm.core.timer.totals().items()}
+    start = time.perf_counter()
+    refs = [reference.detect(wm, t) for t in texts[:ref_texts]]
+    ref_s = (time.perf_counter() - start) / max(1, len(refs))
+    agree = all(r.scored == f.scored and r.green == f.green for r, f in zip(refs, fast))
+    return {
+        "threads": torch.get_num_threads(),
+        "detect_tokens_per_text": sum(r.num_tokens for r in fast) / len(fast),
+        "detect_fast_s_per_text": fast_s,
+        "detect_fast_breakdown_per_text": parts,
+        "detect_reference_s_per_text": ref_s,
+        "detect_speedup": ref_s / fast_s,
+        "reference_agrees": agree,
+        "generate_batch": len(prompts),
+        "generate_with_watermark": with_wm,
+        "generate_without_watermark": without,
+        "generate_with_watermark_unfused": unfused,
+        "generate_ratio": with_wm["tokens_per_s"] / without["tokens_per_s"],
+        "generate_ratio_unfused": unfused["tokens_per_s"] / without["tokens_per_s"],
+    }

@@ -1,0 +1,93 @@
+"""Where a paraphrase loses each method's watermark: kept and new detection units, and their green
+rates (a script; prints one JSON line per method).
+
+A unit is what a detector counts once: a token id for ours (each tested token) and KGW-0, a
+distinct (previous token, token) pair for KGW-1, a distinct trigram for KGW-2. A unit of the
+attacked text is *kept* when the original text has it. Reads the texts and attacks cached by an
+evaluation run (``python -m evaluation --config configs/evaluation/eval.yaml``), so it needs that
+run's cache; only detection is recomputed.
+
+Example::
+
+    python experiments/paraphrase_units.py --config configs/evaluation/eval.yaml \
+        --attack "paraphrase|1.0|0"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evaluation.config import EvalConfig  # noqa: E402
+from evaluation.run import Evaluation, text_hash  # noqa: E402
+from watermark.core.text import encode_text  # noqa: E402
+
+CONTEXT = {"kgw0": 0, "kgw1": 1, "kgw2": 2}
+
+
+def units(method: object, tokenizer: object, text: str) -> tuple[dict, float]:
+    """The text's detection units (unit -> green) and its z-score under the method."""
+    if method.name == "ours":
+        res = method.wm.detect([text])[0]
+        return {i: g for i, g, t in zip(res.token_ids, res.green, res.tested) if t}, res.z_score
+    c, ids = CONTEXT[method.name], encode_text(tokenizer, text)
+    found = {tuple(ids[i - c : i + 1]) for i in range(max(c, 1), len(ids))}
+    green = {u: bool(method.green_mask(list(u[:-1]) or [0])[u[-1]]) for u in found}
+    return green, method.detect([text])[0].z_score
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default=str(ROOT / "configs/evaluation/eval.yaml"))
+    parser.add_argument("--attack", default="paraphrase|1.0|0", help="cached attack key prefix")
+    parser.add_argument("--methods", default="ours,kgw0,kgw1,kgw2")
+    parser.add_argument("--limit", type=int, default=64)
+    args = parser.parse_args()
+    ev = Evaluation(EvalConfig.load(args.config), progress=False)
+    cfg = ev.cfg
+    gens = ev.store.table("generations")
+    attacked = ev.store.table("attacks")
+    for name in args.methods.split(","):
+        method = ev.method(name)
+        prefix = f"{method.key}|{cfg.generator}|{cfg.seed}|{cfg.new_tokens}|"
+        pairs = []
+        for key, row in gens.items():
+            done = attacked.get(f"{args.attack}|{text_hash(row['text'])}")
+            if key.startswith(prefix) and done is not None:
+                pairs.append((row["text"], done["text"]))
+        pairs = pairs[: args.limit]
+        if not pairs:
+            print(json.dumps({"method": name, "error": "no cached attacked texts"}), flush=True)
+            continue
+        n = Counter()
+        for original, attack in pairs:
+            (before, z_before), (after, z_after) = (
+                units(method, ev.tokenizer, text) for text in (original, attack)
+            )
+            n["z_original"] += z_before
+            n["z_attacked"] += z_after
+            n["orig"] += len(before)
+            n["orig_green"] += sum(before.values())
+            for unit, green in after.items():
+                kind = "kept" if unit in before else "new"
+                n[kind] += 1
+                n[kind + "_green"] += green
+        total = n["kept"] + n["new"]
+        print(json.dumps({
+            "method": name, "attack": args.attack, "texts": len(pairs),
+            "units_original": n["orig"] / len(pairs), "units_attacked": total / len(pairs),
+            "green_original": n["orig_green"] / n["orig"], "kept_share": n["kept"] / total,
+            "green_kept": n["kept_green"] / max(1, n["kept"]),
+            "green_new": n["new_green"] / max(1, n["new"]),
+            "z_original": n["z_original"] / len(pairs), "z_attacked": n["z_attacked"] / len(pairs),
+        }), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

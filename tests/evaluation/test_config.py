@@ -1,0 +1,36 @@
+"""Tests for EvalConfig validation errors (evaluation.config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluation.config import EvalConfig
+
+
+def test_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text("num_prompt: 3\n")
+    with pytest.raises(ValueError, match="unknown keys"):
+        EvalConfig.load(path)
+    with pytest.raises(ValueError, match="unknown methods"):
+        EvalConfig(methods=["kgw9"])
+    with pytest.raises(ValueError, match="unknown methods"):
+        EvalConfig(curve_methods=["ours-x"])
+    with pytest.raises(ValueError, match="clash"):
+        EvalConfig(variants={"kgw1": {"alpha": 0.0}})
+    with pytest.raises(ValueError, match="unknown watermark config fields"):
+        EvalConfig(variants={"ours-x": {"alpah": 0.0}}, curve_methods=["ours-x"])
+    EvalConfig(variants={"ours-x": {"alpha": 0.0}}, curve_methods=["ours-x"])  # accepted
+    EvalConfig(variants={"k": {"base": "kgw1", "kgw_delta": 1.0}}, curve_methods=["k"])
+    with pytest.raises(ValueError, match="base 'kgw9'"):
+        EvalConfig(variants={"k": {"base": "kgw9"}})
+    with pytest.raises(ValueError, match="sets kgw_gamma / kgw_delta, not \\['alpha'\\]"):
+        EvalConfig(variants={"k": {"base": "kgw1", "alpha": 0.0}})
+    with pytest.raises(ValueError, match="unknown watermark config fields"):
+        EvalConfig(ablations={"mapper": ["m", {"mapper": "m", "embeder": "mpnet"}]})
+    with pytest.raises(ValueError, match="bad attack"):
+        EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
+    with pytest.raises(ValueError, match="oracle"):
+        EvalConfig(oracle="smollm2-135m")

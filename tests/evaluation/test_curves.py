@@ -1,0 +1,39 @@
+"""Tests for the matched-quality choice of the robustness curves (evaluation.curves)."""
+
+from __future__ import annotations
+
+from evaluation.curves import matched_quality, matched_table, within_limits
+
+
+def _row(method: str, family: str, ppl: float, rep4: float, z: float, attack: str = "none"):
+    return {"method": method, "family": family, "attack": attack, "ppl_median": ppl, "rep4": rep4,
+            "z_median": z, "roc_auc": 0.9, "tpr@1%fpr": 0.5, "words_kept": 1.0}  # fmt: skip
+
+
+def test_matched_quality_picks_the_strongest_setting_within_both_limits() -> None:
+    rows = [
+        {"method": "unwatermarked", "attack": "none", "ppl_median": 10.0, "rep4": 0.08},
+        _row("kgw1", "kgw1", 12.0, 0.09, 8.0),  # PPL 1.2x: out
+        _row("kgw1-d1.5", "kgw1", 10.9, 0.11, 6.0),  # rep-4 1.375x: out
+        _row("kgw1-d1.0", "kgw1", 10.5, 0.10, 4.0),  # 1.05x / 1.25x: in (limits inclusive)
+        _row("kgw1-d0.5", "kgw1", 10.1, 0.08, 2.0),  # in, weaker
+        _row("ours", "ours", 10.4, 0.05, 5.0),
+        _row("ours-b9", "ours", 11.5, 0.05, 9.0),  # out
+        _row("kgw0", "kgw0", 13.0, 0.2, 9.0),  # no setting within the limits
+    ]
+    rows.append(_row("kgw1-d1.0", "kgw1", 0, 0, 0, attack="paraphrase@1.0"))
+    curves = {"rows": rows}
+    assert matched_quality(curves) == {"kgw1": "kgw1-d1.0", "ours": "ours"}
+    assert matched_quality({"rows": rows[1:]}) == {}  # no unwatermarked reference
+    table = matched_table(curves)
+    assert table[0].startswith("| family (setting) |") and "paraphrase@1.0" in table[0]
+    assert table[2].startswith("| kgw1 (kgw1-d1.0) | 1.050x / 1.250x | 0.900 / 0.500 (1.00)")
+    assert table[3].endswith("| - |")  # ours was not attacked
+
+
+def test_within_limits_is_inclusive_and_needs_both() -> None:
+    ref = {"ppl_median": 10.0, "rep4": 0.08}
+    assert within_limits({"ppl_median": 11.0, "rep4": 0.1}, ref)
+    assert not within_limits({"ppl_median": 11.01, "rep4": 0.05}, ref)
+    assert not within_limits({"ppl_median": 9.0, "rep4": 0.1001}, ref)
+    assert within_limits({"ppl_median": 11.5, "rep4": 0.09}, ref, ppl_limit=1.2, rep4_limit=1.2)

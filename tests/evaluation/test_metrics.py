@@ -1,0 +1,34 @@
+"""Tests for the evaluation metrics against hand-computed values (evaluation.metrics)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluation.metrics import (
+    best_f1,
+    detection_metrics,
+    median,
+    ngram_repetition,
+    tpr_at_fpr,
+)
+
+POS, NEG = [0.9, 0.8, 0.4], [0.5, 0.3, 0.2]
+
+
+def test_detection_metrics_by_hand() -> None:
+    m = detection_metrics(POS, NEG)
+    assert m["roc_auc"] == pytest.approx(8 / 9)  # 8 of 9 (pos, neg) pairs ordered
+    # thresholds: >= 0.8 -> P 1, R 2/3, F1 0.8; >= 0.4 -> P 3/4, R 1, F1 6/7
+    assert best_f1(POS, NEG) == pytest.approx(6 / 7)
+    assert m["tpr@1%fpr"] == pytest.approx(2 / 3)  # no false positive allowed: cut above 0.5
+    assert tpr_at_fpr(POS, NEG, 0.34) == pytest.approx(1.0)  # one of three negatives allowed
+    assert detection_metrics([2.0, 3.0], [0.0, 1.0])["tpr@10%fpr"] == 1.0
+    with pytest.raises(ValueError):
+        detection_metrics([], NEG)
+
+
+def test_repetition_and_medians_by_hand() -> None:
+    assert ngram_repetition([1, 2, 1, 2, 1, 2], 2) == pytest.approx(1 - 2 / 5)
+    assert ngram_repetition([1, 2, 3], 4) == 0.0
+    assert ngram_repetition([5, 5, 5, 5], 1) == pytest.approx(0.75)
+    assert median([3.0, 1.0, float("nan"), 2.0, 10.0]) == pytest.approx(2.5)

@@ -1,0 +1,109 @@
+"""Tests for bulk detection (watermark.app.bulk): same rows as detect, resume, two DDP processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.helpers import save_tiny_watermark, sentences
+from watermark.app.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def setup(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) -> SimpleNamespace:
+    """A tiny config on disk, a 40-row corpus and what ``detect`` prints for it."""
+    root = tmp_path_factory.mktemp("corpus")
+    save_tiny_watermark(tiny, tiny_embedder_dir, root, opening_sentence="o")
+    config = root / "wm.json"
+    texts = sentences(40, seed=11, length=14)
+    texts[5] = ""  # an unscorable row keeps its place
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "body": t}) + "\n" for i, t in enumerate(texts)))
+    expected = root / "expected.jsonl"
+    expected.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    return SimpleNamespace(root=root, config=str(config), corpus=str(corpus), texts=texts,
+                           expected_file=str(expected))  # fmt: skip
+
+
+def detect_lines(setup: SimpleNamespace, capsys) -> list[str]:
+    assert main(["detect", "--config", setup.config, "--file", setup.expected_file]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_one_process_matches_detect_and_skips_finished_shards(setup, tmp_path, capsys) -> None:
+    from watermark.app.bulk import detect_corpus, part_file
+
+    expected = detect_lines(setup, capsys)
+    out = tmp_path / "out.jsonl"
+    parts = tmp_path / "out.jsonl.parts"
+    parts.mkdir()
+    part_file(parts, 1).write_text('{"marker": 1}\n' * 8)  # a finished shard is not redone
+    summary = detect_corpus(setup.corpus, str(out), field="body", config=setup.config,
+                            accelerator="cpu", shard_size=8)  # fmt: skip
+    assert summary == {"rows": 40, "shards": 5, "output": str(out)}
+    lines = out.read_text().splitlines()
+    assert lines[8:16] == ['{"marker": 1}'] * 8
+    assert lines[:8] + lines[16:] == expected[:8] + expected[16:]
+    assert not parts.exists()
+
+
+def test_input_mistakes(setup, tmp_path, capsys) -> None:
+    argv = ["detect-corpus", "--config", setup.config, "--output", str(tmp_path / "o.jsonl")]
+    assert main([*argv, "--input", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main([*argv, "--input", setup.corpus, "--field", "nope"]) == 2
+    assert "no 'nope' column" in capsys.readouterr().err
+
+
+def run_cli(setup: SimpleNamespace, corpus: Path, out: Path, shard_size: int) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "watermark", "detect-corpus", "--config", setup.config,
+            "--input", str(corpus), "--field", "body", "--output", str(out), "--devices", "2",
+            "--accelerator", "cpu", "--shard-size", str(shard_size)]  # fmt: skip
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_match_detect_and_survive_a_kill(setup, tmp_path, capsys) -> None:
+    expected = detect_lines(setup, capsys) * 5  # rows are detected one by one
+    corpus = tmp_path / "corpus.jsonl"  # 200 rows: 100 shards, so the kill lands mid-run
+    corpus.write_text(Path(setup.corpus).read_text() * 5)
+    out = tmp_path / "out.jsonl"
+    parts = tmp_path / "out.jsonl.parts"
+    proc = run_cli(setup, corpus, out, shard_size=2)
+    deadline = time.time() + 240
+    while len(list(parts.glob("shard-*.jsonl"))) < 4 and proc.poll() is None:
+        assert time.time() < deadline, "no shard was written"
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[1]
+    os.killpg(proc.pid, signal.SIGKILL)  # the launcher and both DDP processes
+    proc.wait()
+    done = {p.name: p.stat().st_mtime_ns for p in parts.glob("shard-*.jsonl")}
+    assert 4 <= len(done) < 100 and not out.exists()
+    proc = run_cli(setup, corpus, out, shard_size=2)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert f"resuming: {len(done)} of 100 shards already done" in stderr
+    assert json.loads(stdout.splitlines()[-1])["rows"] == 200
+    assert out.read_text().splitlines() == expected
+    # fewer pending shards than processes: every process still gets one
+    out.unlink()
+    parts.mkdir()
+    for i in range(99):
+        (parts / f"shard-{i:06d}.jsonl").write_text("\n".join(expected[2 * i : 2 * i + 2]) + "\n")
+    proc = run_cli(setup, corpus, out, shard_size=2)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert "resuming: 99 of 100 shards already done" in stderr
+    assert out.read_text().splitlines() == expected

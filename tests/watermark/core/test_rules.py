@@ -1,0 +1,183 @@
+"""Tests for strength rules, filters and the context guard (watermark.core.rules,
+watermark.core.scoring)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from transformers import TopKLogitsWarper, TopPLogitsWarper
+
+from tests.reference import repeated
+from watermark.core.rules.logits import apply_rule, filter_logits, logit_floor, tournament
+from watermark.core.scoring import repeated_context, repeated_steps
+
+INF = float("inf")
+
+
+def one_list(size: int) -> torch.Tensor:
+    """An identity token map: the "mapper signs" are the green bits themselves."""
+    return torch.arange(size)[None]
+
+
+def bare(logits, green, gated, rule, strength, **kw):
+    """A rule with one green list and no filters."""
+    maps = one_list(logits.shape[-1])
+    return apply_rule(logits, green, maps, gated, rule, strength, top_k=0, top_p=1.0, **kw)
+
+
+def test_biasing_rules_against_hand_values() -> None:
+    logits = torch.tensor([[3.0, 1.0, -1.0, -2.0, -INF], [3.0, 1.0, -1.0, -2.0, 0.0]])
+    green = torch.tensor([[True, False, True, True, True], [True, True, True, True, True]])
+    gated = torch.tensor([True, False])
+    paper = bare(logits, green, gated, "paper", 1.0)
+    assert paper[0].tolist() == [6.0, 1.0, -2.0, -4.0, -INF]  # negative green logits drop
+    assert torch.equal(paper[1], logits[1])  # closed gate: untouched
+    assert logit_floor(logits, 3)[0].item() == -1.0  # smallest of the top-3
+    assert logit_floor(logits, 0)[0].item() == -2.0  # all finite logits
+    floor = apply_rule(logits, green, one_list(5), gated, "floor", 1.0, top_k=3, top_p=1.0)
+    # (l - f) * (1 + delta * v) + f with f = -1, then top-3
+    assert floor[0].tolist() == [7.0, 1.0, -1.0, -INF, -INF]
+    additive = bare(logits, green, gated, "additive", 2.0)
+    assert additive[0].tolist() == [5.0, 1.0, 1.0, 0.0, -INF]
+    neutral = torch.tensor([[True, True, False, False, False], [False] * 5])
+    half = bare(logits, green, gated, "additive", 2.0, neutral=neutral)
+    assert half[0].tolist() == [4.0, 2.0, 1.0, 0.0, -INF]  # neutral tokens get bias / 2
+    # the top-k set never changes under floor scaling
+    x = torch.randn(6, 200) * 4
+    g = torch.rand(6, 200) > 0.5
+    y = apply_rule(x, g, one_list(200), torch.ones(6, dtype=torch.bool), "floor", 1.5, 20, 1.0)
+    for a, b in zip(x, y):
+        assert set(torch.topk(a, 20).indices.tolist()) == set(
+            torch.isfinite(b).nonzero()[:, 0].tolist()
+        )
+
+
+def test_filters_match_transformers_warpers() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(8, 300) * 3
+    for k, p in [(50, 0.9), (0, 0.7), (10, 1.0), (300, 0.95)]:
+        ref = x.clone()
+        if k:
+            ref = TopKLogitsWarper(k)(None, ref)
+        if p < 1:
+            ref = TopPLogitsWarper(p)(None, ref)
+        assert torch.equal(torch.isfinite(filter_logits(x, k, p)), torch.isfinite(ref))
+
+
+def test_filter_order() -> None:
+    # a tail token (p ~ 0.05) is green: boosted before the filter it enters the nucleus; filtered
+    # first, it is already gone and the rule only re-weights the nucleus
+    logits = torch.log(torch.tensor([[0.5, 0.45, 0.05]]))
+    green, maps = torch.tensor([[False, False, True]]), one_list(3)
+    gated = torch.tensor([True])
+    after = apply_rule(logits, green, maps, gated, "additive", 4.0, top_k=0, top_p=0.9)
+    first = apply_rule(logits, green, maps, gated, "additive", 4.0, 0, 0.9, filter_first=True)
+    assert torch.isfinite(after[0, 2]) and not torch.isfinite(first[0, 2])
+
+
+def test_tournament_preserves_the_distribution_over_keys() -> None:
+    # every assignment of green bits to 4 tokens and 2 layers, equally likely (a random key):
+    # the expected output distribution is the input distribution
+    p = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64)
+    logits = p.log().float()[None]
+    total = torch.zeros(4, dtype=torch.float64)
+    assignments = list(itertools.product([False, True], repeat=8))
+    for bits in assignments:
+        green = torch.tensor(bits).reshape(1, 2, 4)
+        total += torch.softmax(tournament(logits, green).double(), -1)[0]
+    assert torch.allclose(total / len(assignments), p, atol=1e-6)
+    # a neutral token (already in the text) has g = 1/2 in every layer: still unbiased
+    maps = torch.arange(8).reshape(2, 4)
+    neutral = torch.tensor([[False, True, False, True]])
+    total = torch.zeros(4, dtype=torch.float64)
+    for bits in assignments:
+        dims = torch.tensor(bits)[None]
+        out = apply_rule(logits, dims, maps, torch.tensor([True]), "tournament", 2, 0, 1.0,
+                         filter_first=True, neutral=neutral)  # fmt: skip
+        total += torch.softmax(out.double(), -1)[0]
+    assert torch.allclose(total / len(assignments), p, atol=1e-6)
+    # one layer: green tokens x (2 - G), red tokens x (1 - G)
+    green = torch.tensor([[[True, False, True, False]]])
+    out = torch.softmax(tournament(logits, green).double(), -1)[0]
+    g_mass = 0.65
+    expected = torch.tensor(
+        [0.5 * (2 - g_mass), 0.3 * (1 - g_mass), 0.15 * (2 - g_mass), 0.05 * (1 - g_mass)]
+    )
+    assert torch.allclose(out, expected.double(), atol=1e-6)
+    # 30 layers: rounding in the green mass must not make a probability negative (NaN logs);
+    # without the clamp about 3% of these rows fail
+    torch.manual_seed(0)
+    deep = tournament(torch.randn(300, 50) * 4, torch.rand(300, 30, 50) > 0.5)
+    assert not torch.isnan(deep).any()
+    assert torch.allclose(torch.softmax(deep.double(), -1).sum(-1), torch.ones(300).double())
+    # filtered tokens stay impossible
+    logits = torch.tensor([[1.0, 0.5, -INF]])
+    out = tournament(logits, torch.ones(1, 3, 3, dtype=torch.bool))
+    assert out[0, 2] == -INF and torch.isfinite(out[0, :2]).all()
+
+
+def test_tournament_on_candidates_equals_full_vocabulary() -> None:
+    torch.manual_seed(1)
+    B, V, D, L = 5, 300, 24, 6
+    logits, dims = torch.randn(B, V) * 3, torch.rand(B, D) > 0.5
+    maps = torch.stack([torch.randperm(V) % D for _ in range(L)])
+    gated = torch.tensor([True, True, False, True, True])
+    fast = apply_rule(logits, dims, maps, gated, "tournament", L, 20, 0.9, filter_first=True)
+    base = filter_logits(logits, 20, 0.9)
+    full = torch.where(gated[:, None], tournament(base, dims[:, maps]), base)
+    assert torch.equal(torch.isfinite(fast), torch.isfinite(full))
+    assert torch.allclose(fast[torch.isfinite(full)], full[torch.isfinite(full)], atol=1e-6)
+
+
+@pytest.mark.parametrize("h", [0, 1, 2, 3])
+def test_context_guard_batched_and_per_text_match_reference(h: int) -> None:
+    torch.manual_seed(h)
+    rows = torch.randint(0, 4, (6, 40))  # small alphabet: many repeats
+    for row in rows:
+        ids = row.tolist()
+        per_text = repeated_steps(ids, h).tolist()
+        for t in range(1, len(ids) + 1):
+            prefix = ids[: t - 1]
+            expected = repeated(prefix, h)
+            assert per_text[t - 1] == expected
+            assert (
+                bool(
+                    repeated_context(torch.tensor([prefix], dtype=torch.long).reshape(1, -1), h)[0]
+                )
+                == expected
+            )
+    assert repeated([5, 6, 7, 5, 6], 2) and not repeated([5, 6, 7, 6, 5], 2)
+    assert repeated([1, 1, 1], 2)  # an overlapping earlier run counts
+
+
+def test_nucleus_on_top_k_candidates_equals_sorting_the_vocabulary() -> None:
+    from tests.reference import top_k_top_p
+
+    torch.manual_seed(1)
+    x = torch.randn(16, 500) * 3
+    x[0, :60] = 1.0  # ties at the k-th value: every tie is kept (the full-sort path)
+    x[1, 10:] = float("-inf")  # fewer than k finite logits (the full-sort path)
+    for k, p in [(50, 0.9), (20, 0.5), (50, 0.99), (5, 0.3)]:
+        for batch in (x, x[2:]):  # x[2:]: no ties, k finite logits per row (the candidates path)
+            fast = filter_logits(batch, k, p)
+            assert torch.equal(fast, torch.stack([top_k_top_p(row, k, p) for row in batch]))
+
+
+def test_temperature_divides_logits_before_filters_and_rule() -> None:
+    """Temperature T acts first, on every row: the same as the rule on logits / T."""
+    logits = torch.tensor([[3.0, 1.0, -1.0, -2.0, -INF], [2.0, 1.5, 1.0, 0.0, -1.0]])
+    green = torch.tensor([[True, False, True, False, True], [False, True, True, False, True]])
+    gated = torch.tensor([True, False])
+    maps = one_list(5)
+    for rule in ("additive", "tournament"):
+        hot = apply_rule(logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
+                         filter_first=True, temperature=2.0)  # fmt: skip
+        want = apply_rule(logits / 2.0, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
+                          filter_first=True)  # fmt: skip
+        assert torch.equal(hot, want)
+        # a higher temperature widens the nucleus of the closed-gate row
+        cold = apply_rule(logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
+                          filter_first=True)  # fmt: skip
+        assert torch.isfinite(hot[1]).sum() > torch.isfinite(cold[1]).sum()

@@ -1,0 +1,356 @@
+"""Command line: ``python -m watermark generate|detect|show|detect-corpus|keygen|calibrate``.
+
+* ``generate``: prompts from ``--prompt`` or ``--file`` (JSONL, ``prompt`` field) -> one
+  ``{"prompt", "text"}`` per prompt (the continuation only), which feeds ``detect --file``.
+* ``detect``: texts from ``--text`` or ``--file`` (JSONL, ``text`` field) -> one detection result
+  per text (``--per-token`` adds the per-token flags, ``--windows`` sets the windowed test's span
+  sizes, ``--windows off`` keeps the whole-text test only).
+* ``show``: like ``detect``, and writes an HTML page of the scored and green tokens.
+* ``detect-corpus``: a whole corpus over devices and nodes (:mod:`watermark.app.bulk`).
+* ``keygen``: a config with a fresh secret key (:mod:`watermark.core.keys`); ``calibrate``: FPR and
+  TPR by length on your own texts (:mod:`watermark.app.calibrate`).
+
+``--key-file`` (repeatable) replaces the config's keys: the first is the current key, the others
+are earlier keys that detection also tries.
+
+JSON lines go to stdout in input order; progress and logs to stderr. Inputs are checked before a
+model loads. A mistake the user can fix (bad input or arguments, an invalid config, a missing
+file or package: :data:`USER_ERRORS`) prints one ``error:`` line and exits with status 2; an
+internal failure (anything else) prints one ``error: internal failure`` line and exits with
+status 1. ``-v`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from watermark.app.cli_parser import USAGE_ERROR
+from watermark.app.cli_parser import build_parser as _build_parser
+from watermark.core.errors import UserError
+
+logger = logging.getLogger("watermark.app.cli")
+
+
+INTERNAL_ERROR = 1
+# mistakes the user can fix: our own checks, and files or packages that are missing or unreadable
+USER_ERRORS = (UserError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+               PermissionError, FileExistsError, ImportError)  # fmt: skip
+
+
+class UsageError(UserError):
+    """A mistake in the command line or its inputs."""
+
+
+def _read_jsonl(path: str, field: str) -> list[dict]:
+    """The objects of a JSONL file (``-``: stdin) that must each have ``field``."""
+    name = "<stdin>" if path == "-" else path
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"--file {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"--file {path} is a folder; give a JSONL file") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"--file {path} is not UTF-8 text (a binary file?); give a JSONL file with one "
+            f"{{{field!r}: ...}} object per line"
+        ) from None
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UsageError(
+                f"{name}:{n}: not valid JSON ({err.msg}); each line must be an object with a "
+                f"{field!r} field"
+            ) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get(field), str):
+            raise UsageError(f"{name}:{n}: expected a JSON object with a string {field!r} field")
+        rows.append(obj)
+    return rows
+
+
+def _inputs(values: Sequence[str] | None, path: str | None, field: str) -> list[dict]:
+    """Command-line values and file rows, as ``{field: ..., ...}`` objects in input order."""
+    rows = [{field: v} for v in values or []]
+    if path:
+        rows.extend(_read_jsonl(path, field))
+    if not rows:
+        raise UsageError(f"nothing to do: give --{field} (repeatable) or --file")
+    return rows
+
+
+def _emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _config(args: argparse.Namespace):
+    """The config, checked (fields and mapper folder) before anything heavy is imported."""
+    from watermark.core.config import as_config
+
+    cfg = as_config(args.config)
+    if getattr(args, "key_file", None):
+        refs = ["file:" + str(Path(f).expanduser().resolve()) for f in args.key_file]
+        cfg = replace(cfg, key=refs[0], old_keys=refs[1:])
+    cfg.secret_keys()  # an unreadable key file or unset variable is reported now
+    if getattr(args, "windows", None) is not None:
+        cfg = replace(cfg, window_sizes=args.windows)  # checked again
+    cfg.mapper_dir()
+    return cfg
+
+
+def _load(cfg, args: argparse.Namespace, with_generator: bool = False):
+    from watermark.api import Watermark
+    from watermark.core.devices import resolve_device, torch_dtype
+
+    device = resolve_device(args.device)
+    if not with_generator:
+        return Watermark.load(cfg, device=device, dtype=args.dtype), None
+    from watermark.core.models import load_lm
+
+    dtype = torch_dtype(args.dtype or cfg.compute_dtype)
+    model, tokenizer = load_lm(cfg.resolve_path(cfg.generator), dtype=dtype)
+    model = model.to(device)
+    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model, device=device, dtype=args.dtype)
+    return wm, model
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    prompts = [row["prompt"] for row in _inputs(args.prompt, args.file, "prompt")]
+    for n, prompt in enumerate(prompts):
+        if not prompt.strip():
+            raise UsageError(f"prompt {n + 1} is empty; give some text for the model to continue")
+    wm, _ = _load(_config(args), args, with_generator=True)  # wm holds the generator
+    batches = range(0, len(prompts), args.batch_size)
+    for b, start in enumerate(tqdm(batches, desc="generate", unit="batch", file=sys.stderr)):
+        batch = prompts[start : start + args.batch_size]
+        seed = None if args.seed is None else args.seed + b
+        outs = wm.generate(
+            batch,
+            max_new_tokens=args.max_new_tokens,
+            seed=seed,
+            watermark=not args.no_watermark,
+            record=False,
+        )
+        for out in outs:
+            _emit({"prompt": out.prompt, "text": out.text, "fingerprint": wm.fingerprint})
+    return 0
+
+
+def _fingerprint_check(rows: list[dict], mine: str) -> list[bool | None]:
+    """Per input row, whether the fingerprint it carries is ``mine`` (None: it carries none);
+    warns once about the rows that were made under another config."""
+    found = [None if "fingerprint" not in row else row["fingerprint"] == mine for row in rows]
+    other = [n for n, same in enumerate(found, 1) if same is False]
+    if other:
+        logger.warning(
+            "%d input text(s) (line %s%s) carry another config fingerprint than this detector's "
+            "%s: they were made with another mapper, embedder or rule, and a watermark made "
+            "that way does not test as watermarked here; detect them with their own config",
+            len(other), other[0], " ..." if len(other) > 1 else "", mine,
+        )  # fmt: skip
+    return found
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    rows = _inputs(args.text, args.file, "text")
+    wm, _ = _load(_config(args), args)
+    same = _fingerprint_check(rows, wm.fingerprint)
+    for result, matches in zip(wm.detect([row["text"] for row in rows], progress=True), same):
+        line = result.to_dict(per_token=args.per_token)
+        _emit(line if matches is None else {**line, "fingerprint_matches": matches})
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist; create it first")
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder; give an .html file name")
+    rows = _inputs(args.text, args.file, "text")
+    cfg = _config(args)
+    from watermark.app.page import render
+
+    wm, _ = _load(cfg, args)
+    results = wm.detect([row["text"] for row in rows], progress=True)
+    page = render(
+        results, prompts=[row.get("prompt") for row in rows], opening_steps=cfg.opening_steps
+    )
+    out.write_text(page, encoding="utf-8")
+    for result in results:
+        _emit(result.to_dict())
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    from watermark.core.config import as_config
+    from watermark.core.identity import pinned
+    from watermark.core.keys import fresh_key, fresh_opening_sentence, write_private
+
+    base = as_config(args.config)
+    out = Path(args.out)
+    for path in (out, Path(args.key_file) if args.key_file else None):
+        if path is not None and path.exists() and not args.force:
+            raise UsageError(f"{path} exists; pass --force to overwrite it")
+    key, summary = fresh_key(), {"config": str(out)}
+    if args.key_file:
+        key_path = write_private(args.key_file, key + "\n", overwrite=args.force)
+        key = "file:" + str(key_path.resolve())
+        summary["key_file"] = str(key_path)
+    old = [base.key, *base.old_keys] if args.rotate else []
+    cfg = replace(pinned(base), key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
+    write_private(out, json.dumps(cfg.to_dict(), indent=2) + "\n", overwrite=args.force)
+    _emit({**summary, "old_keys": len(old), "mode": "0600"})
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from watermark.app.calibrate import calibrate
+
+    human = [row["text"] for row in _read_jsonl(args.human, "text")]
+    marked = (
+        [row["text"] for row in _read_jsonl(args.watermarked, "text")] if args.watermarked else []
+    )
+    if not human:
+        raise UsageError(f"--human {args.human} holds no texts")
+    wm, _ = _load(_config(args), args)
+    rows = calibrate(wm, human, marked, args.lengths, args.expect_key,
+                     args.human_by_length, progress=True)  # fmt: skip
+    for row in rows:
+        _emit(row)
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def _audit_to(path: str | None) -> None:
+    """Sends the audit log to ``path`` (created mode 0600) or to stderr."""
+    import os
+
+    audit = logging.getLogger("watermark.audit")
+    audit.setLevel(logging.INFO)
+    audit.propagate = False
+    if path:
+        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    audit.addHandler(handler)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from watermark.app.access import Clients
+        from watermark.app.service import Limits, serve
+    except ImportError as err:
+        raise UsageError(
+            f"serve needs the serve extra ({err.name} is missing): "
+            "pip install 'adaptive-watermark[serve]'"
+        ) from None
+
+    if args.audit_log and not args.tokens_file:
+        raise UsageError("--audit-log needs --tokens-file (the log names the client of a request)")
+    clients = Clients(args.tokens_file) if args.tokens_file else None  # checked before loading
+    if clients is None and not _loopback(args.host):
+        if not args.insecure_no_auth:
+            raise UsageError(
+                f"--host {args.host} is not a loopback address: give --tokens-file (anyone who "
+                "reaches an open service can use the secret key as an oracle), or pass "
+                "--insecure-no-auth"
+            )
+        print(f"warning: serving on {args.host} without authentication: anyone who reaches it "
+              "can query the secret key as an oracle", file=sys.stderr)  # fmt: skip
+    if clients is not None:
+        _audit_to(args.audit_log)
+    wm, _ = _load(_config(args), args)
+    max_batch = args.max_batch or wm.detector.default_chunk_size
+    limits = Limits(max_batch=max_batch, max_queue=args.max_queue, max_texts=args.max_texts,
+                    max_chars=args.max_chars, max_work=args.max_work)  # fmt: skip
+    auth = f"{len(clients.clients)} clients" if clients else "no authentication"
+    print(f"serving on http://{args.host}:{args.port}/ ({auth}; Ctrl-C stops)", file=sys.stderr)
+    serve(wm, args.host, args.port, limits, clients)
+    return 0
+
+
+def cmd_detect_corpus(args: argparse.Namespace) -> int:
+    _config(args)  # checked before any process starts
+    try:
+        from watermark.app.bulk import detect_corpus
+    except ImportError as err:
+        raise UsageError(
+            f"detect-corpus needs lightning and datasets ({err}); pip install '.[bulk]'"
+        ) from err
+    summary = detect_corpus(args.input, args.output, field=args.field, config=args.config,
+                            accelerator=args.accelerator, devices=args.devices,
+                            num_nodes=args.num_nodes, shard_size=args.shard_size,
+                            dtype=args.dtype, per_token=args.per_token)  # fmt: skip
+    if summary:
+        _emit(summary)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m watermark``."""
+    return _build_parser(
+        {"generate": cmd_generate, "detect": cmd_detect, "show": cmd_show,
+         "detect-corpus": cmd_detect_corpus, "keygen": cmd_keygen, "calibrate": cmd_calibrate,
+         "serve": cmd_serve}
+    )  # fmt: skip
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (2 for a user mistake, 1 for an internal failure)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, or a command-line mistake already reported
+        return int(done.code or 0)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for name in ("watermark.core.models", "watermark.app.bulk"):  # first-use work, resumes
+        logging.getLogger(name).setLevel(logging.INFO)
+    try:
+        return int(args.func(args))
+    except USER_ERRORS as err:
+        if args.verbose:
+            raise
+        print(f"error: {_first_line(err)}", file=sys.stderr)
+        return USAGE_ERROR
+    except Exception as err:  # a bug, or the machine (memory, disk): not the user's input
+        if args.verbose:
+            raise
+        print(f"error: internal failure ({type(err).__name__}: {_first_line(err)}); run again "
+              "with -v for the traceback", file=sys.stderr)  # fmt: skip
+        return INTERNAL_ERROR

@@ -1,0 +1,197 @@
+"""The argument parser of ``python -m watermark``: subcommands, options and argument types.
+
+The commands themselves live in :mod:`watermark.app.cli`; a parse error prints one ``error:`` line
+and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from watermark.app.calibrate import LENGTHS
+from watermark.core.config_checks import COMPUTE_DTYPES
+
+USAGE_ERROR = 2
+EXAMPLES = {
+    "generate": "python -m watermark generate --prompt 'The storm hit the coast.' > gen.jsonl",
+    "detect": "python -m watermark detect --file gen.jsonl",
+    "show": "python -m watermark show --file gen.jsonl --out page.html",
+    "detect-corpus": "python -m watermark detect-corpus --input docs.jsonl --output scores.jsonl "
+    "--devices 2 --accelerator cpu",
+    "keygen": "python -m watermark keygen --out my-config.json --key-file my.key",
+    "calibrate": "python -m watermark calibrate --human human.jsonl --watermarked gen.jsonl",
+    "serve": "python -m watermark serve --host 127.0.0.1 --port 8000   # then open the page at /",
+}
+
+
+def window_list(text: str) -> list[int]:
+    """argparse type: comma-separated span sizes >= 2, e.g. ``128,256``; ``off``: none."""
+    if text.strip().lower() == "off":
+        return []
+    try:
+        sizes = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 128,256, got {text!r}") from None
+    if not sizes or min(sizes) < 2:
+        raise argparse.ArgumentTypeError(f"sizes must be >= 2, got {text!r}")
+    return sizes
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one ``error:`` line and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(USAGE_ERROR, f"error: {message} (see {self.prog} --help)\n")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default where it has one (not for None or False flags)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _subparser(sub, name: str, helptext: str, func) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        name,
+        help=helptext,
+        description=helptext,
+        formatter_class=HelpFormatter,
+    )
+    p.epilog = f"example:\n  {EXAMPLES[name]}"
+    p.set_defaults(func=func)
+    return p
+
+
+def _key_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--key-file", action="append", help="file whose first line is a key "
+                   "(repeatable: the first is the current key, the rest earlier keys)")  # fmt: skip
+
+
+def _device_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
+    p.add_argument(
+        "--dtype",
+        choices=COMPUTE_DTYPES,
+        help="compute dtype of the models (default: the config's compute_dtype); detect with "
+        "the dtype the text was generated with",
+    )
+
+
+def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
+    """The argument parser of ``python -m watermark``; ``commands`` maps each subcommand to
+    the function that runs it."""
+    parser = Parser(
+        prog="python -m watermark",
+        description="Command line: watermarked generation, detection and keys.",
+        epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES.values()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    gen = _subparser(sub, "generate", "watermarked continuations of prompts", commands["generate"])
+    gen.add_argument("--prompt", action="append", help="a prompt (repeatable)")
+    gen.add_argument("--file", help="JSONL file with a 'prompt' field per line ('-' = stdin)")
+    gen.add_argument("--max-new-tokens", type=positive_int, default=200, help="tokens per text")
+    gen.add_argument("--seed", type=int, default=0, help="sampling seed (batch b uses seed + b)")
+    gen.add_argument("--batch-size", type=positive_int, default=8, help="prompts per batch")
+    gen.add_argument("--no-watermark", action="store_true", help="generate without watermark")
+    gen.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _key_option(gen)
+    _device_options(gen)
+
+    for name, func, helptext in (
+        ("detect", commands["detect"], "detect the watermark in texts"),
+        ("show", commands["show"], "write an HTML page highlighting scored and green tokens"),
+    ):
+        p = _subparser(sub, name, helptext, func)
+        p.add_argument("--text", action="append", help="a text (repeatable)")
+        p.add_argument("--file", help="JSONL file with a 'text' field per line ('-' = stdin)")
+        p.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+        _key_option(p)
+        _device_options(p)
+        if name == "detect":
+            p.add_argument("--per-token", action="store_true", help="add per-token flags")
+            p.add_argument("--windows", type=window_list, help="windowed test for partly "
+                           "watermarked text: span sizes in tokens (default: the config's, "
+                           "128,256 shipped); off: the whole-text test only")  # fmt: skip
+        else:
+            p.add_argument("--out", default="watermark.html", help="HTML file to write")
+    bulk = _subparser(sub, "detect-corpus", "detect a whole corpus on several devices or nodes "
+                      "(Lightning), resumable", commands["detect-corpus"])  # fmt: skip
+    bulk.add_argument("--input", required=True, help="JSONL or Parquet file")
+    bulk.add_argument("--output", required=True, help="JSONL file, one result per input row")
+    bulk.add_argument("--field", default="text", help="column holding the texts")
+    bulk.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    bulk.add_argument("--accelerator", default="auto", choices=["auto", "cpu", "gpu"])
+    bulk.add_argument("--devices", type=positive_int, default=1, help="processes per node")
+    bulk.add_argument("--num-nodes", type=positive_int, default=1, help="nodes")
+    bulk.add_argument("--shard-size", type=positive_int, default=64, help="rows per shard")
+    bulk.add_argument("--dtype", choices=COMPUTE_DTYPES,
+                      help="compute dtype (default: the config's)")  # fmt: skip
+    bulk.add_argument("--per-token", action="store_true", help="add per-token flags")
+    keygen = _subparser(sub, "keygen", "write a config with a fresh secret key (mode 0600)",
+                        commands["keygen"])  # fmt: skip
+    keygen.add_argument("--out", required=True, help="config JSON to write")
+    keygen.add_argument("--config", help="config to start from (default: the shipped one)")
+    keygen.add_argument("--key-file", help="write the key to this file (mode 0600) and name it "
+                        "in the config instead of the key itself")  # fmt: skip
+    keygen.add_argument("--rotate", action="store_true", help="keep the starting config's keys "
+                        "as old_keys, so detection still finds texts made under them")  # fmt: skip
+    keygen.add_argument("--force", action="store_true", help="overwrite existing files")
+    cal = _subparser(sub, "calibrate", "FPR and TPR by length on your own human and "
+                     "watermarked texts", commands["calibrate"])  # fmt: skip
+    cal.add_argument("--human", required=True, help="JSONL of unwatermarked texts ('text')")
+    cal.add_argument("--watermarked", help="JSONL of watermarked texts ('text')")
+    cal.add_argument("--lengths", type=window_list, default=list(LENGTHS),
+                     help="length bins in generator tokens")  # fmt: skip
+    cal.add_argument("--expect-key", type=int, default=0, help="index of the key the "
+                     "watermarked texts were made with (0: key; k: old_keys[k-1])")  # fmt: skip
+    cal.add_argument("--human-by-length", action="store_true", help="also cut the human "
+                     "texts to each length bin")  # fmt: skip
+    cal.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _key_option(cal)
+    _device_options(cal)
+    srv = _subparser(sub, "serve", "detection over HTTP: a JSON API and a page (needs the "
+                     "serve extra)", commands["serve"])  # fmt: skip
+    srv.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _key_option(srv)
+    _device_options(srv)
+    srv.add_argument("--windows", type=window_list, help="default windowed-test span sizes "
+                     "(default: the config's); off: the whole-text test only")  # fmt: skip
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    srv.add_argument("--port", type=positive_int, default=8000, help="port to listen on")
+    srv.add_argument("--max-batch", type=positive_int, help="texts per detector call "
+                     "(default: 8 on a CPU, 64 on an accelerator)")  # fmt: skip
+    srv.add_argument("--max-queue", type=positive_int, default=256,
+                     help="texts waiting for the detector; past it requests get 503")  # fmt: skip
+    srv.add_argument("--max-texts", type=positive_int, default=64, help="texts per request")
+    srv.add_argument("--max-chars", type=positive_int, default=20_000,
+                     help="characters per text (longer: 413)")  # fmt: skip
+    srv.add_argument("--max-work", type=positive_int, default=256 * 512 * 3,
+                     help="queued work (tokens x tests) past which requests get 503")  # fmt: skip
+    srv.add_argument("--tokens-file", help="admit only the clients listed here (NAME TOKEN "
+                     "[texts_per_minute=N] [chars_per_day=N] per line, mode 600; SIGHUP "
+                     "re-reads it)")  # fmt: skip
+    srv.add_argument("--audit-log", help="append the audit log (one JSON line per request, "
+                     "no texts or tokens) to this file instead of stderr")  # fmt: skip
+    srv.add_argument("--insecure-no-auth", action="store_true", help="allow a non-loopback "
+                     "--host without --tokens-file: anyone who reaches it can use the key as an "
+                     "oracle")  # fmt: skip
+    return parser

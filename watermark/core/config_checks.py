@@ -1,0 +1,101 @@
+"""Type, choice and range checks of a :class:`~watermark.core.config.WatermarkConfig`, run when it
+is made.
+
+Types are checked first, as the fields' annotations say (a JSON ``"two"`` for ``alpha`` is named
+as such, not met later as a ``TypeError`` inside torch); then the choices each field declares and
+the ranges. The config module imports this one, never the other way round: the checks read a
+config's fields by name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+# the dtypes the measurement model and the embedder may compute in (torch.<name>)
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+# JSON types of the annotations (bool is not an int here; an int is a float)
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,), "int": (int,), "float": (float, int), "bool": (bool,), "None": (type(None),)
+}  # fmt: skip
+
+
+def json_types(annotation: str) -> tuple[type, ...]:
+    """The JSON types a field annotated ``annotation`` accepts (``"int | None"``: int or null)."""
+    types: tuple[type, ...] = ()
+    for part in annotation.split("|"):
+        part = part.strip()
+        types += (list,) if part.startswith("list[") else JSON_TYPES[part]
+    return types
+
+
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # a pinned mapper or embedder (watermark.core.identity)
+
+
+def type_problems(cfg: object) -> list[str]:
+    """One message per field whose value has the wrong JSON type."""
+    found = []
+    for f in fields(cfg):
+        if f.name == "source":
+            continue
+        value, types = getattr(cfg, f.name), json_types(f.type)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            got = type(value).__name__ if f.metadata.get("secret") else repr(value)
+            found.append(f"{f.name} must be {names}, got {got}")
+    return found
+
+
+def problems(cfg: object) -> list[str]:
+    """Every type or range problem of a config (empty: valid)."""
+    found = type_problems(cfg)
+    if found:
+        return found
+    for f in fields(cfg):
+        choices = f.metadata.get("choices")
+        if choices and getattr(cfg, f.name) not in choices:
+            found.append(f"{f.name} must be one of {choices}, got {getattr(cfg, f.name)!r}")
+    for name in ("mapper_digest", "embedder_digest"):
+        value = getattr(cfg, name)
+        if value is not None and not DIGEST.fullmatch(value):
+            found.append(f"{name} must be 'sha256:' and 64 hex digits, got {value!r}")
+    if cfg.delta <= 0 or cfg.bias <= 0:
+        found.append(f"delta and bias must be > 0, got {cfg.delta}, {cfg.bias}")
+    if cfg.layers < 1:
+        found.append(f"layers must be >= 1, got {cfg.layers}")
+    if cfg.fresh_only and not cfg.unique_tokens:
+        found.append("fresh_only needs unique_tokens=true (repeats are never tested)")
+    if cfg.repeats == "bigram" and (not cfg.fresh_only or cfg.null_model != "vocab"):
+        found.append("repeats='bigram' needs fresh_only=true and null_model='vocab'")
+    if cfg.context_guard < 0:
+        found.append(f"context_guard must be >= 0, got {cfg.context_guard}")
+    if cfg.opening_steps < 0:
+        found.append(f"opening_steps must be >= 0, got {cfg.opening_steps}")
+    if cfg.opening_steps > 0 and not cfg.opening_sentence.strip():
+        found.append("opening_sentence must be set when opening_steps > 0")
+    if not 0 < cfg.target_fpr < 1:
+        found.append(f"target_fpr must be in (0, 1), got {cfg.target_fpr}")
+    if not cfg.temperature > 0:
+        found.append(f"need temperature > 0, got {cfg.temperature}")
+    if cfg.top_k < 0 or not 0 < cfg.top_p <= 1:
+        found.append(f"need top_k >= 0 and 0 < top_p <= 1, got {cfg.top_k}, {cfg.top_p}")
+    if not cfg.key:
+        found.append("key must be a non-empty string")
+    if not all(isinstance(k, str) and k for k in cfg.old_keys):
+        found.append("old_keys must be a list of non-empty strings (keys, env:NAME or file:PATH)")
+    if cfg.vocab_size is not None and cfg.vocab_size < 1:
+        found.append(f"vocab_size must be >= 1 or null, got {cfg.vocab_size}")
+    if cfg.mm_window < 2 or cfg.embed_prefix_tokens < 1:
+        found.append(
+            f"need mm_window >= 2 and embed_prefix_tokens >= 1, got {cfg.mm_window}, "
+            f"{cfg.embed_prefix_tokens}"
+        )
+    if cfg.embed_window < 0:
+        found.append(f"embed_window must be >= 0 (0: the whole prefix), got {cfg.embed_window}")
+    if cfg.embed_batch_size < 1:
+        found.append(f"embed_batch_size must be >= 1, got {cfg.embed_batch_size}")
+    if not cfg.allowed_scripts or not all(isinstance(x, str) for x in cfg.allowed_scripts):
+        found.append("allowed_scripts must be a non-empty list of strings, e.g. ['LATIN']")
+    if not all(isinstance(w, int) and not isinstance(w, bool) and w >= 2 for w in cfg.window_sizes):
+        found.append(f"window_sizes must be integers >= 2, got {cfg.window_sizes}")
+    return found

@@ -1,0 +1,132 @@
+"""Key material beyond the key: digests of the mapper and the embedder, and config fingerprints.
+
+Every green list comes from the sentence embedder (SE) and the semantic mapper as much as from the
+secret key: a retrained mapper, or another embedder under the same name, is another key, and text
+made with the old one no longer tests as watermarked. So a config pins both by content:
+
+* ``mapper_digest`` / ``embedder_digest`` hold :func:`tensor_digest` of each part, a SHA-256 of its
+  tensors (names, shapes, float32 values), which does not depend on the file format or device.
+  ``keygen`` writes both and the shipped config carries them.
+* A config without a pin, whose part is the shipped one by name (``checkpoints/mapper-minilm``,
+  ``minilm``), is held to the shipped config's pin when the part is loaded by name; a part under
+  another name is unpinned, and loading it warns. A part passed in as an object is checked only
+  against an explicit pin.
+* A mismatch is a :class:`~watermark.core.errors.UserError` (exit 2 on the command line) that names
+  the expected and found digests and the way out.
+
+:func:`fingerprint` is a short digest of what generation and detection must share (the found
+digests among them, never a key or the opening sentence); ``generate`` writes it with each text
+and ``detect`` reports it with each result, so text checked under another config is noticed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import replace
+from functools import lru_cache
+
+import torch
+
+from watermark.core.config import DEFAULT_CONFIG_PATH, WatermarkConfig
+from watermark.core.errors import UserError
+
+logger = logging.getLogger(__name__)
+
+# the fields, besides the mapper and the embedder, that a text's green bits and gate depend on
+SHARED_FIELDS = (
+    "generator", "measurement_model", "mm_start_token", "alpha", "opening_steps",
+    "context_guard", "fresh_only", "repeats", "token_map", "embed_window",
+    "embed_prefix_tokens", "mm_window", "compute_dtype",
+)  # fmt: skip
+
+
+def tensor_digest(module: torch.nn.Module) -> str:
+    """``"sha256:<hex>"`` of a module's state: every tensor's name, shape and values (float32 for
+    floating tensors, int64 otherwise), in name order."""
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        kind = torch.float32 if tensor.is_floating_point() else torch.int64
+        values = tensor.detach().to("cpu", kind).contiguous()
+        h.update(f"{name}:{tuple(values.shape)}:{kind}\n".encode())
+        h.update(values.numpy().tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def shipped_pins() -> dict[str, tuple[str, str | None]]:
+    """``{"mapper": (name, digest), "embedder": (name, digest)}`` of the shipped config."""
+    data = json.loads(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))
+    return {part: (data[part], data.get(f"{part}_digest")) for part in ("mapper", "embedder")}
+
+
+def expected_digest(cfg: WatermarkConfig, part: str, by_name: bool) -> str | None:
+    """The digest ``part`` (``"mapper"`` or ``"embedder"``) must have under ``cfg``, or None.
+
+    An explicit ``<part>_digest`` always applies; without one, a part loaded by the shipped
+    name is held to the shipped digest.
+    """
+    pinned = getattr(cfg, f"{part}_digest")
+    if pinned or not by_name:
+        return pinned
+    name, digest = shipped_pins()[part]
+    return digest if getattr(cfg, part) == name else None
+
+
+def check_part(
+    cfg: WatermarkConfig, part: str, found: str, by_name: bool, warn: bool = True
+) -> None:
+    """Refuses a mapper or embedder whose digest is not the one ``cfg`` pins (UserError).
+
+    Warns (with ``warn``) when a part loaded by name is not pinned at all.
+    """
+    expected = expected_digest(cfg, part, by_name)
+    name = getattr(cfg, part)
+    if expected is None:
+        if by_name and warn:
+            logger.warning(
+                "watermark config does not pin its %s %r: texts are scored with whatever it "
+                "holds now (%s); pin it with \"%s_digest\": \"%s\" (keygen writes it)",
+                part, name, short(found), part, found,
+            )  # fmt: skip
+        return
+    if expected != found:
+        where = "the mapper folder" if part == "mapper" else "the embedder"
+        raise UserError(
+            f"{part} {name!r} is not the one this config was made with: expected "
+            f"{short(expected)}, found {short(found)}; a {part} is part of the key, so texts "
+            f'made with the other one do not test as watermarked: point "{part}" at '
+            f'{where} the config was made with (or set "{part}_digest" to {found} to adopt '
+            "this one for new texts)"
+        )
+
+
+def pinned(cfg: WatermarkConfig) -> WatermarkConfig:
+    """``cfg`` with ``mapper_digest`` and ``embedder_digest`` set to the digests of the parts it
+    names (loaded by name; a pin it already has must match)."""
+    from watermark.core.models import load_embedder
+    from watermark.core.semantic_mapper import SemanticMapper
+
+    found = {
+        "mapper": tensor_digest(SemanticMapper.from_pretrained(cfg.mapper_dir())),
+        "embedder": tensor_digest(load_embedder(cfg.resolve_path(cfg.embedder))),
+    }
+    for part, digest in found.items():
+        check_part(cfg, part, digest, by_name=True, warn=False)
+    return replace(cfg, mapper_digest=found["mapper"], embedder_digest=found["embedder"])
+
+
+def short(digest: str) -> str:
+    """``sha256:`` and the first 12 hex digits, for messages."""
+    return digest[: len("sha256:") + 12]
+
+
+def fingerprint(cfg: WatermarkConfig, vocab_size: int, mapper: str, embedder: str) -> str:
+    """``"wm-<12 hex>"``: digest of the shared fields, the green lists per step, V and the found
+    mapper and embedder digests (no key, no opening sentence)."""
+    shared = {name: getattr(cfg, name) for name in SHARED_FIELDS}
+    shared.update(green_lists=cfg.green_lists, vocab_size=int(vocab_size), mapper=mapper,
+                  embedder=embedder)  # fmt: skip
+    blob = json.dumps(shared, sort_keys=True).encode()
+    return "wm-" + hashlib.sha256(blob).hexdigest()[:12]

@@ -1,0 +1,384 @@
+"""AWTI: the measurement model (MM) and its next-token entropies over the generated text only.
+
+Definition (used by generation, detection and the reference): for generator step t (1-based),
+the MM context is
+
+* same tokenizer:  ``[start] + S_{0:t-1}`` (the generated ids themselves);
+* cross tokenizer: ``[start] + encode_mm(decode_gen(S_{0:t-1}))`` (the decoded prefix re-encoded
+  with the MM's tokenizer, see :mod:`watermark.core.text`),
+
+and the gate entropy H_t is the entropy (nats) of the MM's next-token distribution after that
+context. ``start`` is ``mm_start_token`` of the config, else the MM tokenizer's BOS, else its EOS:
+the MM never sees the prompt, and at step 1 (empty prefix) it conditions on ``start`` alone.
+
+Long texts (the window W = ``mm_window``): a context body of n tokens (after ``start``) is cut to
+its tokens from :func:`window_start` on, a multiple of W/2 chosen so that W/2 <= kept < W once
+n >= W. Texts shorter than W are never cut. The rule bounds the MM's memory and cost per step
+and is applied identically by generation (the KV cache restarts when the window moves), detection
+and the reference.
+
+Fast paths: detection streams the MM over each window segment in ``chunk``-token pieces with a
+KV cache, keeping entropies (or green mass), not logits (cross tokenizer: a prefix whose
+re-encoding is not a prefix of the segment's gets its own forward). Generation keeps a KV cache
+per batch (same tokenizer) or per row (cross tokenizer, cropped to the common prefix).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from watermark.core.errors import UserError
+from watermark.core.green_lists import GreenLists
+from watermark.core.text import decode_ids, encode_text
+from watermark.core.timer import StageTimer
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in nats of softmax(logits) along the last axis, computed in float32."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).nan_to_num(0.0).sum(-1)
+
+
+def window_start(n: int, window: int) -> int:
+    """First kept index of a context body of ``n`` tokens under window W (0: nothing cut)."""
+    if window <= 0 or n < window:
+        return 0
+    half = window // 2
+    return ((n - window) // half + 1) * half
+
+
+def resolve_start_id(tokenizer: object, token: str | None) -> int:
+    """Token id the MM conditions on at the empty prefix (see module docstring)."""
+    if token is not None:
+        tid = tokenizer.convert_tokens_to_ids(token)
+        if tid is None or tid == getattr(tokenizer, "unk_token_id", None):
+            raise UserError(
+                f"mm_start_token {token!r} is not in the measurement model's vocabulary"
+            )
+        return int(tid)
+    for tid in (tokenizer.bos_token_id, tokenizer.eos_token_id):
+        if tid is not None:
+            return int(tid)
+    raise UserError("the measurement model's tokenizer has no BOS or EOS; set mm_start_token")
+
+
+@functools.cache
+def _cache_argument(model_type: type) -> str:
+    """The name of a causal LM's KV-cache argument: ``cache`` (transformers 5.x), else the
+    earlier ``past_key_values`` (deprecated in 5.x with a warning on every call)."""
+    params = inspect.signature(model_type.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def cached_forward(
+    model: torch.nn.Module, cache: object, **kwargs: object
+) -> tuple[object, object]:
+    """``model(**kwargs)`` continuing ``cache`` (None: a new one); returns (output, its cache)."""
+    name = _cache_argument(type(model))
+    out = model(**kwargs, **{name: cache}, use_cache=True)
+    return out, getattr(out, name)
+
+
+class MeasurementModel:
+    """The MM with the context convention above.
+
+    Args:
+        model: A causal LM (eval mode).
+        tokenizer: Its tokenizer.
+        gen_tokenizer: The generator's tokenizer (to decode prefixes in cross-tokenizer mode).
+        same_tokenizer: Whether generator ids can be fed to the MM directly.
+        start_id: Token id of the empty-prefix context.
+        timer: Adds the MM's time to stage ``mm``.
+        window: W of the long-text rule (0: never cut).
+        chunk: Tokens per forward when detection streams a segment.
+        batch_logits: Logit values per forward when detection batches texts
+            (:meth:`texts_entropies`); 0 detects text by text; ``None``: 2**30 on an
+            accelerator (where a forward is launch-bound, so a padded batch pays off), else 0.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: object,
+        gen_tokenizer: object,
+        same_tokenizer: bool,
+        start_id: int,
+        timer: StageTimer | None = None,
+        window: int = 0,
+        chunk: int = 256,
+        batch_logits: int | None = None,
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.gen_tokenizer = gen_tokenizer
+        self.same_tokenizer = same_tokenizer
+        self.start_id = int(start_id)
+        self.timer = timer or StageTimer()
+        self.window = int(window)
+        self.chunk = int(chunk)
+        self.batch_logits = batch_logits
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def logit_budget(self) -> int:
+        """Logit values per shared forward of :meth:`texts_entropies` (0: text by text)."""
+        if self.batch_logits is None:
+            return 0 if self.device.type == "cpu" else 2**30
+        return self.batch_logits
+
+    def body_ids(self, prefix_ids: Sequence[int]) -> list[int]:
+        """MM tokens of a generated prefix S_{0:t-1} (generator ids), before the window."""
+        if self.same_tokenizer:
+            return [int(i) for i in prefix_ids]
+        return encode_text(self.tokenizer, decode_ids(self.gen_tokenizer, prefix_ids))
+
+    def context_ids(self, prefix_ids: Sequence[int]) -> list[int]:
+        """MM context for a generated prefix S_{0:t-1}: ``[start]`` + the windowed body."""
+        body = self.body_ids(prefix_ids)
+        return [self.start_id, *body[window_start(len(body), self.window) :]]
+
+    @torch.inference_mode()
+    def _logits(self, ids: Sequence[int]) -> torch.Tensor:
+        """Float32 logits (L, V_mm) of one full forward over ``ids``, on the MM's device."""
+        with self.timer.stage("mm"):
+            x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+            return self.model(input_ids=x, use_cache=False).logits[0].float()
+
+    @torch.inference_mode()
+    def _stream(self, ids: list[int], positions: list[int]) -> Iterator[tuple[list[int], Tensor]]:
+        """Logits at ``positions`` (sorted) of one forward over ``ids``, ``chunk`` tokens at a time.
+
+        Yields ``(indices into positions, float32 logits (k, V_mm) on the MM's device)`` per
+        chunk.
+        """
+        cache, done, pos = None, 0, 0
+        while pos < len(positions):
+            end = min(len(ids), done + self.chunk)
+            take = []
+            while pos < len(positions) and positions[pos] < end:
+                take.append(pos)
+                pos += 1
+            keep = torch.tensor([positions[i] - done for i in take], dtype=torch.long)
+            with self.timer.stage("mm"):
+                x = torch.tensor([ids[done:end]], dtype=torch.long, device=self.device)
+                kept = keep.to(self.device) if take else 1
+                out, cache = cached_forward(self.model, cache, input_ids=x, logits_to_keep=kept)
+            done = end
+            if take:
+                yield take, out.logits[0].float()
+
+    def step_logits(
+        self, gen_ids: Sequence[int], steps: Sequence[int], progress: bool = False
+    ) -> Iterator[tuple[list[int], Tensor]]:
+        """MM next-token logits of the given steps of one generated text, in bounded chunks.
+
+        Args:
+            gen_ids: Generator token ids s_1..s_T of the text.
+            steps: 1-based steps t (each <= T); step t uses the context of S_{0:t-1}.
+            progress: Show a progress bar over the steps.
+
+        Yields:
+            ``(indices into steps, float32 logits (k, V_mm) on the MM's device)``, every step
+            exactly once.
+        """
+        from tqdm.auto import tqdm
+
+        bodies = {}  # step -> MM body of its prefix (cross tokenizer only)
+        groups: dict[int, list[int]] = {}
+        for i, t in enumerate(steps):
+            if self.same_tokenizer:
+                n = t - 1
+            else:
+                bodies[i] = self.body_ids(gen_ids[: t - 1])
+                n = len(bodies[i])
+            groups.setdefault(window_start(n, self.window), []).append(i)
+        bar = tqdm(total=len(steps), desc="MM", unit="tok", disable=not progress, leave=False)
+        for s, members in sorted(groups.items()):
+            if self.same_tokenizer:
+                last = max(steps[i] - 1 for i in members)
+                segment = [self.start_id, *map(int, gen_ids[s:last])]
+                length = {i: steps[i] - 1 - s for i in members}
+            else:
+                ref = max((bodies[i] for i in members), key=len)
+                segment = [self.start_id, *ref[s:]]
+                length = {}
+                for i in members:
+                    if ref[: len(bodies[i])] == bodies[i]:
+                        length[i] = len(bodies[i]) - s
+                    else:  # re-encoding changed earlier MM tokens at this boundary
+                        yield [i], self._logits([self.start_id, *bodies[i][s:]])[-1:]
+                        bar.update(1)
+            order = sorted(length, key=length.get)
+            for take, logits in self._stream(segment, [length[i] for i in order]):
+                yield [order[k] for k in take], logits
+                bar.update(len(take))
+        bar.close()
+
+    def text_entropies(
+        self, gen_ids: Sequence[int], steps: Sequence[int], progress: bool = False
+    ) -> torch.Tensor:
+        """Gate entropies H_t of the given steps of one text: float32 (len(steps),)."""
+        out = torch.full((len(steps),), float("nan"))
+        for idx, logits in self.step_logits(gen_ids, steps, progress):
+            out[idx] = entropy_from_logits(logits).cpu()  # reduced where the logits are
+        return out
+
+    @torch.inference_mode()
+    def texts_entropies(
+        self, texts: Sequence[Sequence[int]], steps: Sequence[Sequence[int]]
+    ) -> list[Tensor]:
+        """:meth:`text_entropies` of many texts: float32 (len(steps[i]),) per text.
+
+        With ``batch_logits`` > 0, same-tokenizer texts shorter than the window share padded
+        forwards (right padding, so each real position sees exactly its own context) of at
+        most ``batch_logits`` logit values each; others take the per-text path.
+        """
+        budget = self.logit_budget
+        out: list[Tensor | None] = [None] * len(texts)
+        batchable = []
+        for n, ids in enumerate(texts):
+            if (
+                budget > 0
+                and self.same_tokenizer
+                and steps[n]
+                and (self.window <= 0 or len(ids) - 1 < self.window)
+            ):
+                batchable.append(n)
+            else:
+                out[n] = self.text_entropies(texts[n], steps[n])
+        batchable.sort(key=lambda n: len(texts[n]))
+        vocab = int(self.model.get_output_embeddings().weight.shape[0])
+        while batchable:
+            longest = max(steps[batchable[0]])
+            group = [batchable.pop(0)]
+            while batchable:
+                longest_next = max(longest, max(steps[batchable[0]]))
+                if (len(group) + 1) * longest_next * vocab > budget:
+                    break
+                longest = longest_next
+                group.append(batchable.pop(0))
+            with self.timer.stage("mm"):
+                x = torch.full((len(group), longest), self.start_id, dtype=torch.long)
+                mask = torch.zeros_like(x)
+                for row, n in enumerate(group):  # context of step t: [start] + S_{0:t-1}
+                    body = [int(i) for i in texts[n][: max(steps[n]) - 1]]
+                    x[row, 1 : 1 + len(body)] = torch.tensor(body, dtype=torch.long)
+                    mask[row, : 1 + len(body)] = 1
+                logits = self.model(input_ids=x.to(self.device), attention_mask=mask.to(
+                    self.device), use_cache=False).logits  # fmt: skip
+                for row, n in enumerate(group):
+                    at = torch.tensor(steps[n], dtype=torch.long, device=logits.device) - 1
+                    out[n] = entropy_from_logits(logits[row, at]).cpu()
+        return out  # type: ignore[return-value]
+
+    def text_green_mass(
+        self, gen_ids: Sequence[int], steps: Sequence[int], lists: GreenLists
+    ) -> torch.Tensor:
+        """MM probability mass on each step's green tokens: float64 (len(steps), L)."""
+        out = torch.zeros(len(steps), lists.num_lists, dtype=torch.float64)
+        for idx, logits in self.step_logits(gen_ids, steps):
+            probs = torch.softmax(logits.double(), -1).to(lists.signs.device)
+            out[idx] = lists.select(idx).green_mass(probs).cpu()
+        return out
+
+    def start(self, batch_size: int) -> MMGenerationState:
+        """A fresh incremental state for one ``generate`` call."""
+        if self.same_tokenizer:
+            return SameTokenizerState(self, batch_size)
+        return CrossTokenizerState(self, batch_size)
+
+
+class MMGenerationState:
+    """Incremental MM state during generation (one per ``generate`` call)."""
+
+    def __init__(self, mm: MeasurementModel, batch_size: int) -> None:
+        self.mm = mm
+        self.batch_size = batch_size
+
+    def entropies(self, gen: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+        """Gate entropies H_t for the next step, given the generated ids so far.
+
+        Args:
+            gen: Long tensor (B, t-1): generated ids of every row (no prompt).
+            rows: Rows whose entropy is needed.
+
+        Returns:
+            Float32 tensor (B,); NaN for rows that were not computed.
+        """
+        raise NotImplementedError
+
+
+class SameTokenizerState(MMGenerationState):
+    """One batched KV cache; rows all have the same length (the generated part is never padded)."""
+
+    def __init__(self, mm: MeasurementModel, batch_size: int) -> None:
+        super().__init__(mm, batch_size)
+        self.cache = None
+        self.fed = 0
+        self.segment = 0  # window start of the cached context
+
+    @torch.inference_mode()
+    def entropies(self, gen: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+        out = torch.full((gen.shape[0],), float("nan"))
+        if len(rows) == 0:
+            return out
+        with self.mm.timer.stage("mm"):
+            s = window_start(gen.shape[1], self.mm.window)
+            if s != self.segment:  # the window moved: restart the cache on the kept tokens
+                self.cache, self.fed, self.segment = None, 0, s
+            device = self.mm.device  # the ids stay on the device: no host round trip
+            starts = torch.full(
+                (gen.shape[0], 1), self.mm.start_id, dtype=torch.long, device=device
+            )
+            ctx = torch.cat([starts, gen[:, s:].to(device, torch.long)], dim=1)  # (B, t - s)
+            new = ctx[:, self.fed :]
+            result, self.cache = cached_forward(self.mm.model, self.cache, input_ids=new)
+            self.fed = ctx.shape[1]
+            return entropy_from_logits(result.logits[:, -1]).cpu()
+
+
+class CrossTokenizerState(MMGenerationState):
+    """One KV cache per row over the MM re-encoding of that row's decoded prefix."""
+
+    def __init__(self, mm: MeasurementModel, batch_size: int) -> None:
+        super().__init__(mm, batch_size)
+        self.ids: list[list[int]] = [[] for _ in range(batch_size)]
+        self.caches: list[object] = [None] * batch_size
+        self.last: list[float] = [float("nan")] * batch_size
+
+    @torch.inference_mode()
+    def _row(self, row: int, ctx: list[int]) -> float:
+        cached = self.ids[row]
+        common = 0
+        for a, b in zip(cached, ctx):
+            if a != b:
+                break
+            common += 1
+        if common == len(ctx) == len(cached):
+            return self.last[row]
+        keep = min(common, len(ctx) - 1)  # feed at least one token to get the next-token logits
+        if self.caches[row] is None or keep == 0:
+            self.caches[row] = None
+            keep = 0
+        elif len(cached) > keep:
+            self.caches[row].crop(-(len(cached) - keep))
+        x = torch.tensor([ctx[keep:]], dtype=torch.long, device=self.mm.device)
+        result, self.caches[row] = cached_forward(self.mm.model, self.caches[row], input_ids=x)
+        self.ids[row] = list(ctx)
+        self.last[row] = float(entropy_from_logits(result.logits[0, -1]))
+        return self.last[row]
+
+    def entropies(self, gen: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+        out = torch.full((gen.shape[0],), float("nan"))
+        with self.mm.timer.stage("mm"):
+            for row in rows:
+                out[row] = self._row(row, self.mm.context_ids(gen[row].tolist()))
+        return out

@@ -1,0 +1,222 @@
+"""The strength rules on logits: how a step's green lists change the sampling distribution.
+
+Every rule turns next-token logits (B, V) into the logits that are sampled from, given each row's
+mapper signs (B, D), the keyed token maps (L, V) that turn them into ``L`` green lists (1 for the
+biasing rules, ``layers`` for the tournament) and the rows whose gate is open. The sampling
+filters of the config (top-k, then top-p) are part of the rule's output, so the processor returns
+exactly what is sampled:
+
+``paper``
+    ``l * (1 + delta * v_hat)``, then filters (the paper's AWTS, as written: a negative green
+    logit becomes *more* negative).
+``floor``
+    ``(l - f) * (1 + delta * v_hat) + f`` with ``f`` the smallest finite logit among the top-k,
+    then filters: the paper's temperature scaling measured from a point every kept token lies
+    above, independent of the model's logit offset.
+``additive``
+    ``l + bias * v_hat`` (KGW's rule on the semantic green list, the paper's "KGW-0 + AWTI +
+    SLSVE" ablation).
+``tournament``
+    Tournament sampling over ``L`` layers of green bits g_l (SynthID-Text's update with binary
+    g-values): ``p <- p * (1 + g_l - sum(p * g_l))`` for l = 1..L. For a random key every
+    token's probability is unchanged in expectation, so the rule does not shift the model's
+    distribution on average; it only correlates the choice with the green bits.
+
+``repeated`` tokens (``repeats="bigram"``: tokens already in the generated text) read each list
+at their dimension shifted by the row's ``repeat_shift`` (the keyed shift of its previous
+token), so their bits differ from their first occurrence's and follow the token before them.
+
+``neutral`` tokens (the config's ``fresh_only``: tokens already in the generated text, and EOS)
+get v_hat = 1/2 in every list, the mean of a random green bit: the rule neither favours nor
+disfavours them, and the tournament stays distribution-preserving.
+
+``filter_first`` applies top-k / top-p before the rule instead of after it. The rule then only
+re-weights tokens the model itself would sample: a boost can no longer pull a tail token into
+the nucleus. The tournament is distribution-preserving only with ``filter_first``.
+
+The sampling temperature divides every row's logits first, as transformers' temperature warper
+does before top-k / top-p. Rows whose gate is closed get the temperature and the filters only;
+-inf logits stay -inf.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from watermark.core.rules import RULES
+
+
+def logit_floor(logits: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Per-row floor: smallest finite logit among the top-k, shape (B, 1).
+
+    Args:
+        logits: Float tensor (B, V).
+        top_k: k; 0 or >= V means all finite logits.
+    """
+    k = logits.shape[-1] if top_k <= 0 else min(top_k, logits.shape[-1])
+    values = torch.topk(logits, k, dim=-1).values
+    finite = torch.isfinite(values)
+    big = torch.finfo(values.dtype).max
+    floor = torch.where(finite, values, torch.full_like(values, big)).min(-1, keepdim=True).values
+    return torch.where(floor == big, torch.zeros_like(floor), floor)
+
+
+def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Top-k, then top-p (nucleus) filtering; removed entries become -inf.
+
+    Top-p keeps the smallest set of most likely tokens whose probability reaches ``top_p`` (at
+    least one token), as transformers' ``TopPLogitsWarper`` does.
+
+    Args:
+        logits: Float tensor (B, V).
+        top_k: k (0 disables).
+        top_p: Nucleus mass in (0, 1] (1 disables).
+    """
+    out = logits
+    if 0 < top_k < out.shape[-1]:
+        top = torch.topk(out, top_k, dim=-1)
+        out = out.masked_fill(out < top.values[:, -1:], float("-inf"))
+        if top_p < 1.0 and bool((torch.isfinite(out).sum(-1) == top_k).all()):
+            # no tie at the k-th value: the k candidates, already sorted, are every finite logit
+            kept = top.values.masked_fill(_past_nucleus(top.values, top_p), float("-inf"))
+            return out.scatter(-1, top.indices, kept)
+    if top_p < 1.0:
+        ordered, order = torch.sort(out, dim=-1, descending=True)
+        drop = _past_nucleus(ordered, top_p)
+        out = out.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return out
+
+
+def _past_nucleus(ordered: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Bool, the shape of ``ordered`` (logits sorted in descending order per row): the entries
+    outside the top-p nucleus (never the first)."""
+    probs = torch.softmax(ordered, dim=-1)
+    before = torch.cumsum(probs, dim=-1) - probs  # mass of strictly more likely tokens
+    drop = before >= top_p
+    drop[:, 0] = False
+    return drop
+
+
+def tournament(logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
+    """Tournament update over the layers of green values; returns log-probabilities (B, N).
+
+    Args:
+        logits: Float tensor (B, N) over N tokens (the vocabulary, or a row's candidates).
+        green: Tensor (B, L, N) of g_l(token) in [0, 1] (bits, or 1/2 for neutral tokens).
+    """
+    probs = torch.softmax(logits.double(), dim=-1)
+    for layer in range(green.shape[1]):
+        g = green[:, layer].to(probs.dtype)
+        # clamp: rounding in the green mass can push a vanishing probability below zero
+        probs = (probs * (1.0 + g - (probs * g).sum(-1, keepdim=True))).clamp_min(0.0)
+    return probs.log().to(logits.dtype)
+
+
+def green_values(
+    green_dims: torch.Tensor, maps: torch.Tensor, neutral: torch.Tensor | None
+) -> torch.Tensor:
+    """v_hat of some tokens per list: (B, L, N) floats, 1/2 where ``neutral`` (B, N) is set.
+
+    Args:
+        green_dims: Bool (B, D) mapper signs.
+        maps: Long (L, B, N) dimension of each row's tokens in each list.
+        neutral: Bool (B, N) or None.
+    """
+    dims = maps.permute(1, 0, 2)  # (B, L, N)
+    bits = green_dims.gather(1, dims.reshape(dims.shape[0], -1)).reshape(dims.shape).float()
+    return bits if neutral is None else bits.masked_fill(neutral[:, None, :], 0.5)
+
+
+def shift_repeats(
+    maps: torch.Tensor, repeated: torch.Tensor | None, shift: torch.Tensor | None, dims: int
+) -> torch.Tensor:
+    """Row maps (L, B, N) with the ``repeated`` (B, N) entries read at ``(dim + shift) % D``,
+    ``shift`` (L, B) being each row's repeat shift per list."""
+    if repeated is None or shift is None:
+        return maps
+    moved = (maps + shift[:, :, None]) % dims
+    return torch.where(repeated[None], moved, maps)
+
+
+def _tournament_on_candidates(
+    base: torch.Tensor,
+    green_dims: torch.Tensor,
+    token_maps: torch.Tensor,
+    neutral: torch.Tensor | None,
+    k: int,
+    repeated: torch.Tensor | None,
+    repeat_shift: torch.Tensor | None,
+) -> torch.Tensor:
+    """The tournament on each row's top-k tokens only (the others are -inf after filtering)."""
+    cand = torch.topk(base, k, dim=-1).indices  # (B, k)
+    mask = None if neutral is None else neutral.gather(1, cand)
+    again = None if repeated is None else repeated.gather(1, cand)
+    maps = shift_repeats(token_maps[:, cand], again, repeat_shift, green_dims.shape[1])
+    logp = tournament(base.gather(1, cand), green_values(green_dims, maps, mask))
+    return torch.full_like(base, float("-inf")).scatter(1, cand, logp)
+
+
+def apply_rule(
+    logits: torch.Tensor,
+    green_dims: torch.Tensor,
+    token_maps: torch.Tensor,
+    gated: torch.Tensor,
+    rule: str,
+    strength: float,
+    top_k: int = 50,
+    top_p: float = 1.0,
+    filter_first: bool = False,
+    neutral: torch.Tensor | None = None,
+    temperature: float = 1.0,
+    repeated: torch.Tensor | None = None,
+    repeat_shift: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The sampling logits of a batch.
+
+    Args:
+        logits: Float tensor (B, V) of next-token logits.
+        green_dims: Bool tensor (B, D): the mapper signs of each row's step.
+        token_maps: Long tensor (L, V): token -> dimension, per green list; token i is green in
+            list l iff ``green_dims[:, token_maps[l, i]]`` (biasing rules read list 0).
+        gated: Bool tensor (B,): rows to watermark.
+        rule: One of :data:`RULES`.
+        strength: ``delta`` (paper, floor) or ``bias`` (additive); unused by the tournament.
+        top_k: Top-k of the sampling filters (also the floor's k).
+        top_p: Top-p of the sampling filters.
+        filter_first: Filter before the rule instead of after it.
+        neutral: Bool (B, V) of tokens whose v_hat is 1/2 in every list, or None.
+        temperature: Divides the logits before anything else (every row).
+        repeated: Bool (B, V) of tokens read at a shifted dimension, or None.
+        repeat_shift: Long (L, B): each row's shift per list (with ``repeated``).
+
+    Returns:
+        New float tensor (B, V).
+    """
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
+    if temperature != 1.0:
+        logits = logits / temperature
+    base = filter_logits(logits, top_k, top_p) if filter_first else logits
+    batch, vocab = logits.shape
+    if rule == "tournament" and filter_first and 0 < top_k < vocab:
+        marked = _tournament_on_candidates(
+            base, green_dims, token_maps, neutral, top_k, repeated, repeat_shift
+        )
+    elif rule == "tournament":
+        maps = token_maps[:, None, :].expand(-1, batch, -1)
+        maps = shift_repeats(maps, repeated, repeat_shift, green_dims.shape[1])
+        marked = tournament(base, green_values(green_dims, maps, neutral))
+    else:
+        maps = token_maps[:1, None, :].expand(-1, batch, -1)
+        shift = None if repeat_shift is None else repeat_shift[:1]
+        maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
+        g0 = green_values(green_dims, maps, neutral)[:, 0].to(logits.dtype)
+        if rule == "paper":
+            marked = base * (1.0 + strength * g0)
+        elif rule == "floor":
+            floor = logit_floor(base, top_k)
+            marked = (base - floor) * (1.0 + strength * g0) + floor
+        else:
+            marked = base + strength * g0
+    out = torch.where(gated.to(logits.device)[:, None], marked, base)
+    return out if filter_first else filter_logits(out, top_k, top_p)

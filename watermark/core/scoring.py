@@ -1,0 +1,330 @@
+"""The one scoring core shared by the logits processor and the detector.
+
+For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}):
+
+* gate: always open for t = 1..M (exactly M steps, M = ``opening_steps``); for t > M open iff the
+  measurement model's entropy H(P_MM(. | S_{0:t-1})) >= alpha (see
+  :mod:`watermark.core.measurement`); with the context guard h > 0, closed at any step whose last h
+  generated tokens (the end of S_{0:t-1}) already occurred as a contiguous run earlier in S_{0:t-1};
+* embedding input: the secret opening sentence for t <= M, else the decoded prefix
+  ``decode_ids(S_{0:t-1})`` cut to its first P tokens, or with a local context W > 0 its last W
+  tokens (:meth:`WatermarkCore.prefix_span`; see :mod:`watermark.core.text`);
+* v_hat: mapper signs of the embedding, expanded over the full LM-head width V by the keyed token
+  maps, one per layer (see :mod:`watermark.core.semantic`);
+* sampling logits: the configured strength rule and sampling filters (see
+  :mod:`watermark.core.rules`).
+
+The logits processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the
+whole batch; the detector calls :meth:`WatermarkCore.text_gate` and
+:meth:`WatermarkCore.green_lists` per text. Both go through :meth:`gate` and
+:meth:`embedding_input`, so they cannot disagree about which steps are watermarked or which text
+is embedded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from watermark.core.config import WatermarkConfig
+from watermark.core.green_lists import GreenLists
+from watermark.core.identity import fingerprint
+from watermark.core.measurement import MeasurementModel, MMGenerationState
+from watermark.core.rules.logits import apply_rule
+from watermark.core.semantic import SemanticScorer
+from watermark.core.text import decode_ids
+from watermark.core.timer import StageTimer
+
+
+def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
+    """Context guard for the next step of a batch: bool (B,).
+
+    Args:
+        gen: Long tensor (B, n): generated ids so far (the prefix S_{0:t-1} of step t = n + 1).
+        h: Guard length (0: never repeated).
+
+    Returns:
+        Whether each row's last h ids already occurred as a contiguous run starting earlier.
+    """
+    if h <= 0 or gen.shape[1] <= h:
+        return torch.zeros(gen.shape[0], dtype=torch.bool, device=gen.device)
+    windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
+    return (windows[:, :-1] == windows[:, -1:]).all(-1).any(-1)
+
+
+def repeated_steps(ids: Sequence[int], h: int) -> torch.Tensor:
+    """Context guard of every step of one text of T ids: bool (T,), entry t-1 for step t."""
+    out = torch.zeros(len(ids), dtype=torch.bool)
+    if h <= 0:
+        return out
+    seen: set[tuple[int, ...]] = set()
+    for start in range(len(ids) - h):  # the window ids[start:start+h] is step start+h+1's context
+        window = tuple(ids[start : start + h])
+        out[start + h] = window in seen
+        seen.add(window)
+    return out
+
+
+def followers(gen: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Bool (B, V): the tokens that already followed each row's last token in its text, i.e.
+    the candidates whose (previous token, token) pair would occur again.
+
+    Args:
+        gen: Long tensor (B, n): generated ids so far.
+        vocab_size: V.
+    """
+    out = torch.zeros(gen.shape[0], vocab_size, device=gen.device)
+    if gen.shape[1] >= 2:
+        after_last = (gen[:, :-1] == gen[:, -1:]).to(out.dtype)  # (B, n - 1)
+        out.scatter_add_(1, gen[:, 1:].long(), after_last)
+    return out > 0
+
+
+@dataclass
+class StepDecision:
+    """What the core decided for one generation step of a batch.
+
+    Attributes:
+        step: The 1-based step t.
+        gated: Bool (B,): rows watermarked at this step.
+        entropy: Float (B,): MM entropy (NaN where not computed, e.g. t <= M).
+        green: Green lists of the B rows (meaningful for gated rows only).
+        neutral: Bool (B, V): tokens whose v_hat is 1/2 (``fresh_only``), else None.
+        repeated: Bool (B, V): tokens read at a shifted dimension (``repeats="bigram"``), else
+            None.
+        repeat_shift: Long (L, B): each row's shift per list (the previous token's), else None.
+    """
+
+    step: int
+    gated: torch.Tensor
+    entropy: torch.Tensor
+    green: GreenLists
+    neutral: torch.Tensor | None = None
+    repeated: torch.Tensor | None = None
+    repeat_shift: torch.Tensor | None = None
+
+
+@dataclass
+class TextGate:
+    """Gate of every step of one text (detection path).
+
+    Attributes:
+        entropy: Float (T,): MM entropy per step (NaN where not needed).
+        gated: Bool (T,): steps in the scored set W.
+    """
+
+    entropy: torch.Tensor
+    gated: torch.Tensor
+
+
+class WatermarkCore:
+    """Gate, embedding input and v_hat for generated prefixes.
+
+    Args:
+        config: The watermark config (alpha, delta, M, scaling, ...).
+        tokenizer: Generator tokenizer.
+        measurement: The measurement model.
+        semantic: SE + mapper + token map.
+    """
+
+    def __init__(
+        self,
+        config: WatermarkConfig,
+        tokenizer: object,
+        measurement: MeasurementModel,
+        semantic: SemanticScorer,
+    ) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.measurement = measurement
+        self.semantic = semantic
+        self._opening: torch.Tensor | None = None
+
+    @property
+    def vocab_size(self) -> int:
+        return self.semantic.vocab_size
+
+    @property
+    def fingerprint(self) -> str:
+        """``"wm-..."``: what generation and detection share, the mapper and the embedder
+        included (:func:`watermark.core.identity.fingerprint`); never the key."""
+        digests = self.semantic.digests
+        return fingerprint(self.config, self.vocab_size, digests["mapper"], digests["embedder"])
+
+    @property
+    def timer(self) -> StageTimer:
+        """Seconds per stage: measurement model ``mm``, embedder ``embed``, mapper ``map``."""
+        return self.semantic.timer
+
+    @property
+    def opening_steps(self) -> int:
+        return int(self.config.opening_steps)
+
+    def gate(
+        self, steps: torch.Tensor, entropies: torch.Tensor, repeated: torch.Tensor
+    ) -> torch.Tensor:
+        """Bool (N,): step t is watermarked iff (t <= M or H_t >= alpha) and its context is new.
+
+        NaN entropy closes the gate (past M); ``repeated`` is the context guard of each step.
+        """
+        return ((steps <= self.opening_steps) | (entropies >= self.config.alpha)) & ~repeated
+
+    def prefix_span(self, step: int) -> tuple[int, int]:
+        """Token span [a, b) of the prefix S_{0:t-1} that the SE embeds at a step t > M.
+
+        The last W = ``embed_window`` tokens when W > 0, else the first P =
+        ``embed_prefix_tokens``.
+        """
+        n, window = step - 1, self.config.embed_window
+        if window > 0:
+            return max(0, n - window), n
+        return 0, min(n, self.config.embed_prefix_tokens)
+
+    def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
+        """The text the SE embeds at step t: the opening sentence for t <= M, else the decoded
+        span :meth:`prefix_span` of the prefix S_{0:t-1}."""
+        if step <= self.opening_steps:
+            return self.config.opening_sentence
+        a, b = self.prefix_span(step)
+        return decode_ids(self.tokenizer, prefix_ids[a:b])
+
+    def opening_signs(self) -> torch.Tensor:
+        """Mapper signs of the opening sentence, bool (D,), computed once."""
+        if self._opening is None:
+            self._opening = self.semantic.green_lists([self.config.opening_sentence]).signs[0]
+        return self._opening
+
+    def green_lists(
+        self, steps: Sequence[int], texts: Sequence[Sequence[int]], progress: bool = False
+    ) -> GreenLists:
+        """The green lists of many steps, embedding each distinct SE input once, in batches.
+
+        Args:
+            steps: 1-based steps t.
+            texts: Per step, the generated ids of its text (at least t - 1 of them; the prefix
+                S_{0:t-1} is their start). Steps of one text may share one list object.
+            progress: Show an embedding progress bar on stderr.
+
+        Returns:
+            Green lists of N = len(steps) steps.
+        """
+        signs = self.semantic.no_signs(len(steps))
+        late = [i for i, t in enumerate(steps) if t > self.opening_steps]
+        early = [i for i, t in enumerate(steps) if t <= self.opening_steps]
+        if early:
+            signs[early] = self.opening_signs()
+        if late:
+            inputs: dict[tuple[int, int, int], str] = {}  # (text, span) -> SE input
+            keys = []
+            for i in late:
+                key = (id(texts[i]), *self.prefix_span(steps[i]))
+                if key not in inputs:
+                    inputs[key] = self.embedding_input(steps[i], texts[i][: steps[i] - 1])
+                keys.append(key)
+            unique = sorted(set(inputs.values()))
+            row = {text: n for n, text in enumerate(unique)}
+            found = self.semantic.green_lists(unique, progress=progress).signs
+            signs[late] = found[[row[inputs[k]] for k in keys]]
+        return self.semantic.from_signs(signs)
+
+    def generation_step(
+        self,
+        gen: torch.Tensor,
+        active: torch.Tensor,
+        state: MMGenerationState,
+        eos_ids: Sequence[int] = (),
+    ) -> StepDecision:
+        """Decides one decoding step for a batch.
+
+        Args:
+            gen: Long tensor (B, t-1): the ids generated so far (prompt excluded).
+            active: Bool (B,): rows still generating (finished rows are never gated).
+            state: The MM's incremental state for this generation.
+            eos_ids: Ids that end a text (never tested, so neutral with ``fresh_only``).
+
+        Returns:
+            The step decision for step t = gen.shape[1] + 1.
+        """
+        batch, step = gen.shape[0], gen.shape[1] + 1
+        entropy = torch.full((batch,), float("nan"))
+        if step > self.opening_steps:
+            rows = [int(r) for r in torch.nonzero(active).flatten()]
+            entropy = state.entropies(gen, rows)
+        steps = torch.full((batch,), step, dtype=torch.long)
+        repeated = repeated_context(gen, self.config.context_guard).cpu()
+        gated = self.gate(steps, entropy, repeated) & active.cpu()
+        rows = [int(r) for r in torch.nonzero(gated).flatten()]
+        signs = self.semantic.no_signs(batch)
+        if rows:
+            gen_cpu = gen.cpu()
+            lists = self.green_lists([step] * len(rows), [gen_cpu[r].tolist() for r in rows])
+            signs[rows] = lists.signs
+        neutral, repeated, shift = None, None, None
+        lists = self.semantic.from_signs(signs)
+        if self.config.fresh_only:
+            seen = torch.zeros(batch, self.vocab_size, dtype=torch.bool, device=gen.device)
+            seen.scatter_(1, gen.long(), True)
+            if self.config.repeats == "bigram" and gen.shape[1] > 0:
+                repeated = seen
+                shift = lists.repeat_shifts[:, gen[:, -1].long().to(lists.repeat_shifts.device)]
+                neutral = followers(gen, self.vocab_size)  # pairs already in the text
+            else:
+                neutral = seen
+            neutral[:, list(eos_ids)] = True
+        return StepDecision(step, gated, entropy, lists, neutral, repeated, shift)
+
+    def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
+        """The logits to sample from, (B, V): the strength rule on gated rows, then filters."""
+        cfg = self.config
+        return apply_rule(
+            scores,
+            decision.green.signs.to(scores.device),
+            decision.green.token_maps.to(scores.device),
+            decision.gated,
+            rule=cfg.scaling,
+            strength=cfg.strength,
+            top_k=cfg.top_k,
+            top_p=cfg.top_p,
+            filter_first=cfg.filter_first,
+            temperature=cfg.temperature,
+            neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
+            repeated=None if decision.repeated is None else decision.repeated.to(scores.device),
+            repeat_shift=None
+            if decision.repeat_shift is None
+            else decision.repeat_shift.to(scores.device),
+        )
+
+    def text_gate(self, ids: Sequence[int], progress: bool = False) -> TextGate:
+        """Gate of every step of one text of T generator tokens (one streamed MM pass).
+
+        Args:
+            ids: Generator token ids s_1..s_T.
+            progress: Show a progress bar over the text's steps.
+        """
+        steps = list(range(self.opening_steps + 1, len(ids) + 1))
+        found = self.measurement.text_entropies(ids, steps, progress) if steps else None
+        return self._text_gate(ids, found)
+
+    def text_gates(self, texts: Sequence[Sequence[int]]) -> list[TextGate]:
+        """:meth:`text_gate` of many texts, the MM batched across them where it can be."""
+        steps = [list(range(self.opening_steps + 1, len(ids) + 1)) for ids in texts]
+        found = self.measurement.texts_entropies(texts, steps)
+        return [self._text_gate(ids, h if len(h) else None) for ids, h in zip(texts, found)]
+
+    def _text_gate(self, ids: Sequence[int], found: torch.Tensor | None) -> TextGate:
+        """The gate of one text of T ids, given the entropies of its steps M+1..T (if any)."""
+        T = len(ids)
+        entropy = torch.full((T,), float("nan"))
+        if found is not None:
+            entropy[self.opening_steps :] = found
+        repeated = repeated_steps(ids, self.config.context_guard)
+        gated = self.gate(torch.arange(1, T + 1), entropy, repeated)
+        return TextGate(entropy=entropy, gated=gated)
+
+    def null_green_mass(
+        self, ids: Sequence[int], steps: Sequence[int], lists: GreenLists
+    ) -> torch.Tensor:
+        """The ``mm`` null: MM probability mass on each step's green lists, float64 (N, L)."""
+        return self.measurement.text_green_mass(ids, steps, lists)

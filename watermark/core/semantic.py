@@ -1,0 +1,125 @@
+"""SLSVE: semantic green lists from text (sentence embedder -> mapper -> sign -> token map).
+
+``green_lists(texts)`` embeds each text with the sentence embedder (SE), maps the embedding u
+with the semantic mapper to v, and returns the signs v > 0 as a
+:class:`~watermark.core.green_lists.GreenLists` read through the L keyed token maps (one per green
+list a step uses: L = 1 except for the tournament's layers).
+
+Embeddings are computed as in mapper training (``encode(..., normalize_embeddings=False)``; the
+packaged MiniLM normalises inside the model). The SE truncates inputs to its ``max_seq_length``
+word pieces (256 for MiniLM), so the green list of very long prefixes only reflects their start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import torch
+
+from watermark.core.green_lists import GreenLists
+from watermark.core.identity import tensor_digest
+from watermark.core.semantic_mapper import SemanticMapper
+from watermark.core.timer import StageTimer
+from watermark.core.token_map import tokens_per_dim
+
+logger = logging.getLogger(__name__)
+
+
+class SemanticScorer:
+    """Green lists from text: SE + SM + keyed token map.
+
+    Args:
+        embedder: A sentence-transformers model.
+        mapper: The semantic mapper; its input width must equal the embedder's output width.
+        token_maps: Long tensor (L, V) mapping token ids to mapper output dimensions, per layer.
+        batch_size: Embedding batch size.
+        timer: Adds the embedder's and the mapper's time to stages ``embed`` and ``map``.
+        old_token_maps: The token maps (L, V) of earlier keys, which detection also tries (key
+            rotation); key k >= 1 of :meth:`from_signs` is ``old_token_maps[k - 1]``.
+        repeat_shifts: With ``repeats="bigram"``, one (L, V) shift table per key (the current
+            key's first); empty otherwise.
+        digests: ``{"mapper": ..., "embedder": ...}`` as loaded (:mod:`watermark.core.identity`);
+            computed from the parts as given when left out.
+    """
+
+    def __init__(
+        self,
+        embedder: object,
+        mapper: SemanticMapper,
+        token_maps: torch.Tensor,
+        batch_size: int = 32,
+        timer: StageTimer | None = None,
+        old_token_maps: Sequence[torch.Tensor] = (),
+        repeat_shifts: Sequence[torch.Tensor] = (),
+        digests: dict[str, str] | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.mapper = mapper.eval()
+        self.device = next(mapper.parameters()).device
+        self.token_maps = token_maps.to(self.device, torch.long).reshape(-1, token_maps.shape[-1])
+        self.batch_size = batch_size
+        self.timer = timer or StageTimer()
+        self.num_dims = int(mapper.config.output_dim)
+        self.num_layers, self.vocab_size = (int(n) for n in self.token_maps.shape)
+        self.dim_counts = self._counts(self.token_maps)  # (L, D)
+        self.key_maps = [(self.token_maps, self.dim_counts)]  # per key: (maps, counts)
+        for maps in old_token_maps:
+            maps = maps.to(self.device, torch.long).reshape(self.token_maps.shape)
+            self.key_maps.append((maps, self._counts(maps)))
+        if repeat_shifts and len(repeat_shifts) != len(self.key_maps):
+            raise ValueError(f"need one repeat shift table per key, got {len(repeat_shifts)}")
+        self.repeat_shifts = [s.to(self.device, torch.long) for s in repeat_shifts]
+        self._digests = dict(digests or {})
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """``{"mapper": ..., "embedder": ...}``: the parts' digests (key material)."""
+        for part, module in (("mapper", self.mapper), ("embedder", self.embedder)):
+            if part not in self._digests:
+                self._digests[part] = tensor_digest(module)
+        return self._digests
+
+    def _counts(self, token_maps: torch.Tensor) -> torch.Tensor:
+        return torch.stack([tokens_per_dim(m, self.num_dims) for m in token_maps])
+
+    @property
+    def num_keys(self) -> int:
+        """Keys detection tries: the current one and the earlier ones."""
+        return len(self.key_maps)
+
+    @torch.inference_mode()
+    def embed(self, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
+        """Sentence embeddings, float32 tensor of shape (N, E)."""
+        with self.timer.stage("embed"):
+            out = self.embedder.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_tensor=True,
+                normalize_embeddings=False,
+                show_progress_bar=progress,
+            )
+        return out.float().to(self.device)
+
+    @torch.inference_mode()
+    def signs(self, u: torch.Tensor) -> torch.Tensor:
+        """Mapper signs v > 0 for embeddings u (N, E): bool tensor (N, D), on the mapper's
+        device."""
+        with self.timer.stage("map"):
+            return self.mapper(u.to(self.device)) > 0
+
+    def no_signs(self, n: int) -> torch.Tensor:
+        """All-False signs (n, D) on the mapper's device."""
+        return torch.zeros(n, self.num_dims, dtype=torch.bool, device=self.device)
+
+    def from_signs(self, signs: torch.Tensor, key: int = 0) -> GreenLists:
+        """The green lists of mapper signs (N, D) under key ``key`` (0: the current key)."""
+        maps, counts = self.key_maps[key]
+        shifts = self.repeat_shifts[key] if self.repeat_shifts else None
+        return GreenLists(signs, maps, counts, shifts)
+
+    def green_lists(self, texts: Sequence[str], progress: bool = False) -> GreenLists:
+        """The green lists of each text (N = len(texts))."""
+        if len(texts) == 0:
+            return self.from_signs(self.no_signs(0))
+        return self.from_signs(self.signs(self.embed(texts, progress=progress)))
