@@ -1,7 +1,8 @@
 # One-command entry points (see README).
 #   make train  - create .venv, install everything, build embeddings, train the default mapper
 #                 and export it to runs/mapper-minilm (the shipped one is never touched)
-#   make test   - create .venv, install everything, run lint and the test suite
+#   make test   - create .venv, install everything, run lint and the test suite (one pytest
+#                 worker per core, pytest-xdist)
 #   make ship-mapper ARGS=--yes - replace the shipped mapper (key material) with runs/mapper-minilm
 PYTHON ?= python3
 VENV   ?= .venv
@@ -37,7 +38,7 @@ test: $(STAMP)
 	chromium chromium-driver)"
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 corpus: $(STAMP)
 	$(PY) -m data.build

@@ -64,6 +64,7 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
     return root / "eval.yaml"
 
 
+@pytest.mark.slow  # every stage end to end (about 2.5 min on 2 cores)
 def test_quick_run_on_tiny_models_writes_report_and_resumes(
     tmp_path: Path, tiny_embedder_dir: Path, capsys
 ) -> None:
