@@ -9,7 +9,8 @@ so they are shared with it), detected against the human texts of the same units;
   that is not the watermark's (``similarity_embedder``, MPNet by default);
 * ROC-AUC and TPR at 1% FPR against the human texts.
 
-The report draws ROC-AUC and TPR against words kept, one line per method.
+The report draws ROC-AUC and TPR against words kept and against meaning kept, one line per
+method.
 """
 
 from __future__ import annotations
@@ -190,28 +191,36 @@ def curve_table(curves: dict) -> list[str]:
     return lines
 
 
-def curve_plot(curves: dict, out_dir: Path) -> str:
-    """ROC-AUC and TPR at 1% FPR against words kept, one line per method; the PNG's name."""
+AXES = {  # x-axis of a curve plot: (row field, label, PNG name)
+    "words": ("words_kept", "share of the original's distinct words kept", "robustness_curves.png"),
+    "meaning": ("similarity", "meaning kept: cosine similarity to the original",
+                "robustness_meaning.png"),
+}  # fmt: skip
+
+
+def curve_plot(curves: dict, out_dir: Path, axis: str = "words") -> str:
+    """ROC-AUC and TPR at 1% FPR against words kept (``axis="words"``) or meaning kept
+    (``"meaning"``), one line per method; the PNG's name."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    key, label, name = AXES[axis]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for method in dict.fromkeys(r["method"] for r in curves["rows"] if "roc_auc" in r):
         rows = sorted((r for r in curves["rows"] if r["method"] == method),
-                      key=lambda r: -r["words_kept"])  # fmt: skip
+                      key=lambda r: -r[key])  # fmt: skip
         for ax, metric in zip(axes, ("roc_auc", "tpr@1%fpr")):
-            ax.plot([r["words_kept"] for r in rows], [r[metric] for r in rows], marker="o",
+            ax.plot([r[key] for r in rows], [r[metric] for r in rows], marker="o",
                     label=LABELS.get(method, method))  # fmt: skip
     for ax, title in zip(axes, ("ROC-AUC", "TPR at 1% FPR")):
-        ax.set_xlabel("share of the original's distinct words kept")
+        ax.set_xlabel(label)
         ax.set_title(title)
         ax.invert_xaxis()
         ax.grid(alpha=0.3)
     axes[0].legend()
     fig.tight_layout()
-    name = "robustness_curves.png"
     fig.savefig(out_dir / name, dpi=110)
     plt.close(fig)
     return name

@@ -214,7 +214,7 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
     images = plots(results, out_dir)
     curves, curve_lines = results.get("curves"), []
     if curves:
-        images = [curve_plot(curves, out_dir)] + images
+        images = [curve_plot(curves, out_dir), curve_plot(curves, out_dir, "meaning")] + images
         title = (f"### Against attack strength ({curves['prompts']} texts per method, "
                  f"{curves['attacked']} per attack)")  # fmt: skip
         curve_lines = [title, "", *curve_table(curves), ""]

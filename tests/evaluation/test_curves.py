@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from evaluation.curves import matched_quality, matched_table, within_limits
+from pathlib import Path
+
+from evaluation.curves import curve_plot, matched_quality, matched_table, within_limits
 
 
 def _row(method: str, family: str, ppl: float, rep4: float, z: float, attack: str = "none"):
@@ -37,3 +39,11 @@ def test_within_limits_is_inclusive_and_needs_both() -> None:
     assert not within_limits({"ppl_median": 11.01, "rep4": 0.05}, ref)
     assert not within_limits({"ppl_median": 9.0, "rep4": 0.1001}, ref)
     assert within_limits({"ppl_median": 11.5, "rep4": 0.09}, ref, ppl_limit=1.2, rep4_limit=1.2)
+
+
+def test_curves_are_drawn_against_words_kept_and_against_meaning_kept(tmp_path: Path) -> None:
+    rows = [{**_row("ours", "ours", 10, 0.05, 5, attack=a), "words_kept": w, "similarity": m}
+            for a, w, m in (("none", 1.0, 1.0), ("paraphrase@1.0", 0.78, 0.93))]  # fmt: skip
+    names = [curve_plot({"rows": rows}, tmp_path, axis) for axis in ("words", "meaning")]
+    assert names == ["robustness_curves.png", "robustness_meaning.png"]
+    assert all((tmp_path / n).stat().st_size > 1000 for n in names)
