@@ -147,7 +147,7 @@ def test_text_of_the_old_default_is_detected_with_its_config(lm) -> None:
     model, tokenizer = lm
     old = Watermark.load(CONFIGS["additive"](), tokenizer=tokenizer, generator=model)
     new = Watermark.load(CONFIGS["shipped"](), tokenizer=tokenizer, generator=model)
-    texts = [o.text for o in old.generate(PROMPTS, max_new_tokens=150, seed=0)]
+    texts = [o.text for o in old.generate(PROMPTS, max_new_tokens=100, seed=0)]
     found, weak = old.detect(texts), new.detect(texts)
     assert all(r.is_watermarked for r in found)
     assert all(f.z_score > w.z_score + 1 for f, w in zip(found, weak))
