@@ -16,6 +16,7 @@ from pathlib import Path
 from evaluation.config import EvalConfig
 from evaluation.experiment import run_experiment
 from evaluation.report import write_report
+from watermark.core.config import secret_fields
 
 
 def _clean(obj):
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m evaluation " + " ".join(shlex.quote(a) for a in words)
     if args.report_only:
         results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-        for secret in ("key", "opening_sentence"):
+        for secret in secret_fields():  # results written before the secrets were left out
             results["watermark_config"].pop(secret, None)
     else:
         results = _clean(run_experiment(cfg, progress=not args.no_progress))

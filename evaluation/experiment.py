@@ -26,7 +26,6 @@ from evaluation.security import (
     spoofing,
 )
 from evaluation.stealing import steal_and_spoof
-from watermark.core.config import secret_fields
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +47,7 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     ev = _timed(timings, "load", Evaluation, cfg, progress)
     results = {
         "config": cfg.to_dict(),
-        "watermark_config": {  # without the secrets
-            k: v for k, v in ev.wm_config.to_dict().items() if k not in secret_fields()
-        },
+        "watermark_config": ev.wm_config.public_dict(),
         "units": len(ev.units),
         "sources": sorted({u["source"] for u in ev.units}),
         "methods": {},

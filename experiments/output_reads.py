@@ -43,6 +43,7 @@ from evaluation.metrics import detection_metrics  # noqa: E402
 from evaluation.run import Evaluation  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.stats import green_test  # noqa: E402
+from watermark.core.units import first_reads  # noqa: E402
 
 STATS = ("all", "once", "mean")
 _FIRST_READS, _GREEN_TEST = detector.first_reads, detector.green_test
@@ -76,8 +77,7 @@ def mean_test(bits: list[int], gammas: list[float], dims: list[int]) -> tuple[fl
 
 def score(bits: list[int], gammas: list[float], dims: list[int]) -> dict:
     """The three statistics of one text's whole-text bits."""
-    seen: set[int] = set()
-    keep = [i for i, d in enumerate(dims) if not (d in seen or seen.add(d))]
+    keep = first_reads([[d] for d in dims], range(len(dims)), once=True)  # one list per row
     z_all, p_all = green_test(bits, gammas)
     z_once, p_once = green_test([bits[i] for i in keep], [gammas[i] for i in keep])
     z_mean, p_mean = mean_test(bits, gammas, dims)

@@ -38,6 +38,7 @@ from watermark.core.config import as_config  # noqa: E402
 from watermark.core.green_lists import GreenLists  # noqa: E402
 from watermark.core.models import load_lm  # noqa: E402
 from watermark.core.stats import green_test  # noqa: E402
+from watermark.core.units import first_reads  # noqa: E402
 
 RECORDS: list[dict] = []
 
@@ -59,8 +60,7 @@ def _contains_repeat(self: GreenLists, token_ids: torch.Tensor, previous: torch.
 def _green_test(coded: list[int], gammas: list[float]) -> tuple[float, float]:
     bits = [c & 1 for c in coded]
     z, p = green_test(bits, gammas)
-    seen: set[int] = set()
-    keep = [i for i, c in enumerate(coded) if not (c >> 1 in seen or seen.add(c >> 1))]
+    keep = first_reads([[c >> 1] for c in coded], range(len(coded)), once=True)
     z1, p1 = green_test([bits[i] for i in keep], [gammas[i] for i in keep])
     RECORDS.append({"z": z, "p": p, "z_once": z1, "p_once": p1, "bits": len(bits),
                     "bits_once": len(keep)})  # fmt: skip

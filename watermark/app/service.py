@@ -41,7 +41,6 @@ from fastapi.responses import HTMLResponse, Response
 from watermark.app.access import Clients, QuotaExceededError, audit
 from watermark.app.batcher import Batcher, QueueFullError
 from watermark.app.page import STYLE, legend, summary_html, text_html
-from watermark.core.config import secret_fields
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +96,7 @@ def _body(schema: dict) -> dict:
 
 def public_config(config: Any) -> dict[str, Any]:
     """The config's fields without its secrets (keys and opening sentence)."""
-    return {k: v for k, v in config.to_dict().items() if k not in secret_fields()}
+    return config.public_dict()
 
 
 def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None):

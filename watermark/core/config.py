@@ -210,6 +210,11 @@ class WatermarkConfig:
         data.pop("source")
         return data
 
+    def public_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` without the secret fields (:func:`secret_fields`)."""
+        hidden = secret_fields()
+        return {k: v for k, v in self.to_dict().items() if k not in hidden}
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes the config as JSON to ``path``."""
         path = Path(path)
