@@ -94,7 +94,7 @@ def _build_wheel(tmp: Path, env: dict[str, str]) -> Path:
 
 def _make_venv(tmp: Path, env: dict[str, str]) -> Path:
     venv = tmp / "venv"
-    done = _run([sys.executable, "-m", "venv", str(venv)], tmp, env)
+    done = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp, env)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     if done.returncode != 0 or not python.is_file():
         pytest.skip(f"cannot create a virtual environment here: {done.stderr.strip()[-300:]}")
@@ -118,8 +118,8 @@ def test_wheel_works_in_a_fresh_venv_outside_the_clone(tmp_path: Path) -> None:
     assert zipfile.ZipFile(wheel).read(top_level).decode().split() == ["mapper", "watermark"]
 
     python = _make_venv(tmp_path, env)
-    _ok(_run([str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheel)],
-             tmp_path, env))  # fmt: skip
+    pip = [sys.executable, "-m", "pip", "--python", str(python)]  # the venv has no pip of its own
+    _ok(_run([*pip, "install", "-q", "--no-index", "--no-deps", str(wheel)], tmp_path, env))
     site = _ok(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                     tmp_path, env)).strip()  # fmt: skip
     deps = dict.fromkeys(sysconfig.get_path(k) for k in ("purelib", "platlib"))
@@ -132,10 +132,9 @@ def test_wheel_works_in_a_fresh_venv_outside_the_clone(tmp_path: Path) -> None:
 
     modules = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in names
                if n.endswith(".py")]  # fmt: skip
-    importer = f"import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)"
-    _ok(_run([str(python), "-c", importer], work, env))  # every module of the wheel imports
-
-    used = json.loads(_ok(_run([str(python), "-c", USE], work, env)).splitlines()[-1])
+    importer = f"import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)\n"
+    # every module of the wheel imports; then the README's use, in the same process
+    used = json.loads(_ok(_run([str(python), "-c", importer + USE], work, env)).splitlines()[-1])
     assert Path(used["module"]).is_relative_to(site)  # the wheel, not the clone
     assert used["mapper"] == str(Path(used["package"]) / "checkpoints" / "mapper-minilm")
     assert Path(used["mapper"]).is_relative_to(site)

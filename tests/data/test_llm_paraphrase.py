@@ -76,6 +76,7 @@ def test_cache_is_written_per_batch_and_a_rerun_decodes_nothing(
     records = [json.loads(line) for line in cache.read_text().splitlines()]
     assert sorted(r["text"] for r in records) == sorted(TEXTS)
     assert all(r["model"] == model and r["key"] == lp.cache_key(model, r["text"]) for r in records)
+    assert {r["dtype"] for r in records} == {str(lp.default_dtype()).removeprefix("torch.")}
     assert first[3] == first[0] and first[4] is None  # a repeated text; an empty one
     for text, out in zip(TEXTS, first):  # the tiny model's random words are judged when read
         record = next(r for r in records if r["text"] == text)

@@ -119,4 +119,4 @@ def test_config_accepts_the_llm_attacks_and_pins_their_strength() -> None:
     kinds = [(a["kind"], a["strength"], a.get("passes", 1)) for a in loaded.curve_attacks]
     assert kinds == [("llm_paraphrase", 1.0, 1), ("llm_paraphrase", 1.0, 2),
                      ("llm_paraphrase_synonym", 0.5, 1)]  # fmt: skip
-    assert loaded.curve_methods == ["ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"]
+    assert loaded.curve_methods == ["unwatermarked", "ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"]

@@ -97,13 +97,28 @@ def test_two_cpu_processes_match_detect_and_survive_a_kill(setup, tmp_path, caps
     assert f"resuming: {len(done)} of 60 shards already done" in stderr
     assert json.loads(stdout.splitlines()[-1])["rows"] == 120
     assert out.read_text().splitlines() == expected
-    # fewer pending shards than processes: every process still gets one
-    out.unlink()
+
+
+def test_fewer_pending_shards_than_processes_still_give_each_process_one(setup, tmp_path) -> None:
+    """A process without a shard would wait for the others forever: the last pending shard is
+    repeated until every rank of the distributed sampler gets one (both write the same part)."""
+    from torch.utils.data import DistributedSampler
+
+    from watermark.app.bulk import CorpusDataModule, part_file
+
+    parts = tmp_path / "parts"
     parts.mkdir()
-    for i in range(59):
-        (parts / f"shard-{i:06d}.jsonl").write_text("\n".join(expected[2 * i : 2 * i + 2]) + "\n")
-    proc = run_cli(setup, corpus, out, shard_size=2)
-    stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 0, stderr
-    assert "resuming: 59 of 60 shards already done" in stderr
-    assert out.read_text().splitlines() == expected
+    for i in range(4):  # 40 rows, shards of 8: shard 4 is the only one left
+        part_file(parts, i).write_text("{}\n")
+    barriers: list[int] = []
+    for world in (1, 2, 3):
+        data = CorpusDataModule(setup.corpus, "body", parts, shard_size=8)
+        strategy = SimpleNamespace(barrier=lambda: barriers.append(1))
+        data.trainer = SimpleNamespace(world_size=world, strategy=strategy)
+        data.setup("predict")
+        assert data.pending == [4] * world
+        shards = data.predict_dataloader().dataset
+        for rank in range(world):
+            got = [shards[i]["shard"] for i in DistributedSampler(shards, world, rank, False)]
+            assert got == [4]
+    assert len(barriers) == 3
