@@ -31,12 +31,13 @@ from watermark.core.text import encode_text  # noqa: E402
 CONTEXT = {"kgw0": 0, "kgw1": 1, "kgw2": 2}
 
 
-def units(method: object, tokenizer: object, text: str) -> tuple[dict, float]:
-    """The text's detection units (unit -> green) and its z-score under the method."""
-    if method.name == "ours":
+def units(method: object, base: str, tokenizer: object, text: str) -> tuple[dict, float]:
+    """The text's detection units (unit -> green) and its z-score under the method, whose
+    family (``ours``, ``kgw0``, ``kgw1``, ``kgw2``; a variant's base) is ``base``."""
+    if base == "ours":
         res = method.wm.detect([text])[0]
         return {i: g for i, g, t in zip(res.token_ids, res.green, res.tested) if t}, res.z_score
-    c, ids = CONTEXT[method.name], encode_text(tokenizer, text)
+    c, ids = CONTEXT[base], encode_text(tokenizer, text)
     found = {tuple(ids[i - c : i + 1]) for i in range(max(c, 1), len(ids))}
     green = {u: bool(method.green_mask(list(u[:-1]) or [0])[u[-1]]) for u in found}
     return green, method.detect([text])[0].z_score
@@ -68,7 +69,8 @@ def main() -> None:
         n = Counter()
         for original, attack in pairs:
             (before, z_before), (after, z_after) = (
-                units(method, ev.tokenizer, text) for text in (original, attack)
+                units(method, cfg.base_method(name), ev.tokenizer, text)
+                for text in (original, attack)
             )
             n["z_original"] += z_before
             n["z_attacked"] += z_after
