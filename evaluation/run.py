@@ -109,6 +109,7 @@ class Evaluation:
             if len(self.all_units) < wanted:
                 logger.warning("only %d of %d units available", len(self.all_units), wanted)
         self._oracle: OraclePerplexity | None = None
+        self._thesaurus = None  # the synonym attacks' Moby thesaurus, parsed once (about 3 s)
 
     def method(self, name: str) -> Method:
         """A method of the run by name (built on first use); a variant is its ``base`` method
@@ -242,10 +243,11 @@ class Evaluation:
             first = kind.removesuffix("_synonym")
             texts = self.attacked({"kind": first, "strength": 1.0, "passes": passes},
                                   texts, humans)  # fmt: skip
-        from data.synonyms import Thesaurus
+        if self._thesaurus is None:
+            from data.synonyms import Thesaurus
 
-        thesaurus = Thesaurus.load()
-        return [atk.substitute_synonyms(t, strength, thesaurus, seed) for t in texts]
+            self._thesaurus = Thesaurus.load()
+        return [atk.substitute_synonyms(t, strength, self._thesaurus, seed) for t in texts]
 
     # ---- quality ----------------------------------------------------------------------------
 
