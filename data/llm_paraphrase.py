@@ -93,12 +93,12 @@ class TextParaphraser:
     """
 
     def __init__(self, model_name: str, dtype: torch.dtype | None = None) -> None:
+        from watermark.core.devices import resolve_device
         from watermark.core.models import load_lm
 
         self.dtype = dtype or default_dtype()
         self.model, self.tokenizer = load_lm(model_name, dtype=self.dtype)
-        if torch.cuda.is_available():
-            self.model = self.model.to("cuda")
+        self.model = self.model.to(resolve_device("auto"))
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -207,7 +207,9 @@ def run_text_paraphrases(
     if pending:
         paraphraser = TextParaphraser(model_name, dtype=dtype)
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        dtype_name = str(paraphraser.dtype).removeprefix("torch.")
+        from watermark.core.devices import dtype_name
+
+        dtype_text = dtype_name(paraphraser.dtype)
         start = time.perf_counter()
         with (
             cache_path.open("a", encoding="utf-8") as handle,
@@ -219,7 +221,7 @@ def run_text_paraphrases(
                 lines = []
                 for (key, text), (output, finished) in zip(batch, outputs):
                     cache[key] = {"key": key, "model": model_name, "text": text, "output": output,
-                                  "finished": bool(finished), "dtype": dtype_name}  # fmt: skip
+                                  "finished": bool(finished), "dtype": dtype_text}  # fmt: skip
                     lines.append(json.dumps(cache[key], ensure_ascii=False) + "\n")
                 handle.write("".join(lines))
                 handle.flush()

@@ -9,6 +9,7 @@ import pytest
 
 from data import llm_paraphrase as lp
 from tests.helpers import tiny_llama, word_tokenizer
+from watermark.core.devices import dtype_name
 
 TEMPLATE = "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
 TEXTS = ["the storm hit the north road and the bridge .", "the bank said the price rose .",
@@ -76,7 +77,7 @@ def test_cache_is_written_per_batch_and_a_rerun_decodes_nothing(
     records = [json.loads(line) for line in cache.read_text().splitlines()]
     assert sorted(r["text"] for r in records) == sorted(TEXTS)
     assert all(r["model"] == model and r["key"] == lp.cache_key(model, r["text"]) for r in records)
-    assert {r["dtype"] for r in records} == {str(lp.default_dtype()).removeprefix("torch.")}
+    assert {r["dtype"] for r in records} == {dtype_name(lp.default_dtype())}
     assert first[3] == first[0] and first[4] is None  # a repeated text; an empty one
     for text, out in zip(TEXTS, first):  # the tiny model's random words are judged when read
         record = next(r for r in records if r["text"] == text)
