@@ -1,4 +1,4 @@
-"""Command line: ``python -m evaluation --config YAML [--quick] [--out DIR]``.
+"""Command line: ``python -m evaluation --config YAML [--quick] [--set KEY=VALUE ...] [--out DIR]``.
 
 Prints a JSON summary (paths and wall time) on stdout; progress bars and logs go to stderr.
 """
@@ -12,6 +12,8 @@ import math
 import shlex
 import sys
 from pathlib import Path
+
+import yaml
 
 from evaluation.config import EvalConfig
 from evaluation.experiment import run_experiment
@@ -36,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         "--config", required=True, help="experiment YAML (see configs/evaluation/eval.yaml)"
     )
     parser.add_argument("--quick", action="store_true", help="apply the YAML's quick overrides")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="override one YAML key, the value read as YAML (repeatable), e.g. "
+        "--set 'curve_methods=[ours, kgw1]'",
+    )  # fmt: skip
     parser.add_argument("--out", help="output folder (default: the YAML's out_dir)")
     parser.add_argument("--report-dir", help="write report.md and PNGs here (default: out dir)")
     parser.add_argument(
@@ -45,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        cfg = EvalConfig.load(args.config, quick=args.quick)
-    except (OSError, ValueError, TypeError) as err:
+        cfg = EvalConfig.load(args.config, quick=args.quick, overrides=args.set)
+    except (OSError, ValueError, TypeError, yaml.YAMLError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.out:

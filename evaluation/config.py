@@ -214,8 +214,12 @@ class EvalConfig:
         return name if spec is None else spec.get("base", "ours")
 
     @classmethod
-    def load(cls, path: str | Path, quick: bool = False) -> EvalConfig:
-        """Read a YAML file (unknown keys fail); apply its ``quick`` overrides if asked."""
+    def load(
+        cls, path: str | Path, quick: bool = False, overrides: list[str] | None = None
+    ) -> EvalConfig:
+        """Read a YAML file (unknown keys fail); apply its ``quick`` overrides if asked, then
+        each ``KEY=VALUE`` of ``overrides`` (the value read as YAML, e.g. ``num_prompts=8`` or
+        ``curve_methods=[ours, kgw1]``)."""
         path = Path(path)
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         known = {f.name for f in fields(cls)}
@@ -223,11 +227,18 @@ class EvalConfig:
         if unknown:
             raise ValueError(f"{path}: unknown keys {unknown}; known: {sorted(known)}")
         if quick:
-            overrides = data.get("quick") or {}
-            bad = sorted(set(overrides) - known)
+            overrides_quick = data.get("quick") or {}
+            bad = sorted(set(overrides_quick) - known)
             if bad:
                 raise ValueError(f"{path}: unknown quick keys {bad}")
-            data = {**data, **overrides}
+            data = {**data, **overrides_quick}
+        for item in overrides or []:
+            key, sep, value = item.partition("=")
+            if not sep or key.strip() not in known - {"quick", "source_dir"}:
+                raise ValueError(
+                    f"--set {item!r}: expected KEY=VALUE with KEY one of the YAML keys"
+                )
+            data[key.strip()] = yaml.safe_load(value)
         data["source_dir"] = str(path.resolve().parent)
         return cls(**data)
 

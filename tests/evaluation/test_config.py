@@ -34,3 +34,13 @@ def test_config_errors(tmp_path: Path) -> None:
         EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
     with pytest.raises(ValueError, match="oracle"):
         EvalConfig(oracle="smollm2-135m")
+
+
+def test_set_overrides_keys_as_yaml_and_rejects_unknown_ones(tmp_path: Path) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text("num_prompts: 3\ncurve_methods: [ours]\nquick: {num_prompts: 2}\n")
+    cfg = EvalConfig.load(path, quick=True, overrides=["num_prompts=5", "curve_methods=[kgw1]"])
+    assert cfg.num_prompts == 5 and cfg.curve_methods == ["kgw1"]  # --set wins over quick
+    for bad in ("num_prompt=5", "num_prompts", "quick={}"):
+        with pytest.raises(ValueError, match="--set"):
+            EvalConfig.load(path, overrides=[bad])
