@@ -179,6 +179,7 @@ def run_text_paraphrases(
     model_name: str,
     batch_size: int = 8,
     dtype: torch.dtype | None = None,
+    progress: bool = True,
 ) -> list[str | None]:
     """Paraphrase each text whole, reusing and extending the JSONL cache.
 
@@ -192,6 +193,7 @@ def run_text_paraphrases(
         batch_size: Texts per ``generate`` call.
         dtype: The model's dtype (``None``: :func:`default_dtype`). It is written in each
             record, not in the key: a greedy paraphrase depends on it only through rounding.
+        progress: Show a progress bar.
 
     Returns:
         The accepted paraphrase of each text, ``None`` where it was rejected.
@@ -213,7 +215,9 @@ def run_text_paraphrases(
         start = time.perf_counter()
         with (
             cache_path.open("a", encoding="utf-8") as handle,
-            tqdm(total=len(pending), desc="llm paraphrase", unit="text") as bar,
+            tqdm(
+                total=len(pending), desc="llm paraphrase", unit="text", disable=not progress
+            ) as bar,
         ):
             for b in range(0, len(pending), batch_size):
                 batch = pending[b : b + batch_size]

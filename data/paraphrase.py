@@ -213,6 +213,7 @@ def _run_pass(
     cache_path: Path,
     paraphraser: Paraphraser,
     batch_size: int,
+    progress: bool = True,
 ) -> None:
     """Paraphrase ``pending`` in length-sorted batches, appending each batch to the cache."""
     # Whole batches are written at once, so a resumed run re-forms the same remaining batches.
@@ -221,7 +222,9 @@ def _run_pass(
     start = time.perf_counter()
     with (
         cache_path.open("a", encoding="utf-8") as handle,
-        tqdm(total=len(order), desc=f"paraphrase ({mode})", unit="sent") as bar,
+        tqdm(
+            total=len(order), desc=f"paraphrase ({mode})", unit="sent", disable=not progress
+        ) as bar,
     ):
         for batch in batches:
             results = paraphraser.paraphrase([t for _, t in batch], ban_first=mode == BAN_FIRST)
@@ -250,6 +253,7 @@ def run_paraphrases(
     model_name: str = "smollm2-135m",
     dtype: torch.dtype = torch.bfloat16,
     retry: bool = True,
+    progress: bool = True,
 ) -> dict[str, str | None]:
     """Paraphrase ``(id, text)`` items, reusing and extending the JSONL cache.
 
@@ -263,6 +267,7 @@ def run_paraphrases(
         model_name: The paraphrasing model.
         dtype: The paraphrasing model's dtype.
         retry: Run the second pass for rejected sentences.
+        progress: Show a progress bar.
 
     Returns:
         ``{id: paraphrase or None}`` for every item.
@@ -282,5 +287,5 @@ def run_paraphrases(
         logger.info("Paraphrase pass %s: %d of %d sentences to run", mode, len(pending), len(items))
         if pending:
             paraphraser = paraphraser or Paraphraser(model_name, dtype=dtype)
-            _run_pass(pending, mode, cache, cache_path, paraphraser, batch_size)
+            _run_pass(pending, mode, cache, cache_path, paraphraser, batch_size, progress)
     return {i: cached_result(cache, i, t) for i, t in items}

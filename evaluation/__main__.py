@@ -32,6 +32,20 @@ def _clean(obj):
     return obj
 
 
+def _run(cfg: EvalConfig, progress: bool) -> dict:
+    """The experiment; without ``progress``, transformers' model-loading bars are off too."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    if not progress:
+        hf_logging.disable_progress_bar()
+    try:
+        return run_experiment(cfg, progress=progress)
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__)
     parser.add_argument(
@@ -66,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         for secret in secret_fields():  # results written before the secrets were left out
             results["watermark_config"].pop(secret, None)
     else:
-        results = _clean(run_experiment(cfg, progress=not args.no_progress))
+        results = _clean(_run(cfg, progress=not args.no_progress))
         results["command"] = command
     for folder in {out, report_dir}:
         folder.mkdir(parents=True, exist_ok=True)

@@ -85,6 +85,7 @@ def paraphrase_texts(
     seed: int = 0,
     batch_size: int = 16,
     passes: int = 1,
+    progress: bool = True,
 ) -> list[str]:
     """Paraphrase ``strength`` of each text's sentences with the LLM paraphraser (cached).
 
@@ -96,9 +97,11 @@ def paraphrase_texts(
         seed: Which sentences are chosen.
         batch_size: Sentences per generation batch.
         passes: Times the whole attack is applied (each pass to the previous pass's output).
+        progress: Show progress bars.
     """
     for _ in range(passes):
-        texts = _paraphrase_pass(texts, strength, cache_path, model_name, seed, batch_size)
+        texts = _paraphrase_pass(texts, strength, cache_path, model_name, seed, batch_size,
+                                 progress)  # fmt: skip
     return list(texts)
 
 
@@ -109,6 +112,7 @@ def _paraphrase_pass(
     model_name: str,
     seed: int,
     batch_size: int,
+    progress: bool,
 ) -> list[str]:
     from data.paraphrase import run_paraphrases
 
@@ -126,8 +130,9 @@ def _paraphrase_pass(
     }
     # float32: bfloat16 matmuls are emulated (slow) on CPUs without AVX512-BF16
     done = run_paraphrases(
-        sorted(items.items()), cache_path, batch_size, model_name, dtype=torch.float32
-    )
+        sorted(items.items()), cache_path, batch_size, model_name, dtype=torch.float32,
+        progress=progress,
+    )  # fmt: skip
     out = []
     for sentences, chosen in plans:
         parts = []
@@ -144,6 +149,7 @@ def llm_paraphrase_texts(
     model_name: str,
     passes: int = 1,
     batch_size: int = 8,
+    progress: bool = True,
 ) -> list[str]:
     """Paraphrase each whole text with the instruction LLM, ``passes`` times (cached).
 
@@ -157,13 +163,15 @@ def llm_paraphrase_texts(
         model_name: The paraphrasing instruction model (short name, folder or hub id).
         passes: Times each text is paraphrased.
         batch_size: Texts per generation batch.
+        progress: Show a progress bar.
     """
     from data.llm_paraphrase import run_text_paraphrases
 
     out = list(texts)
     for done_passes in range(1, passes + 1):
         bodies = [t.strip() for t in out]
-        results = run_text_paraphrases(bodies, cache_path, model_name, batch_size)
+        results = run_text_paraphrases(bodies, cache_path, model_name, batch_size,
+                                       progress=progress)  # fmt: skip
         sent = [r for r, b in zip(results, bodies) if b]
         logger.info("llm_paraphrase pass %d of %d: %d of %d outputs rejected, texts kept",
                     done_passes, passes, sent.count(None), len(sent))  # fmt: skip

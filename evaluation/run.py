@@ -229,11 +229,13 @@ class Evaluation:
             return atk.paraphrase_texts(
                 texts, strength, self.out / "cache" / "paraphrases.jsonl",
                 self.cfg.resolve(self.cfg.paraphraser), seed=seed, passes=passes,
+                progress=self.progress,
             )  # fmt: skip
         if kind == "llm_paraphrase":  # the whole text, by the instruction LLM
             return atk.llm_paraphrase_texts(
                 texts, self.out / "cache" / "llm_paraphrases.jsonl",
                 self.cfg.resolve(self.cfg.llm_paraphraser), passes=passes,
+                progress=self.progress,
             )  # fmt: skip
         if kind == "deletion":
             return [atk.delete_words(t, strength, seed) for t in texts]

@@ -71,8 +71,11 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     from evaluation.__main__ import main
 
     config = _tiny_setup(tmp_path, tiny_embedder_dir)
+    capsys.readouterr()  # the set-up's own output
     assert main(["--config", str(config), "--quick", "--no-progress"]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert "it/s]" not in captured.err and "text/s]" not in captured.err  # no progress bars
     out = tmp_path / "out"
     results = json.loads((out / "results.json").read_text())
     assert results["units"] == 4 and set(results["methods"]) == {
