@@ -83,6 +83,10 @@ class EvalConfig:
         curve_prompts: Texts per method of the robustness curves (0 skips them; see
             :mod:`evaluation.curves`); the frontier's units come first.
         curve_attacked: Texts per method and attack on the curves.
+        curve_negatives: Human texts the curves detect as negatives (0: the curve prompts' own
+            human texts; more come from the units after them). The TPR at 1% FPR is read above
+            the k-th highest negative, k = floor(0.01 N): with 64 negatives that is the single
+            highest one, so one unusual human text sets it.
         curve_detect: Detect the curve methods' texts (false: their quality rows only, for
             settings judged on quality alone).
         unit_pool: ``"long"`` (default): the documents whose text after the prompt has at least
@@ -146,6 +150,7 @@ class EvalConfig:
     frontier: list[dict[str, Any]] = field(default_factory=list)
     curve_prompts: int = 0
     curve_attacked: int = 64
+    curve_negatives: int = 0
     curve_offset: int = 0
     curve_detect: bool = True
     unit_pool: str = "long"

@@ -71,6 +71,10 @@ def run_curves(ev) -> dict:
     if len(units) < cfg.curve_prompts:
         logger.warning("only %d curve units after offset %d", len(units), cfg.curve_offset)
     humans = [u["human"] for u in units]
+    more = ev.all_units[cfg.curve_offset + len(units) : cfg.curve_offset + cfg.curve_negatives]
+    negatives = humans + [u["human"] for u in more]
+    if len(negatives) < cfg.curve_negatives:
+        logger.warning("only %d of %d curve negatives", len(negatives), cfg.curve_negatives)
     rows = []
     for name in cfg.curve_methods:
         method = ev.method(name)
@@ -82,7 +86,7 @@ def run_curves(ev) -> dict:
         if name == "unwatermarked" or not cfg.curve_detect:  # quality rows only
             rows.append({"method": name, "attack": "none", **quality})
             continue
-        neg = ev.detections(method, humans)
+        neg = ev.detections(method, negatives)
         scores = score_detections(ev.detections(method, texts), neg)
         z_median = statistics.median(scores["z"])
         rows.append({**_row(name, "none", scores, 1.0, 1.0), **quality, "z_median": z_median,

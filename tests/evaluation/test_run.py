@@ -45,7 +45,7 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
         "attacks": [{"kind": k, "strength": 0.3} for k in
                     ("deletion", "synonym", "paraphrase", "copy_paste")],
         "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16, "steal_texts": 4,
-        "spoof_prompts": 2, "curve_prompts": 4, "curve_attacked": 2,
+        "spoof_prompts": 2, "curve_prompts": 4, "curve_attacked": 2, "curve_negatives": 6,
         "curve_methods": ["unwatermarked", "ours", "kgw0", "ours-a0", "kgw0-d1"],
         "variants": {"ours-a0": {"alpha": 0.0}, "kgw0-d1": {"base": "kgw0", "kgw_delta": 1.0}},
         "similarity_embedder": str(tiny_embedder_dir),
@@ -115,6 +115,7 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     curves = curves[1:]
     assert all(0 <= r["words_kept"] <= 1 and -1 <= r["similarity"] <= 1.0001 for r in curves)
     assert all(r["positives"] == (4 if r["attack"] == "none" else 2) for r in curves)
+    assert all(r["negatives"] == 6 for r in curves if "roc_auc" in r)  # 2 beyond the 4 prompts
     steal = results["stealing"]
     assert (steal["steal_texts"], steal["spoof_texts"]) == (4, 2)
     for name in ("kgw0", "kgw1", "ours"):
