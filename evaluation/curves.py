@@ -174,6 +174,7 @@ def matched_table(curves: dict) -> list[str]:
 def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
     return {"method": method, "attack": attack, "words_kept": kept, "similarity": similarity,
             "roc_auc": scores["roc_auc"], "tpr@1%fpr": scores["tpr@1%fpr"],
+            "tpr@p<0.01": scores["tpr@p<0.01"], "fpr@p<0.01": scores["fpr@p<0.01"],
             "positives": scores["positives"], "negatives": scores["negatives"],
             "z": scores["z"]}  # fmt: skip
 
@@ -181,15 +182,17 @@ def _row(method: str, attack: str, scores: dict, kept: float, similarity: float)
 def curve_table(curves: dict) -> list[str]:
     """Markdown table, one row per method and attack."""
     header = ["method", "attack", "words kept", "similarity (meaning)", "ROC-AUC", "TPR@1%FPR",
-              "texts (attacked / human)", "PPL (median)", "rep-4"]  # fmt: skip
+              "p<0.01: TPR / FPR", "texts (attacked / human)", "PPL (median)",
+              "rep-4"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in curves["rows"]:
         quality = [fmt(r.get("ppl_median"), 2), fmt(r.get("rep4"))]
         if "roc_auc" not in r:  # the unwatermarked quality reference
-            cells = [LABELS.get(r["method"], r["method"]), "-", "-", "-", "-", "-", "-", *quality]
+            cells = [LABELS.get(r["method"], r["method"]), *["-"] * 7, *quality]
         else:
             cells = [LABELS.get(r["method"], r["method"]), r["attack"], f"{r['words_kept']:.3f}",
                      f"{r['similarity']:.3f}", f"{r['roc_auc']:.3f}", f"{r['tpr@1%fpr']:.3f}",
+                     f"{fmt(r.get('tpr@p<0.01'))} / {fmt(r.get('fpr@p<0.01'))}",
                      f"{r['positives']} / {r['negatives']}", *quality]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines

@@ -61,9 +61,12 @@ def interleave(items: list[dict], key: str) -> list[dict]:
 
 
 def score_detections(pos: list[MethodDetection], neg: list[MethodDetection]) -> dict:
-    """Detection metrics of positives vs negatives, their z-scores, mean AWR and green share."""
+    """Detection metrics of positives vs negatives, their z-scores, mean AWR and green share, and
+    the shares each method's own test flags at p < 0.01 (``tpr@p<0.01``, ``fpr@p<0.01``)."""
     pos_z = [d.z_score for d in pos]
     res = detection_metrics(pos_z, [d.z_score for d in neg])
+    res["tpr@p<0.01"] = sum(d.p_value < 0.01 for d in pos) / len(pos)
+    res["fpr@p<0.01"] = sum(d.p_value < 0.01 for d in neg) / len(neg)
     res["z"] = pos_z
     res["awr"] = sum(d.awr for d in pos) / len(pos)
     res["green_fraction"] = sum(d.green_fraction for d in pos) / len(pos)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from evaluation.detection import MethodDetection
 from evaluation.store import Store
 from watermark.detection_result import DetectionResult
@@ -40,3 +42,16 @@ def test_a_detection_without_score_or_time_leaves_them_out() -> None:
     assert found.to_record() == {"z": 2.5, "p": 0.006, "num_scored": 90, "num_tokens": 100,
                                  "green_fraction": 0.6, "awr": 0.9}  # fmt: skip
     assert MethodDetection.from_record(found.to_record()) == found
+
+
+def test_scores_count_what_each_method_flags_at_p_001() -> None:
+    from evaluation.run import score_detections
+
+    def det(z: float, p: float) -> MethodDetection:
+        return MethodDetection(z, p, 10, 10, 0.5, 1.0)
+
+    pos = [det(4.0, 0.001), det(2.0, 0.02), det(3.0, 0.009999)]
+    neg = [det(-1.0, 0.8), det(2.6, 0.005), det(0.0, 0.5), det(1.0, 0.2)]
+    res = score_detections(pos, neg)
+    assert res["tpr@p<0.01"] == pytest.approx(2 / 3) and res["fpr@p<0.01"] == 0.25
+    assert res["z"] == [4.0, 2.0, 3.0]

@@ -116,6 +116,7 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert all(0 <= r["words_kept"] <= 1 and -1 <= r["similarity"] <= 1.0001 for r in curves)
     assert all(r["positives"] == (4 if r["attack"] == "none" else 2) for r in curves)
     assert all(r["negatives"] == 6 for r in curves if "roc_auc" in r)  # 2 beyond the 4 prompts
+    assert all(0 <= r["tpr@p<0.01"] <= 1 and 0 <= r["fpr@p<0.01"] <= 1 for r in curves)
     steal = results["stealing"]
     assert (steal["steal_texts"], steal["spoof_texts"]) == (4, 2)
     for name in ("kgw0", "kgw1", "ours"):
