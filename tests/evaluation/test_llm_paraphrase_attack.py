@@ -70,7 +70,7 @@ def _evaluation(root: Path, paraphraser: str) -> Evaluation:
     ev.cfg = EvalConfig.load(root / "eval.yaml")
     ev.out = ev.cfg.output_path()
     ev.store = Store(ev.out / "cache")
-    ev._thesaurus = None
+    ev._thesaurus, ev.progress = None, False
     return ev
 
 
