@@ -123,7 +123,7 @@ def test_real_round_trip_positions(real) -> None:
 
 def test_real_unwatermarked_text_not_flagged(real) -> None:
     wm, model = real
-    outs = wm.generate(model, PROMPTS, max_new_tokens=60, seed=0, watermark=False)
+    outs = wm.generate(model, PROMPTS, max_new_tokens=40, seed=0, watermark=False)
     for res in wm.detect([o.text for o in outs]):
         assert not res.is_watermarked and 0 <= res.p_value <= 1
 
@@ -141,13 +141,14 @@ def test_default_mapper_is_committed_and_trained() -> None:
 def test_text_of_the_old_default_is_detected_with_its_config(lm) -> None:
     """Upgrading from 0.1: text made under the additive default is detected with
     ``configs/watermark-additive.json``; the new default reads it far more weakly (its first list
-    is 0.1's list, the other five are noise to it: 9/32 flagged, median z 1.5 against 6.1)."""
+    is 0.1's list, the other five are noise to it). At 60 tokens: z 4.5 and 5.1 with the old
+    config, 1.0 and 0.6 with the new one."""
     from watermark.api import Watermark
 
     model, tokenizer = lm
     old = Watermark.load(CONFIGS["additive"](), tokenizer=tokenizer, generator=model)
     new = Watermark.load(CONFIGS["shipped"](), tokenizer=tokenizer, generator=model)
-    texts = [o.text for o in old.generate(PROMPTS, max_new_tokens=100, seed=0)]
+    texts = [o.text for o in old.generate(PROMPTS, max_new_tokens=60, seed=0)]
     found, weak = old.detect(texts), new.detect(texts)
     assert all(r.is_watermarked for r in found)
     assert all(f.z_score > w.z_score + 1 for f, w in zip(found, weak))

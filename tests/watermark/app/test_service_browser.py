@@ -112,7 +112,7 @@ def test_page_in_chromium_real_models(tmp_path: Path) -> None:
     model, tokenizer = load_lm("smollm2-135m")
     wm = Watermark.load(WatermarkConfig.default(), tokenizer=tokenizer, generator=model)
     prompt = "The city council met on Tuesday to discuss the new harbour bridge."
-    marked = wm.generate([prompt], max_new_tokens=120, seed=0)[0].text
+    marked = wm.generate([prompt], max_new_tokens=60, seed=0)[0].text  # p 3e-5: far below 0.01
     shot = Path(os.environ.get("WM_SCREENSHOT") or tmp_path / "service.png")
     with serving(create_app(wm)) as base, chromium() as driver:
         human = detect_in_page(driver, base, HUMAN)
