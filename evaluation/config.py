@@ -96,6 +96,8 @@ class EvalConfig:
         curve_offset: Units skipped before the curve units (0: the frontier's units; 128 gives
             a second set of prompts that played no part in choosing a setting on the first).
         curve_methods: Methods on the curves.
+        curve_baseline: The curve method our methods' difference tables compare to (empty: the
+            KGW-1 setting within the quality limits on the curve prompts, if any).
         curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
         curve_matched_only: Attack only the curve methods within the matched-quality limits
             (median PPL <= 1.10x, rep-4 <= 1.25x the ``unwatermarked`` curve method's, which
@@ -151,6 +153,7 @@ class EvalConfig:
     curve_prompts: int = 0
     curve_attacked: int = 64
     curve_negatives: int = 0
+    curve_baseline: str = ""
     curve_offset: int = 0
     curve_detect: bool = True
     unit_pool: str = "long"
@@ -169,6 +172,8 @@ class EvalConfig:
             raise ValueError(f"variant names {clash} clash with methods {list(METHODS)}")
         unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
         unknown += sorted(set(self.curve_methods) - set(METHODS) - set(self.variants))
+        if self.curve_baseline and self.curve_baseline not in self.curve_methods:
+            raise ValueError(f"curve_baseline {self.curve_baseline!r} is not in curve_methods")
         if unknown:
             raise ValueError(
                 f"unknown methods {unknown}; known: {list(METHODS)}, variants {list(self.variants)}"

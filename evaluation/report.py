@@ -187,15 +187,16 @@ def _section(title: str, body: list[str]) -> list[str]:
     return [title, "", *body, ""] if body else []
 
 
-def comparison_lines(curves: dict) -> list[str]:
-    """Quality with intervals, and each of our curve methods against the matched KGW-1."""
+def comparison_lines(curves: dict, baseline: str | None = None) -> list[str]:
+    """Quality with intervals, and each of our curve methods against ``baseline`` (default: the
+    KGW-1 setting within the quality limits on these prompts)."""
     lines = []
     quality = quality_table(curves)
     if quality:
         lines += ["**Quality against unwatermarked text on the same prompts** (median PPL and "
                   "mean rep-4 ratios; paired bootstrap over prompts, 95% intervals)", "",
                   *quality, ""]  # fmt: skip
-    baseline = matched_quality(curves).get("kgw1")
+    baseline = baseline or matched_quality(curves).get("kgw1")
     attacked = {r["method"] for r in curves["rows"] if r["attack"] != "none"}
     for method in dict.fromkeys(r["method"] for r in curves["rows"]):
         family = next(r["family"] for r in curves["rows"] if r["method"] == method)
@@ -224,7 +225,7 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
                             f"median PPL <= {PPL_LIMIT:.2f}x and rep-4 <= {REP4_LIMIT:.2f}x "
                             "unwatermarked; ROC-AUC / TPR at 1% FPR (words kept))", "", *matched,
                             ""]  # fmt: skip
-        curve_lines += comparison_lines(curves)
+        curve_lines += comparison_lines(curves, results["config"].get("curve_baseline"))
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:

@@ -32,6 +32,8 @@ def test_config_errors(tmp_path: Path) -> None:
         EvalConfig(ablations={"mapper": ["m", {"mapper": "m", "embeder": "mpnet"}]})
     with pytest.raises(ValueError, match="bad attack"):
         EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
+    with pytest.raises(ValueError, match="curve_baseline 'kgw1' is not in curve_methods"):
+        EvalConfig(curve_methods=["ours"], curve_baseline="kgw1")
     with pytest.raises(ValueError, match="oracle"):
         EvalConfig(oracle="smollm2-135m")
 

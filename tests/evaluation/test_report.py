@@ -1,0 +1,36 @@
+"""The report's comparison section (evaluation.report.comparison_lines): which baseline it uses."""
+
+from __future__ import annotations
+
+from evaluation.report import comparison_lines
+
+
+def _curves() -> dict:
+    """Ours clearly ahead of a KGW-1 variant after one attack; no unwatermarked quality row."""
+    human = [0.1 * i - 1.5 for i in range(30)]
+    rows = []
+    for method, family, z_attacked in (("ours", "ours", 6.0), ("kgw1-d1.0", "kgw1", 0.5)):
+        rows.append(
+            {
+                "method": method,
+                "family": family,
+                "attack": "none",
+                "words_kept": 1.0,
+                "roc_auc": 1.0,
+                "tpr@1%fpr": 1.0,
+                "z": [8.0] * 20,
+                "human_z": human,
+            }
+        )
+        rows.append({"method": method, "family": family, "attack": "paraphrase@1.0",
+                     "words_kept": 0.8, "roc_auc": 0.9, "tpr@1%fpr": 0.5,
+                     "z": [z_attacked + 0.01 * i for i in range(20)]})  # fmt: skip
+    return {"rows": rows}
+
+
+def test_differences_use_the_named_baseline_and_need_one() -> None:
+    assert comparison_lines(_curves()) == []  # no quality reference: no matched KGW-1
+    lines = comparison_lines(_curves(), "kgw1-d1.0")
+    assert lines[0].startswith("**ours against kgw1-d1.0**")
+    row = next(line for line in lines if line.startswith("| paraphrase@1.0"))
+    assert "resolved, ahead" in row
