@@ -109,7 +109,7 @@ def test_real_sampled_generation_fused_matches_unfused_and_reference(each_rule) 
 
 def test_real_round_trip_positions(real) -> None:
     wm, model = real
-    outs = wm.generate(model, PROMPTS, max_new_tokens=60, seed=0)
+    outs = wm.generate(model, PROMPTS, max_new_tokens=40, seed=0)  # first: 31 scored, 0.77 green
     results = wm.detect([o.text for o in outs])
     matched = 0
     for out, res in zip(outs, results):
