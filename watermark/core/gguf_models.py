@@ -162,9 +162,10 @@ def _gguf_parsed_once() -> Iterator[None]:
     """While converting, each GGUF file is parsed once and each tensor-name map built once.
 
     transformers parses the whole file (vocabulary included) for the config, the tokenizer and
-    the weights, and builds gguf's tensor-name map again for every module of the model: three
-    quarters of SmolLM2-135M's conversion time. Both are pure functions of their arguments, so
-    their results are shared within this block; gguf's own functions are restored after it.
+    the weights, and builds gguf's tensor-name map again for every module of the model: over
+    half of SmolLM2-135M's conversion time (22-26 s, 9-11 s without). Both are pure functions of
+    their arguments, so their results are shared within this block; gguf's own functions are
+    restored after it.
     """
     import gguf
 
