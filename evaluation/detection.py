@@ -9,6 +9,7 @@ evaluation's store caches it as a JSON record with the short keys that earlier r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,3 +64,8 @@ class MethodDetection:
                    num_tokens=record["num_tokens"], green_fraction=record["green_fraction"],
                    awr=record["awr"], score=record.get("score"),
                    seconds=record.get("seconds"))  # fmt: skip
+
+
+def share_flagged(detections: Sequence[MethodDetection], alpha: float = 0.01) -> float:
+    """Share of ``detections`` whose own test gives ``p < alpha``."""
+    return sum(d.p_value < alpha for d in detections) / len(detections)

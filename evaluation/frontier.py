@@ -15,6 +15,7 @@ import itertools
 import math
 from pathlib import Path
 
+from evaluation.detection import share_flagged
 from evaluation.metrics import median
 from watermark.core.rules import STRENGTH_FIELD
 
@@ -101,9 +102,9 @@ def frontier_row(ev, method, units: list[dict], label: str, cell: dict | None) -
     cut = human_threshold([getattr(d, key) for d in neg])
     row.update(
         {
-            "detected@p<0.01": sum(d.p_value < 0.01 for d in pos) / len(pos),
+            "detected@p<0.01": share_flagged(pos),
             "detected@1%human": sum(getattr(d, key) > cut for d in pos) / len(pos),
-            "fpr@p<0.01": sum(d.p_value < 0.01 for d in neg) / len(neg),
+            "fpr@p<0.01": share_flagged(neg),
             "z_median": median([d.z_score for d in pos]),
             "awr": sum(d.awr for d in pos) / len(pos),
         }

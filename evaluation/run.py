@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from evaluation import attacks as atk
 from evaluation.cache_keys import detection_key, generation_key
 from evaluation.config import KGW_BASES, EvalConfig
-from evaluation.detection import MethodDetection
+from evaluation.detection import MethodDetection, share_flagged
 from evaluation.heldout import units as load_units
 from evaluation.methods import (
     KGWMethod,
@@ -65,8 +65,7 @@ def score_detections(pos: list[MethodDetection], neg: list[MethodDetection]) -> 
     the shares each method's own test flags at p < 0.01 (``tpr@p<0.01``, ``fpr@p<0.01``)."""
     pos_z = [d.z_score for d in pos]
     res = detection_metrics(pos_z, [d.z_score for d in neg])
-    res["tpr@p<0.01"] = sum(d.p_value < 0.01 for d in pos) / len(pos)
-    res["fpr@p<0.01"] = sum(d.p_value < 0.01 for d in neg) / len(neg)
+    res["tpr@p<0.01"], res["fpr@p<0.01"] = share_flagged(pos), share_flagged(neg)
     res["z"] = pos_z
     res["awr"] = sum(d.awr for d in pos) / len(pos)
     res["green_fraction"] = sum(d.green_fraction for d in pos) / len(pos)

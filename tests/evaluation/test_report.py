@@ -10,18 +10,9 @@ def _curves() -> dict:
     human = [0.1 * i - 1.5 for i in range(30)]
     rows = []
     for method, family, z_attacked in (("ours", "ours", 6.0), ("kgw1-d1.0", "kgw1", 0.5)):
-        rows.append(
-            {
-                "method": method,
-                "family": family,
-                "attack": "none",
-                "words_kept": 1.0,
-                "roc_auc": 1.0,
-                "tpr@1%fpr": 1.0,
-                "z": [8.0] * 20,
-                "human_z": human,
-            }
-        )
+        rows.append({"method": method, "family": family, "attack": "none", "words_kept": 1.0,
+                     "roc_auc": 1.0, "tpr@1%fpr": 1.0, "z": [8.0] * 20,
+                     "human_z": human})  # fmt: skip
         rows.append({"method": method, "family": family, "attack": "paraphrase@1.0",
                      "words_kept": 0.8, "roc_auc": 0.9, "tpr@1%fpr": 0.5,
                      "z": [z_attacked + 0.01 * i for i in range(20)]})  # fmt: skip
