@@ -7,6 +7,12 @@ attacked text is *kept* when the original text has it. Reads the texts and attac
 evaluation run (``python -m evaluation --config configs/evaluation/eval.yaml``), so it needs that
 run's cache; only detection is recomputed.
 
+With ``--spans`` it also prints, for ours, how stable the green lists of kept tokens are: each
+token tested in both texts (its first tested occurrence in each) is embedded in its context
+window in the original and in the attacked text, and the line gives, by the embedder's cosine
+similarity of the two windows, the share of mapper signs and of the token's own list bits that
+stay the same.
+
 Example::
 
     python experiments/paraphrase_units.py --config configs/evaluation/eval.yaml \
@@ -21,6 +27,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -29,6 +37,7 @@ from evaluation.run import Evaluation, text_hash  # noqa: E402
 from watermark.core.text import encode_text  # noqa: E402
 
 CONTEXT = {"kgw0": 0, "kgw1": 1, "kgw2": 2}
+COSINE_BINS = (0.0, 0.7, 0.8, 0.9, 0.95, 1.0001)
 
 
 def units(method: object, base: str, tokenizer: object, text: str) -> tuple[dict, float]:
@@ -43,12 +52,52 @@ def units(method: object, base: str, tokenizer: object, text: str) -> tuple[dict
     return green, method.detect([text])[0].z_score
 
 
+def first_tested(result: object) -> dict[int, int]:
+    """Token id -> 1-based step of its first tested occurrence in a detection result."""
+    found: dict[int, int] = {}
+    for step, (token, tested) in enumerate(zip(result.token_ids, result.tested), 1):
+        if tested and token not in found:
+            found[token] = step
+    return found
+
+
+def span_stability(wm: object, pairs: list[tuple[str, str]]) -> dict:
+    """For ours: kept tokens' window similarity and how many of their signs and list bits stay."""
+    core = wm.core
+    cos, signs_kept, bits_kept = [], [], []
+    for original, attack in pairs:
+        before, after = wm.detect([original, attack])
+        first, again = first_tested(before), first_tested(after)
+        kept = [token for token in again if token in first]
+        if not kept:
+            continue
+        steps = [first[t] for t in kept] + [again[t] for t in kept]
+        ids = [before.token_ids] * len(kept) + [after.token_ids] * len(kept)
+        u = core.semantic.embed([core.embedding_input(t, i[: t - 1]) for t, i in zip(steps, ids)])
+        signs = core.semantic.signs(u)
+        bits = core.semantic.from_signs(signs).contains(torch.tensor(kept * 2))
+        k = len(kept)
+        cos += torch.nn.functional.cosine_similarity(u[:k], u[k:]).tolist()
+        signs_kept += (signs[:k] == signs[k:]).float().mean(1).tolist()
+        bits_kept += (bits[:k] == bits[k:]).float().mean(1).tolist()
+    cos_t, s_t, b_t = (torch.tensor(x) for x in (cos, signs_kept, bits_kept))
+    bins = []
+    for lo, hi in zip(COSINE_BINS, COSINE_BINS[1:]):
+        m = (cos_t >= lo) & (cos_t < hi)
+        if m.any():
+            kept_share = {"signs_kept": float(s_t[m].mean()), "bits_kept": float(b_t[m].mean())}
+            bins.append({"cosine": [lo, min(hi, 1.0)], "tokens": int(m.sum()), **kept_share})
+    overall = {"signs_kept": float(s_t.mean()), "bits_kept": float(b_t.mean())}
+    return {"kept_tokens": len(cos), "window_cosine": float(cos_t.mean()), **overall, "bins": bins}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs/evaluation/eval.yaml"))
     parser.add_argument("--attack", default="paraphrase|1.0|0", help="cached attack key prefix")
     parser.add_argument("--methods", default="ours,kgw0,kgw1,kgw2")
     parser.add_argument("--limit", type=int, default=64)
+    parser.add_argument("--spans", action="store_true", help="ours: kept tokens' window stability")
     args = parser.parse_args()
     ev = Evaluation(EvalConfig.load(args.config), progress=False)
     cfg = ev.cfg
@@ -89,6 +138,9 @@ def main() -> None:
             "green_new": n["new_green"] / max(1, n["new"]),
             "z_original": n["z_original"] / len(pairs), "z_attacked": n["z_attacked"] / len(pairs),
         }), flush=True)  # fmt: skip
+        if args.spans and cfg.base_method(name) == "ours":
+            spans = span_stability(method.wm, pairs)
+            print(json.dumps({"method": name, "attack": args.attack, **spans}), flush=True)
 
 
 if __name__ == "__main__":
