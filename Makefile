@@ -31,7 +31,8 @@ $(STAMP): pyproject.toml
 	@# then byte-compile on both cores, leaving out the model families nothing here loads: 16 s,
 	@# where the first test run compiling on import cost about 45 s (the 2 workers and every
 	@# subprocess compiled the same modules); a file that does not compile is left to Python
-	-$(PY) -m compileall -q -j 0 -x '/tests?/|transformers/models/(?!(auto|llama|bert|mpnet|qwen2|gemma3)/|__init__)' \
+	@# (torch's py312_intrinsics.py is Python 3.12 syntax)
+	-$(PY) -m compileall -q -j 0 -x '/tests?/|py312_intrinsics|transformers/models/(?!(auto|llama|bert|mpnet|qwen2|gemma3)/|__init__)' \
 	  "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" > /dev/null
 	touch $(STAMP)
 
