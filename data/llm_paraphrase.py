@@ -7,8 +7,9 @@ fact kept (:data:`INSTRUCTION`). The prompt goes through the tokenizer's chat te
 sampling drops facts.
 
 Each finished batch is appended to a JSONL cache, one record per text with the model's raw
-output (``{"key", "model", "text", "output", "finished", "dtype"}``), so an interrupted run
-resumes where it stopped and a rerun decodes nothing. The raw output is cleaned and judged when read
+output (``{"key", "model", "text", "output", "finished", "dtype", "batch"}``; ``batch`` is the
+size of the batch it was decoded in), so an interrupted run resumes where it stopped and a rerun
+decodes nothing. The raw output is cleaned and judged when read
 (:func:`clean_text_paraphrase`), so a change of those rules needs no new decoding. The key holds
 the model name, a digest of the instruction and decoding settings, and a digest of the text.
 """
@@ -225,7 +226,8 @@ def run_text_paraphrases(
                 lines = []
                 for (key, text), (output, finished) in zip(batch, outputs):
                     cache[key] = {"key": key, "model": model_name, "text": text, "output": output,
-                                  "finished": bool(finished), "dtype": dtype_text}  # fmt: skip
+                                  "finished": bool(finished), "dtype": dtype_text,
+                                  "batch": len(batch)}  # fmt: skip
                     lines.append(json.dumps(cache[key], ensure_ascii=False) + "\n")
                 handle.write("".join(lines))
                 handle.flush()

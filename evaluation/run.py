@@ -237,7 +237,7 @@ class Evaluation:
             return atk.llm_paraphrase_texts(
                 texts, self.out / "cache" / "llm_paraphrases.jsonl",
                 self.cfg.resolve(self.cfg.llm_paraphraser), passes=passes,
-                progress=self.progress,
+                batch_size=self.cfg.llm_paraphrase_batch, progress=self.progress,
             )  # fmt: skip
         if kind == "deletion":
             return [atk.delete_words(t, strength, seed) for t in texts]

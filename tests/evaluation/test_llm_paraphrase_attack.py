@@ -62,10 +62,11 @@ def test_passes_apply_again_and_rejected_outputs_keep_the_text(
     assert calls[1:] == [[rotate(GOOD)]]  # pass 1 from the cache; pass 2 decodes only what changed
 
 
-def _evaluation(root: Path, paraphraser: str) -> Evaluation:
+def _evaluation(root: Path, paraphraser: str, **settings) -> Evaluation:
     """An :class:`Evaluation` with only what the attack stage uses (no generator or methods)."""
-    (root / "eval.yaml").write_text(yaml.safe_dump({"llm_paraphraser": paraphraser,
-                                                    "out_dir": str(root / "out")}))  # fmt: skip
+    (root / "eval.yaml").write_text(
+        yaml.safe_dump({"llm_paraphraser": paraphraser, "out_dir": str(root / "out"), **settings})
+    )
     ev = Evaluation.__new__(Evaluation)
     ev.cfg = EvalConfig.load(root / "eval.yaml")
     ev.out = ev.cfg.output_path()
@@ -105,6 +106,19 @@ def test_the_harness_dispatches_and_keys_the_cache_by_paraphraser(
     assert swapped[0] == " " + rotate(GOOD).replace("storm", "rain") and swapped[1] == META
     assert len(calls) == 3  # the paraphrase came from the cache
     assert any(k.startswith("llm_paraphrase_synonym[lm-a]|0.5|") for k in ev.store.table("attacks"))
+
+
+def test_the_yaml_sets_the_paraphrase_batch_and_the_cache_records_it(
+    tmp_path: Path, calls: list[list[str]]
+) -> None:
+    save_tiny_lm(tmp_path / "lm")
+    ev = _evaluation(tmp_path, "lm", llm_paraphrase_batch=1)
+    ev.attacked({"kind": "llm_paraphrase", "strength": 1.0}, [GOOD, META], ["h1", "h2"])
+    assert sorted(calls) == sorted([[GOOD.strip()], [META.strip()]])  # one text per call
+    records = lp.read_cache(ev.out / "cache" / "llm_paraphrases.jsonl").values()
+    assert [r["batch"] for r in records] == [1, 1]
+    with pytest.raises(ValueError, match="llm_paraphrase_batch"):
+        EvalConfig(llm_paraphrase_batch=0)
 
 
 def test_config_accepts_the_llm_attacks_and_pins_their_strength() -> None:
