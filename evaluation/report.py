@@ -188,8 +188,8 @@ def _section(title: str, body: list[str]) -> list[str]:
 
 
 def comparison_lines(curves: dict, baseline: str | None = None) -> list[str]:
-    """Quality with intervals, and each of our curve methods against ``baseline`` (default: the
-    KGW-1 setting within the quality limits on these prompts)."""
+    """Quality with intervals, and each attacked curve method against ``baseline`` (default: the
+    KGW-1 setting within the quality limits on these prompts), ours first."""
     lines = []
     quality = quality_table(curves)
     if quality:
@@ -198,9 +198,10 @@ def comparison_lines(curves: dict, baseline: str | None = None) -> list[str]:
                   *quality, ""]  # fmt: skip
     baseline = baseline or matched_quality(curves).get("kgw1")
     attacked = {r["method"] for r in curves["rows"] if r["attack"] != "none"}
-    for method in dict.fromkeys(r["method"] for r in curves["rows"]):
-        family = next(r["family"] for r in curves["rows"] if r["method"] == method)
-        if baseline is None or family != "ours" or method not in attacked:
+    methods = list(dict.fromkeys(r["method"] for r in curves["rows"]))
+    family = {r["method"]: r["family"] for r in curves["rows"]}
+    for method in sorted(methods, key=lambda m: family[m] != "ours"):  # stable: ours first
+        if baseline is None or method == baseline or method not in attacked:
             continue
         table = difference_table(curves, method, baseline)
         if table:

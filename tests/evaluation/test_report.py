@@ -1,4 +1,4 @@
-"""The report's comparison section (evaluation.report.comparison_lines): which baseline it uses."""
+"""The report's comparison section (evaluation.report.comparison_lines): baseline and methods."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from evaluation.report import comparison_lines
 
 
 def _curves() -> dict:
-    """Ours clearly ahead of a KGW-1 variant after one attack; no unwatermarked quality row."""
+    """Ours clearly ahead of a KGW-1 variant after one attack, KGW-0 level with it; no
+    unwatermarked quality row."""
     human = [0.1 * i - 1.5 for i in range(30)]
     rows = []
-    for method, family, z_attacked in (("ours", "ours", 6.0), ("kgw1-d1.0", "kgw1", 0.5)):
+    methods = (("kgw0", "kgw0", 0.5), ("ours", "ours", 6.0), ("kgw1-d1.0", "kgw1", 0.5))
+    for method, family, z_attacked in methods:
         rows.append({"method": method, "family": family, "attack": "none", "words_kept": 1.0,
                      "roc_auc": 1.0, "tpr@1%fpr": 1.0, "z": [8.0] * 20,
                      "human_z": human})  # fmt: skip
@@ -25,3 +27,10 @@ def test_differences_use_the_named_baseline_and_need_one() -> None:
     assert lines[0].startswith("**ours against kgw1-d1.0**")
     row = next(line for line in lines if line.startswith("| paraphrase@1.0"))
     assert "resolved, ahead" in row
+    titles = [line for line in lines if line.startswith("**")]
+    assert titles == ["**ours against kgw1-d1.0** (same prompts and human texts; paired bootstrap, "
+                      "2,000 draws, 95% intervals)",
+                      "**kgw0 against kgw1-d1.0** (same prompts and human texts; paired bootstrap, "
+                      "2,000 draws, 95% intervals)"]  # fmt: skip
+    kgw0 = lines[lines.index(titles[1]) :]
+    assert "within noise" in next(line for line in kgw0 if line.startswith("| paraphrase@1.0"))
