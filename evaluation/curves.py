@@ -102,7 +102,8 @@ def run_curves(ev) -> dict:
             scores = score_detections(ev.detections(method, attacked), neg)
             kept = words_kept(texts[:n], attacked)
             rows.append(_row(name, attack_label(attack), scores, kept, sum(sims) / len(sims)))
-            logger.info("curve %s %s: %s", name, rows[-1]["attack"], rows[-1])
+            summary = {k: v for k, v in rows[-1].items() if not isinstance(v, list)}
+            logger.info("curve %s %s: %s", name, rows[-1]["attack"], summary)  # no z lists
     for row in rows:
         row["family"] = cfg.base_method(row["method"])
     return {"prompts": len(units), "attacked": min(cfg.curve_attacked, len(units)), "rows": rows}
