@@ -12,7 +12,8 @@ Subcommands (each prints one JSON object on stdout; progress on stderr):
   and detection decisions, and how far the p-values move.
 * ``profile``: where a fused watermarked step spends its time at one batch size: per-stage seconds
   with the device synchronised at stage edges, the share of the step the GPU is busy (torch
-  profiler), and the top Python functions (cProfile), written under ``--out``.
+  profiler), and the top Python functions (cProfile), written under ``--out``; then the same
+  for detection of ``--texts`` texts (GPU busy share, ``detect_cprofile.txt``).
 
 Examples::
 
@@ -139,18 +140,22 @@ def cmd_detect(args: argparse.Namespace) -> dict:
                 f.write(json.dumps({"id": n, "text": text}) + "\n")
     wm.detect(texts[:8])  # warm-up
     rows = []
-    for embed_batch in map(int, args.embed_batches.split(",")):
-        wm.core.semantic.batch_size = embed_batch
-        for batch in map(int, args.detect_batches.split(",")):
-            sync()
-            start = time.perf_counter()
-            found = wm.detect(texts, batch_size=batch)
-            seconds = time.perf_counter() - start
-            row = {"detect_batch": batch, "embed_batch": embed_batch, "texts": len(texts),
-                   "tokens_per_text": sum(r.num_tokens for r in found) / len(found),
-                   "texts_per_s": round(len(texts) / seconds, 1)}  # fmt: skip
-            log(json.dumps(row))
-            rows.append(row)
+    for workers in map(int, args.workers.split(",")):
+        wm.detect(texts[:8], workers=workers)  # starts the workers
+        for embed_batch in map(int, args.embed_batches.split(",")):
+            wm.core.semantic.batch_size = embed_batch
+            for batch in map(int, args.detect_batches.split(",")):
+                sync()
+                start = time.perf_counter()
+                found = wm.detect(texts, batch_size=batch, workers=workers)
+                seconds = time.perf_counter() - start
+                tokens = sum(r.num_tokens for r in found) / len(found)
+                row = {"detect_batch": batch, "embed_batch": embed_batch, "workers": workers,
+                       "texts": len(texts), "texts_per_s": round(len(texts) / seconds, 1),
+                       "tokens_per_text": tokens}  # fmt: skip
+                log(json.dumps(row))
+                rows.append(row)
+        wm.detector.close()
     return {"device": device_name(), "dtype": wm.config.compute_dtype, "rows": rows}
 
 
@@ -214,6 +219,21 @@ def cmd_profile(args: argparse.Namespace) -> dict:
     (args.out / "cprofile.txt").write_text(stream.getvalue())
     table = events.table(sort_by="self_cpu_time_total", row_limit=40)
     (args.out / "torch_profile.txt").write_text(table)
+    texts = human_texts(wm.tokenizer, args.texts, 200)  # and the detector, the same way
+    wm.detect(texts[:8], workers=args.profile_workers)
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        wm.detect(texts, workers=args.profile_workers)
+    detect_s = time.perf_counter() - start
+    detect_gpu_us = sum(e.self_device_time_total for e in prof.key_averages())
+    profiler = cProfile.Profile()
+    profiler.enable()
+    wm.detect(texts, workers=args.profile_workers)
+    profiler.disable()
+    stream = io.StringIO()
+    pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(40)
+    (args.out / "detect_cprofile.txt").write_text(stream.getvalue())
+    wm.detector.close()
     steps = args.new_tokens
     stages = {k: v for k, v in synced.items() if k.endswith("_s") and k != "tokens_per_s"}
     return {
@@ -223,6 +243,9 @@ def cmd_profile(args: argparse.Namespace) -> dict:
         "gpu_busy_share_fused": gpu_us / 1e6 / marked["seconds"],
         "synced_stage_ms_per_step": {k[:-2]: 1000 * v / steps for k, v in stages.items()},
         "synced_fused_ms_per_step": 1000 * synced["seconds"] / steps,
+        "detect_texts": len(texts), "detect_workers": args.profile_workers,
+        "detect_texts_per_s_under_profiler": len(texts) / detect_s,
+        "gpu_busy_share_detect": detect_gpu_us / 1e6 / detect_s,
     }  # fmt: skip
 
 
@@ -244,6 +267,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--texts", type=int, default=512)
     parser.add_argument("--detect-batches", default="64,256")
     parser.add_argument("--embed-batches", default="32,256")
+    parser.add_argument("--workers", default="0", help="detect: assembly processes to try")
+    parser.add_argument("--profile-workers", type=int, default=0,
+                        help="profile: assembly processes of the profiled detection")  # fmt: skip
     parser.add_argument("--texts-out", type=Path)
     parser.add_argument("--corpus-texts", type=int, default=0, help="detect: texts to write")
     parser.add_argument("--out", type=Path, default=ROOT / "runs/gpu")

@@ -17,8 +17,10 @@ OUT=${1:?usage: gpu_suite.sh OUT_DIR [STEPS]}
 STEPS=${2:-tiny,real,generate,detect,profile,train,corpus,agree}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
+# tokenizers keep their thread pool: detection tokenizes every step's window for the embedder,
+# which one host core cannot keep up with (10 ms per 200-token text on a 2-core CPU)
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
-    TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+    TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 export PY OUT LOG="$OUT/suite.log" RESULTS="$OUT/results.jsonl" WORK=${WORK:-/tmp/gpu_suite}
 mkdir -p "$WORK"
 
@@ -59,14 +61,15 @@ step real 240 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
     tests/watermark/test_real.py
 step generate 200 bench generate --batches 1,16,64,256 --dtypes float32,bfloat16 --new-tokens 128 \
     --modes plain,fused
-step detect 180 bench detect --texts 512 --detect-batches 128,512 --embed-batches 256,1024 \
-    --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
-step profile 180 bench profile --batch 64 --new-tokens 64 --dtypes float32
-step train 240 $PY -m mapper.train fit --config configs/mapper/default.yaml --threads 16 \
-    --trainer.accelerator gpu --trainer.precision bf16-mixed --trainer.deterministic false \
+step detect 180 bench detect --texts 512 --detect-batches 128,512 --embed-batches 256 \
+    --workers 0,8 --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
+step profile 180 bench profile --batch 64 --new-tokens 64 --dtypes float32 --texts 128 \
+    --profile-workers 8
+step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \
+    --config configs/mapper/default.yaml --threads 16 --trainer.accelerator gpu --trainer.precision bf16-mixed --trainer.deterministic false \
     --export_dir "$WORK/mapper-gpu"
 step train 90 compare watermark/checkpoints/mapper-minilm "$WORK/mapper-gpu"
 step corpus 120 $PY -m watermark detect-corpus --input "$WORK/texts.jsonl" \
-    --output "$WORK/scores.jsonl" --accelerator gpu --devices 1
+    --output "$WORK/scores.jsonl" --accelerator gpu --devices 1 --shard-size 256 --workers 8
 step agree 90 bench agree --texts 64 --new-tokens 128
 rm -f "$OUT/.answer"

@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import watermark.detector as detector  # noqa: E402
+import watermark.assembly as assembly  # noqa: E402
 from evaluation.config import EvalConfig  # noqa: E402
 from evaluation.curves import attack_label  # noqa: E402
 from evaluation.metrics import detection_metrics  # noqa: E402
@@ -46,7 +46,7 @@ from watermark.core.stats import green_test  # noqa: E402
 from watermark.core.units import first_reads  # noqa: E402
 
 STATS = ("all", "once", "mean")
-_FIRST_READS, _GREEN_TEST = detector.first_reads, detector.green_test
+_FIRST_READS, _GREEN_TEST = assembly.first_reads, assembly.green_test
 READ_DIMS: list[int] = []  # the output each bit of the current whole-text test reads
 RECORDS: list[dict] = []
 
@@ -114,7 +114,7 @@ def main() -> None:
 
     wm_cfg = replace(ev.wm_config, window_sizes=[], outputs_once=False)
     wm = Watermark.load(wm_cfg, tokenizer=ev.tokenizer, generator=ev.model)
-    detector.first_reads, detector.green_test = _first_reads, _green_test
+    assembly.first_reads, assembly.green_test = _first_reads, _green_test
     human = detect(wm, humans)
     for stat in STATS:
         p, z = np.array([r[stat][1] for r in human]), np.array([r[stat][0] for r in human])

@@ -31,7 +31,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import watermark.detector as detector  # noqa: E402
+import watermark.assembly as assembly  # noqa: E402
 from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import as_config  # noqa: E402
@@ -97,8 +97,8 @@ def main() -> None:
                   repeats=args.repeats, window_sizes=[])  # fmt: skip
     model, tokenizer = load_lm(cfg.generator)
     GreenLists.contains, GreenLists.contains_repeat = _contains, _contains_repeat
-    detector.green_test = _green_test
-    detector.paper_score = lambda *a: 0.0
+    assembly.green_test = _green_test
+    assembly.paper_score = lambda *a: 0.0
     heldout = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
     human = [u["human"] for u in heldout[: args.human]]
     for key in args.keys.split(",") if args.keys else [cfg.key]:

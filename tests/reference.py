@@ -332,3 +332,43 @@ def detect(wm: object, text: str) -> RefDetection:
         gammas_flat = [[unit_gammas[u][layer]] for u, layer in flat]
         result.window_p_value = windowed_test(bits, gammas_flat, members)[0]
     return result
+
+
+def tail_table(probs: list[float]) -> list[float]:
+    """``P(X >= k)`` for k = 0..n+1, X a sum of independent Bernoulli(probs): the recursion one
+    Bernoulli at a time (the oracle of :func:`watermark.core.stats.tail_table`)."""
+    dist = [1.0] + [0.0] * len(probs)
+    for i, p in enumerate(probs):
+        for k in range(i + 1, 0, -1):
+            dist[k] = dist[k] * (1.0 - p) + dist[k - 1] * p
+        dist[0] *= 1.0 - p
+    tails = [0.0] * (len(probs) + 2)
+    for k in range(len(probs), -1, -1):
+        tails[k] = tails[k + 1] + dist[k]
+    return tails
+
+
+def window_null_exact(
+    green: list[list[bool]], gammas: list[list[float]], members: list[list[int]]
+) -> float:
+    """The windowed test's corrected p-value without simulation: P(min over windows of the
+    window p-value <= the observed one) under the null, by enumerating every outcome of the
+    N * L bits (small inputs only)."""
+    import itertools
+
+    flat = [(r, layer) for r in range(len(green)) for layer in range(len(green[r]))]
+    tables = [tail_table([gammas[r][layer] for r in m for layer in range(len(green[r]))])
+              for m in members]  # fmt: skip
+
+    def smallest(bits: dict) -> float:
+        counts = [sum(bits[r, layer] for r in m for layer in range(len(green[r]))) for m in members]
+        return min(t[c] for t, c in zip(tables, counts))
+
+    observed = smallest({(r, layer): green[r][layer] for r, layer in flat})
+    total = 0.0
+    for outcome in itertools.product([False, True], repeat=len(flat)):
+        bits = dict(zip(flat, outcome))
+        if smallest(bits) <= observed * (1.0 + 1e-9):
+            chance = [gammas[r][k] if b else 1.0 - gammas[r][k] for (r, k), b in bits.items()]
+            total += math.prod(chance)
+    return total

@@ -3,7 +3,8 @@
 Each layer is a folder:
 
     watermark/core/   runtime core: config, rules, scoring, models, keys, the mapper model
-    watermark/        generation and detection: api, loading, processor, generation, detector
+    watermark/        generation and detection: api, loading, processor, generation, detector,
+                      assembly
     watermark/app/    applications: CLI, HTTP service, calibration, bulk detection
     mapper/           mapper training (imports the core only)
     evaluation/       the evaluation harness, a repository tool beside data/ (not in the wheel)
@@ -24,8 +25,9 @@ CORE, RUNTIME_LAYER, APP, EVALUATION, TRAINING = (
     "watermark/core", "watermark", "watermark/app", "evaluation", "mapper"
 )  # fmt: skip
 RUNTIME = {
-    "watermark", "watermark.api", "watermark.detection_result", "watermark.detector",
-    "watermark.fused", "watermark.generation", "watermark.loading", "watermark.processor",
+    "watermark", "watermark.api", "watermark.assembly", "watermark.detection_result",
+    "watermark.detector", "watermark.fused", "watermark.generation", "watermark.loading",
+    "watermark.processor",
 }  # fmt: skip
 # what each layer may import besides itself
 ALLOWED = {

@@ -263,11 +263,17 @@ class Watermark:
         return model
 
     def detect(
-        self, texts: Sequence[str] | str, progress: bool = False, batch_size: int | None = None
+        self,
+        texts: Sequence[str] | str,
+        progress: bool = False,
+        batch_size: int | None = None,
+        workers: int = 0,
     ) -> list[DetectionResult]:
         """Detects the watermark in each text; see :class:`watermark.detector.Detector`.
 
         ``batch_size`` texts are scored together (default: 8 on a CPU, 64 on an accelerator).
+        ``workers`` > 0 assembles the results in that many processes (same results; for bulk
+        detection on an accelerator, where the per-text work on the host bounds throughput).
         """
         texts = [texts] if isinstance(texts, str) else list(texts)
         for n, text in enumerate(texts):
@@ -275,4 +281,6 @@ class Watermark:
                 raise UserError(f"text {n} is a {type(text).__name__}, not a string")
         if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
             raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-        return self.detector.detect(texts, progress=progress, chunk_size=batch_size)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+            raise UserError(f"workers must be an integer >= 0, got {workers!r}")
+        return self.detector.detect(texts, progress, batch_size, workers)

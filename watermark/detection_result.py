@@ -36,7 +36,7 @@ class DetectionResult:
     Attributes:
         score: Paper's score: mean of strength * v_hat over the scored tokens, with the rule's
             strength (``delta`` or ``bias``); under the tournament the mean green bit over its
-            lists (0 if nothing is scored; see :func:`watermark.detector.paper_score`).
+            lists (0 if nothing is scored; see :func:`watermark.assembly.paper_score`).
         green_fraction: Fraction of scored tokens that are green.
         num_scored: |W|, the number of scored tokens.
         num_tokens: T, the number of generator tokens of the text.

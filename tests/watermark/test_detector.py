@@ -9,6 +9,7 @@ import pytest
 
 from tests import reference
 from tests.helpers import sentences
+from watermark.core.errors import UserError
 
 
 @pytest.mark.parametrize(
@@ -90,6 +91,25 @@ def test_fast_detection_matches_reference(
             assert h_fast == pytest.approx(h_ref, abs=1e-4)
     if cross:
         assert full_forwards  # boundary re-encodings were exercised
+
+
+def test_worker_processes_give_the_same_results(tiny: SimpleNamespace) -> None:
+    """Results assembled in worker processes equal the in-process ones, field for field, under
+    the shipped design's rules (tournament, bigram repeats, outputs once, windows, two keys)."""
+    wm = tiny.make(scaling="tournament", layers=3, fresh_only=True, repeats="bigram",
+                   outputs_once=True, context_guard=2, window_sizes=[8, 16],
+                   old_keys=["an-earlier-key"])  # fmt: skip
+    texts = sentences(6, seed=21, length=30) + ["", "river bank"]
+    alone = wm.detect(texts, batch_size=3)
+    try:
+        pooled = wm.detect(texts, batch_size=3, workers=2)
+    finally:
+        wm.detector.close()
+    assert [r.to_dict() for r in pooled] == [r.to_dict() for r in alone]
+    assert [r.tokens for r in pooled] == [r.tokens for r in alone]
+    assert any(r.window_p_value is not None and r.num_scored for r in pooled)
+    with pytest.raises(UserError, match="workers"):
+        wm.detect(texts, workers=-1)
 
 
 @pytest.mark.parametrize("budget", [1, 40 * 60 * 64, 2**30])  # one text / a few / all per forward
@@ -274,7 +294,7 @@ def test_followers_are_the_pairs_already_in_the_text() -> None:
 
 
 def test_a_window_is_tested_as_a_text_of_its_own() -> None:
-    from watermark.detector import tested_indices
+    from watermark.core.units import tested_indices
 
     ids = [5, 6, 7, 5, 8, 6, 9, 5]
     steps = [1, 2, 4, 5, 6, 7, 8]  # step 3 (token 7) is not scored

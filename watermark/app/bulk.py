@@ -90,9 +90,12 @@ class CorpusDataModule(L.LightningDataModule):
 class DetectionModule(L.LightningModule):
     """Detects a shard's texts with a watermark loaded on this process's device."""
 
-    def __init__(self, config: str | None, dtype: str | None, per_token: bool) -> None:
+    def __init__(
+        self, config: str | None, dtype: str | None, per_token: bool, workers: int = 0
+    ) -> None:
         super().__init__()
         self.wm_config, self.compute_dtype, self.per_token = config, dtype, per_token
+        self.workers = workers
         self.wm = None
 
     def setup(self, stage: str) -> None:
@@ -102,7 +105,7 @@ class DetectionModule(L.LightningModule):
         self.wm = Watermark.load(self.wm_config, device=device, dtype=self.compute_dtype)
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
-        results = self.wm.detect(batch["texts"])
+        results = self.wm.detect(batch["texts"], workers=self.workers)
         rows = [r.to_dict(per_token=self.per_token) for r in results]
         return {"shard": batch["shard"], "rows": rows}
 
@@ -155,8 +158,10 @@ def detect_corpus(
     shard_size: int = 64,
     dtype: str | None = None,
     per_token: bool = False,
+    workers: int = 0,
 ) -> dict:
-    """Runs bulk detection; returns a summary (rows, shards, output path) on rank 0."""
+    """Runs bulk detection; returns a summary (rows, shards, output path) on rank 0.
+    ``workers``: assembly processes per device (:meth:`watermark.api.Watermark.detect`)."""
     out = Path(output)
     if not out.parent.is_dir():
         raise UserError(f"--output {out}: folder {out.parent} does not exist; create it first")
@@ -175,8 +180,12 @@ def detect_corpus(
         callbacks=[ShardWriter(parts)],
     )
     torch.set_grad_enabled(False)
-    trainer.predict(DetectionModule(config, dtype, per_token), datamodule=dm,
-                    return_predictions=False)  # fmt: skip
+    module = DetectionModule(config, dtype, per_token, workers)
+    try:
+        trainer.predict(module, datamodule=dm, return_predictions=False)
+    finally:
+        if module.wm is not None:
+            module.wm.detector.close()
     trainer.strategy.barrier()
     if not trainer.is_global_zero:
         return {}

@@ -308,7 +308,8 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
     summary = detect_corpus(args.input, args.output, field=args.field, config=args.config,
                             accelerator=args.accelerator, devices=args.devices,
                             num_nodes=args.num_nodes, shard_size=args.shard_size,
-                            dtype=args.dtype, per_token=args.per_token)  # fmt: skip
+                            dtype=args.dtype, per_token=args.per_token,
+                            workers=args.workers)  # fmt: skip
     if summary:
         _emit(summary)
     return 0

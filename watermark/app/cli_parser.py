@@ -38,15 +38,25 @@ def window_list(text: str) -> list[int]:
     return sizes
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def at_least(minimum: int) -> Callable[[str], int]:
+    """argparse type: an integer >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {minimum}, got {text!r}"
+            ) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+positive_int = at_least(1)
+count = at_least(0)
 
 
 class Parser(argparse.ArgumentParser):
@@ -146,6 +156,9 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     bulk.add_argument("--dtype", choices=COMPUTE_DTYPES,
                       help="compute dtype (default: the config's)")  # fmt: skip
     bulk.add_argument("--per-token", action="store_true", help="add per-token flags")
+    bulk.add_argument("--workers", type=count, default=0,
+                      help="processes per device assembling results from the models' outputs "
+                      "(0: none; on a GPU the host's work bounds throughput)")  # fmt: skip
     keygen = _subparser(sub, "keygen", "write a config with a fresh secret key (mode 0600)",
                         commands["keygen"])  # fmt: skip
     keygen.add_argument("--out", required=True, help="config JSON to write")

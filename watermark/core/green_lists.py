@@ -15,6 +15,34 @@ import torch
 
 
 @dataclass(frozen=True)
+class TokenReads:
+    """What N steps' green lists say of the token drawn at each step, on the CPU
+    (:meth:`GreenLists.read`: one transfer per field for a whole batch of texts).
+
+    Attributes:
+        green: Bool (N, L): the token is green at its step, per list.
+        vocab: Float64 (N, L): the share of the vocabulary green there (the ``vocab`` null).
+        dims: Long (N, L): the mapper output the token reads.
+        repeat_green, repeat_null, repeat_dims: The same read as a repeat after the previous
+            token (:meth:`GreenLists.contains_repeat`, :meth:`GreenLists.repeat_fraction`,
+            :meth:`GreenLists.repeat_dims`); None without repeat shifts.
+    """
+
+    green: torch.Tensor
+    vocab: torch.Tensor
+    dims: torch.Tensor
+    repeat_green: torch.Tensor | None = None
+    repeat_null: torch.Tensor | None = None
+    repeat_dims: torch.Tensor | None = None
+
+    def select(self, rows: slice) -> TokenReads:
+        """The reads of the steps ``rows``."""
+        pick = [None if f is None else f[rows] for f in (self.green, self.vocab, self.dims,
+                self.repeat_green, self.repeat_null, self.repeat_dims)]  # fmt: skip
+        return TokenReads(*pick)
+
+
+@dataclass(frozen=True)
 class GreenLists:
     """Green lists of N steps.
 
@@ -44,7 +72,7 @@ class GreenLists:
         """V, the LM-head width the lists cover."""
         return int(self.token_maps.shape[1])
 
-    def select(self, rows: Sequence[int] | torch.Tensor) -> GreenLists:
+    def select(self, rows: Sequence[int] | torch.Tensor | slice) -> GreenLists:
         """The green lists of the steps ``rows``."""
         return GreenLists(self.signs[rows], self.token_maps, self.dim_counts, self.repeat_shifts)
 
@@ -77,6 +105,15 @@ class GreenLists:
         key), float64 (N, L)."""
         share = self.signs.to(torch.float64).mean(-1, keepdim=True)
         return share.expand(-1, self.num_lists)
+
+    def read(self, token_ids: torch.Tensor, previous: torch.Tensor | None = None) -> TokenReads:
+        """Everything detection reads of token ``token_ids[n]`` at step n, moved to the CPU once;
+        with ``previous`` (the token before each, (N,)) and repeat shifts, its repeat reads too."""
+        fields = [self.contains(token_ids), self.vocab_fraction(), self.dims(token_ids)]
+        if previous is not None and self.repeat_shifts is not None:
+            fields += [self.contains_repeat(token_ids, previous), self.repeat_fraction(),
+                       self.repeat_dims(token_ids, previous)]  # fmt: skip
+        return TokenReads(*(f.cpu() for f in fields))
 
     def mask(self) -> torch.Tensor:
         """The full green indicator v_hat: bool (N, L, V)."""

@@ -34,7 +34,7 @@ from watermark.core.identity import fingerprint
 from watermark.core.measurement import MeasurementModel, MMGenerationState
 from watermark.core.rules.logits import apply_rule
 from watermark.core.semantic import SemanticScorer
-from watermark.core.text import decode_ids
+from watermark.core.text import decode_many
 from watermark.core.timer import StageTimer
 
 
@@ -185,10 +185,20 @@ class WatermarkCore:
     def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
         """The text the SE embeds at step t: the opening sentence for t <= M, else the decoded
         span :meth:`prefix_span` of the prefix S_{0:t-1}."""
-        if step <= self.opening_steps:
-            return self.config.opening_sentence
-        a, b = self.prefix_span(step)
-        return decode_ids(self.tokenizer, prefix_ids[a:b])
+        return self.embedding_inputs([step], [prefix_ids])[0]
+
+    def embedding_inputs(
+        self, steps: Sequence[int], prefixes: Sequence[Sequence[int]]
+    ) -> list[str]:
+        """:meth:`embedding_input` of many steps, the spans decoded in one batched call
+        (``prefixes[i]``: ids that start with the prefix of step ``steps[i]``)."""
+        spans = [self.prefix_span(t) for t in steps]
+        late = [i for i, t in enumerate(steps) if t > self.opening_steps]
+        found = [self.config.opening_sentence] * len(steps)
+        decoded = decode_many(self.tokenizer, [prefixes[i][slice(*spans[i])] for i in late])
+        for i, text in zip(late, decoded):
+            found[i] = text
+        return found
 
     def opening_signs(self) -> torch.Tensor:
         """Mapper signs of the opening sentence, bool (D,), computed once."""
@@ -216,13 +226,13 @@ class WatermarkCore:
         if early:
             signs[early] = self.opening_signs()
         if late:
-            inputs: dict[tuple[int, int, int], str] = {}  # (text, span) -> SE input
-            keys = []
-            for i in late:
-                key = (id(texts[i]), *self.prefix_span(steps[i]))
-                if key not in inputs:
-                    inputs[key] = self.embedding_input(steps[i], texts[i][: steps[i] - 1])
-                keys.append(key)
+            keys = [(id(texts[i]), *self.prefix_span(steps[i])) for i in late]  # (text, span)
+            first: dict[tuple[int, int, int], int] = {}  # key -> its first step
+            for i, key in zip(late, keys):
+                first.setdefault(key, i)
+            todo = list(first.values())
+            found = self.embedding_inputs([steps[i] for i in todo], [texts[i] for i in todo])
+            inputs = dict(zip(first, found))
             unique = sorted(set(inputs.values()))
             row = {text: n for n, text in enumerate(unique)}
             found = self.semantic.green_lists(unique, progress=progress).signs

@@ -7,6 +7,7 @@ token ids become text (or text becomes token ids) are defined once, here:
   clean_up_tokenization_spaces=False)``; used for the generated prefix S_{0:t-1} fed to the
   sentence embedder (and to a cross-tokenizer MM), and for the continuation text returned by
   ``generate``.
+  :func:`decode_many` gives the same strings for many id lists at once.
 * ``encode_text``: ``tokenizer(text, add_special_tokens=False)``; detection tokenizes a candidate
   text this way, and a cross-tokenizer MM encodes decoded prefixes this way.
 
@@ -24,6 +25,32 @@ def decode_ids(tokenizer: object, ids: Sequence[int]) -> str:
     return tokenizer.decode(
         [int(i) for i in ids], skip_special_tokens=True, clean_up_tokenization_spaces=False
     )
+
+
+def decode_many(tokenizer: object, id_lists: Sequence[Sequence[int]]) -> list[str]:
+    """:func:`decode_ids` of each list, in one batched call where the tokenizer is a plain
+    ``tokenizers``-backed one (its ``decode`` is then exactly the backend's, so the strings are
+    the same; a tokenizer class with its own decoding goes one list at a time)."""
+    backend = _plain_backend(tokenizer)
+    if backend is None:
+        return [decode_ids(tokenizer, ids) for ids in id_lists]
+    return backend.decode_batch([[int(i) for i in ids] for ids in id_lists], True)
+
+
+def _plain_backend(tokenizer: object) -> object | None:
+    """The ``tokenizers.Tokenizer`` behind a transformers tokenizer whose decoding is the
+    backend's own, else None."""
+    try:
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:  # another transformers: decode one list at a time
+        return None
+    cls = type(tokenizer)
+    if not isinstance(tokenizer, TokenizersBackend) or any(
+        getattr(cls, name) is not getattr(TokenizersBackend, name)
+        for name in ("decode", "_decode", "batch_decode")
+    ):
+        return None
+    return tokenizer._tokenizer
 
 
 def encode_text(tokenizer: object, text: str) -> list[int]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
+import numpy as np
+
 
 def tested_indices(
     ids: Sequence[int], steps: Sequence[int], span: tuple[int, int], unique: bool, fresh: bool
@@ -89,15 +91,13 @@ def first_reads(dims: Sequence[Sequence[int]], rows: Sequence[int], once: bool) 
         rows: The span's tested units, in text order.
         once: Keep only the first read of each output (``outputs_once``); else every bit.
     """
-    width = len(dims[0]) if len(dims) else 0
-    seen: set[int] = set()
-    found = []
-    for r in rows:
-        for layer in range(width):
-            if once:
-                d = int(dims[r][layer])
-                if d in seen:
-                    continue
-                seen.add(d)
-            found.append(r * width + layer)
-    return found
+    table = np.asarray(dims, dtype=np.int64)
+    if table.size == 0 or len(rows) == 0:
+        return []
+    rows = np.asarray(rows, dtype=np.int64)
+    width = table.shape[1]
+    flat = (rows[:, None] * width + np.arange(width)).ravel()  # (row, list) in read order
+    if once:
+        _, first = np.unique(table[rows].ravel(), return_index=True)
+        flat = flat[np.sort(first)]
+    return flat.tolist()

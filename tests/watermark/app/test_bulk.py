@@ -40,7 +40,10 @@ def detect_lines(setup: SimpleNamespace, capsys) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
-def test_one_process_matches_detect_and_skips_finished_shards(setup, tmp_path, capsys) -> None:
+@pytest.mark.parametrize("workers", [0, 1])  # 1: results assembled in a worker process
+def test_one_process_matches_detect_and_skips_finished_shards(
+    setup, tmp_path, capsys, workers: int
+) -> None:
     from watermark.app.bulk import detect_corpus, part_file
 
     expected = detect_lines(setup, capsys)
@@ -49,7 +52,7 @@ def test_one_process_matches_detect_and_skips_finished_shards(setup, tmp_path, c
     parts.mkdir()
     part_file(parts, 1).write_text('{"marker": 1}\n' * 8)  # a finished shard is not redone
     summary = detect_corpus(setup.corpus, str(out), field="body", config=setup.config,
-                            accelerator="cpu", shard_size=8)  # fmt: skip
+                            accelerator="cpu", shard_size=8, workers=workers)  # fmt: skip
     assert summary == {"rows": 40, "shards": 5, "output": str(out)}
     lines = out.read_text().splitlines()
     assert lines[8:16] == ['{"marker": 1}'] * 8

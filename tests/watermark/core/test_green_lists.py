@@ -51,3 +51,20 @@ def test_stage_timer_accumulates() -> None:
     assert set(timer.totals()) == {"a"} and timer.totals()["a"] >= 0
     timer.reset()
     assert timer.totals() == {}
+
+
+def test_read_gathers_every_read_of_the_drawn_tokens() -> None:
+    g = lists()
+    shifts = torch.randint(0, 6, g.token_maps.shape, generator=torch.Generator().manual_seed(2))
+    g = GreenLists(g.signs, g.token_maps, g.dim_counts, shifts)
+    tokens, previous = torch.tensor([0, 5, 19, 7, 7]), torch.tensor([3, 0, 5, 19, 2])
+    reads = g.read(tokens, previous)
+    assert torch.equal(reads.green, g.contains(tokens))
+    assert torch.equal(reads.vocab, g.vocab_fraction())
+    assert torch.equal(reads.dims, g.dims(tokens))
+    assert torch.equal(reads.repeat_green, g.contains_repeat(tokens, previous))
+    assert torch.equal(reads.repeat_null, g.repeat_fraction())
+    assert torch.equal(reads.repeat_dims, g.repeat_dims(tokens, previous))
+    part = reads.select(slice(1, 3))
+    assert torch.equal(part.dims, reads.dims[1:3]) and torch.equal(part.green, reads.green[1:3])
+    assert g.read(tokens).repeat_green is None  # no previous tokens: first reads only

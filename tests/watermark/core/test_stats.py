@@ -96,3 +96,46 @@ def test_windowed_test_is_calibrated_under_the_null() -> None:
     ps = np.array(ps)
     assert np.mean(ps < 0.05) <= 0.05 + 0.02 and np.mean(ps < 0.2) <= 0.2 + 0.03
     assert np.mean(ps < 0.2) >= 0.2 - 0.06  # not a union bound: close to nominal
+
+
+def test_tail_table_matches_the_one_at_a_time_recursion() -> None:
+    from tests.reference import tail_table as reference
+    from watermark.core.stats import tail_table
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 5, 31, 32, 33, 64, 97, 400):
+        probs = rng.uniform(0.0, 1.0, size=n)
+        if n > 5:
+            probs[:3] = [0.0, 1.0, 0.5]  # degenerate Bernoullis too
+        fast, slow = tail_table(probs), np.array(reference(probs.tolist()))
+        assert fast.shape == (n + 2,)
+        # relative precision down to the far tail (values far below 1e-100 for n = 400)
+        keep = slow > 1e-290
+        assert np.allclose(fast[keep], slow[keep], rtol=1e-11, atol=0.0)
+        assert np.all(fast[~keep] < 1e-280)
+
+
+def test_windowed_test_matches_the_exact_null() -> None:
+    """The simulation (one draw per atom of rows read by the same windows) estimates the exact
+    corrected p-value, found by enumerating every outcome: overlapping windows, a row read by
+    no window, two lists per row, and a window that reads a row twice."""
+    from tests.reference import window_null_exact
+    from watermark.core.stats import windowed_test
+
+    rng = np.random.default_rng(5)
+    cases = [
+        (9, 1, [list(range(9)), [0, 1, 2, 3], [3, 4, 5, 6], [5, 6, 7]]),  # row 8: whole text only
+        (6, 2, [list(range(5)), [0, 1, 2], [2, 3, 4]]),  # row 5: no window
+        (7, 1, [list(range(7)), [0, 1, 1, 2], [4, 5, 6]]),  # row 1 read twice by one window
+    ]
+    for rows, width, members in cases:
+        for _ in range(3):
+            gammas = rng.uniform(0.2, 0.8, size=(rows, width)).tolist()
+            green = (rng.random((rows, width)) < 0.6).tolist()
+            exact = window_null_exact(green, gammas, members)
+            draws = 20000
+            p, best = windowed_test(green, gammas, members, draws=draws, seed=1)
+            sd = math.sqrt(exact * (1 - exact) / draws) + 1 / draws
+            assert abs(p - exact) <= 4.5 * sd, (p, exact)
+            counts = [sum(green[r][k] for r in m for k in range(width)) for m in members]
+            assert best in range(len(members)) and counts[best] >= 0

@@ -1,0 +1,226 @@
+"""One text's detection result from the reads of its scored steps: which units enter the
+tests, the z-test and the windowed test, and the per-token flags of :class:`DetectionResult`.
+
+These are plain functions of the config and of CPU values, so the detector can run them in
+worker processes (:class:`watermark.detector.Detector`, ``workers``) while it keeps the models.
+See :mod:`watermark.detector` for what the tests are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+import torch
+
+from watermark.core.config import WatermarkConfig
+from watermark.core.green_lists import TokenReads
+from watermark.core.stats import green_test, window_spans, windowed_test
+from watermark.core.text import decode_ids, decode_many
+from watermark.core.units import first_reads, repeat_indices, tested_indices
+from watermark.detection_result import DetectionResult
+
+
+def paper_score(rule: str, strength: float, green: torch.Tensor) -> float:
+    """The score of the scored tokens' green bits ``green`` (N, L): ``strength`` times the share
+    green in the first list, or under the tournament the share of all N * L bits that are green
+    (0 when N = 0)."""
+    if green.shape[0] == 0:
+        return 0.0
+    if rule == "tournament":
+        return int(green.sum()) / green.numel()
+    return strength * int(green[:, 0].sum()) / green.shape[0]
+
+
+def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> list[str]:
+    """Text piece of each token: the text it adds after the ``context`` tokens before it.
+
+    Decoding a short window instead of the whole prefix keeps this linear in the text length;
+    the pieces concatenate to ``decode_ids(ids)`` except where a multi-byte character is split
+    across tokens (that token is then shown on its own).
+    """
+    spans = [(max(0, t - 1 - context), t) for t in range(1, len(ids) + 1)]  # token t's window
+    with_token = [ids[a:b] for a, b in spans]
+    texts = decode_many(tokenizer, with_token + [ids[a : b - 1] for a, b in spans])
+    pieces = []
+    for t in range(1, len(ids) + 1):
+        text, previous = texts[t - 1], texts[len(spans) + t - 1]
+        if text.startswith(previous):
+            pieces.append(text[len(previous) :])
+        else:  # a partial multi-byte character resolved: show the token on its own
+            pieces.append(decode_ids(tokenizer, ids[t - 1 : t]))
+    return pieces
+
+
+def assemble(
+    cfg: WatermarkConfig,
+    ids: list[int],
+    entropy: torch.Tensor,
+    reads: TokenReads,
+    steps: list[int],
+    pieces: list[str],
+    null: torch.Tensor | None = None,
+) -> DetectionResult:
+    """One text's result under one key, from the reads of its scored steps.
+
+    Args:
+        cfg: The detection config.
+        ids: The text's generator token ids s_1..s_T.
+        entropy: Float (T,): the gate entropy of each step (NaN where not computed).
+        reads: The reads of its scored steps (:meth:`GreenLists.read`).
+        steps: Its scored steps (1-based, increasing).
+        pieces: The text piece of each token (:func:`token_pieces`).
+        null: Float64 (N, L): the null of each read when not the vocabulary's share
+            (``null_model="mm"``).
+    """
+    T = len(ids)
+    green_scored, vocab = reads.green, reads.vocab  # (N, L)
+    gammas = vocab if null is None else null
+    bigram = cfg.fresh_only and cfg.repeats == "bigram"
+    rule = (cfg.unique_tokens, cfg.fresh_only)
+    # candidate units: each scored step as a first occurrence (row i), and with "bigram"
+    # as a repeat too (steps t >= 2), in the order (step, repeat) of the reference
+    rows = {(i, False): i for i in range(len(steps))}
+    unit_bits, unit_gammas, unit_dims = green_scored, gammas, reads.dims
+    shown_bits, shown_gammas, shown_vocab = green_scored, gammas, vocab
+    if bigram and steps:
+        again_bits, again_gammas = reads.repeat_green, reads.repeat_null
+        order = sorted([(i, False) for i in range(len(steps))]
+                       + [(i, True) for i, t in enumerate(steps) if t >= 2])  # fmt: skip
+        rows = {u: r for r, u in enumerate(order)}
+        pick = torch.tensor([i for i, _ in order])
+        again = torch.tensor([a for _, a in order])[:, None]
+        unit_bits = torch.where(again, again_bits[pick], green_scored[pick])
+        unit_gammas = torch.where(again, again_gammas[pick], gammas[pick])
+        unit_dims = torch.where(again, reads.repeat_dims[pick], unit_dims[pick])
+        first_at: dict[int, int] = {}  # token id -> its first position
+        for pos, token in enumerate(ids):
+            first_at.setdefault(token, pos)
+        seen = torch.tensor([first_at[ids[t - 1]] < t - 1 for t in steps])[:, None]
+        shown_bits = torch.where(seen, again_bits, green_scored)
+        shown_gammas = shown_vocab = torch.where(seen, again_gammas, vocab)  # vocab null
+
+    def units(span: tuple[int, int]) -> list[int]:
+        found = [(i, False) for i in tested_indices(ids, steps, span, *rule)]
+        if bigram:
+            found += [(i, True) for i in repeat_indices(ids, steps, span)]
+        return [rows[u] for u in sorted(found)]
+
+    scored = [False] * T
+    green = [False] * T
+    green_bits = [0] * T
+    tested = [False] * T
+    gamma: list[float | None] = [None] * T
+    vocab_green: list[float | None] = [None] * T
+    rows_shown = zip(steps, shown_bits.sum(1).tolist(), shown_bits[:, 0].tolist(),
+                     shown_gammas[:, 0].tolist(), shown_vocab[:, 0].tolist())  # fmt: skip
+    for t, count, first_bit, null, vocab_null in rows_shown:
+        scored[t - 1] = True
+        green[t - 1] = bool(first_bit)
+        green_bits[t - 1] = int(count)
+        gamma[t - 1] = float(null)
+        vocab_green[t - 1] = float(vocab_null)
+    chosen = units((0, T))
+    step_of = {r: i for (i, _), r in rows.items()}
+    dims = unit_dims.numpy()
+    flat_bits, flat_gammas = unit_bits.reshape(-1, 1), unit_gammas.reshape(-1, 1)
+    width = unit_bits.shape[1]  # L
+    bits = first_reads(dims, chosen, cfg.outputs_once)  # flat indices row * L + list
+    for r in {b // width for b in bits}:
+        tested[steps[step_of[r]] - 1] = True
+    test_green = flat_bits[bits].flatten().tolist()
+    test_gamma = flat_gammas[bits].flatten().tolist()
+    z, p = green_test(test_green, test_gamma)
+    window_p, window = None, None
+    if cfg.window_sizes:
+        spans = window_spans(T, cfg.window_sizes)[1:]  # after the whole text, done above
+        members = [bits] + [first_reads(dims, units(span), cfg.outputs_once) for span in spans]
+        window_p, best = windowed_test(flat_bits.numpy(), flat_gammas.numpy(), members)
+        if members[best]:
+            first, last = members[best][0] // width, members[best][-1] // width
+            window = [steps[step_of[first]], steps[step_of[last]]]
+    num_scored = len(steps)
+    num_green = int(shown_bits[:, 0].sum()) if steps else 0
+    entropy = [None if math.isnan(h) else float(h) for h in entropy.tolist()]
+    return DetectionResult(
+        score=paper_score(cfg.scaling, cfg.strength, shown_bits),
+        green_fraction=num_green / num_scored if num_scored else 0.0,
+        num_scored=num_scored,
+        num_tokens=T,
+        awr=num_scored / T if T else 0.0,
+        num_tested=sum(tested),
+        num_green_tested=int(sum(test_green)),
+        expected_green=float(sum(test_gamma)),
+        z_score=z,
+        p_value=p,
+        is_watermarked=bool((p if window_p is None else window_p) < cfg.target_fpr),
+        window_p_value=window_p,
+        window=window,
+        reason=None if num_scored else "no scored tokens",
+        token_ids=list(ids),
+        tokens=pieces,
+        scored=scored,
+        green=green,
+        green_bits=green_bits,
+        tested=tested,
+        entropy=entropy,
+        gamma=gamma,
+        vocab_green=vocab_green,
+    )
+
+
+def assemble_keys(
+    cfg: WatermarkConfig,
+    tokenizer: object,
+    ids: list[int],
+    entropy: torch.Tensor,
+    steps: list[int],
+    reads: Sequence[TokenReads],
+    nulls: Sequence[torch.Tensor | None],
+) -> list[DetectionResult]:
+    """One text's result under each key (:func:`assemble` per key, one set of token pieces)."""
+    pieces = token_pieces(tokenizer, ids)
+    return [assemble(cfg, ids, entropy, r, steps, pieces, null) for r, null in zip(reads, nulls)]
+
+
+_WORKER: dict = {}  # a worker process's config and tokenizer
+
+
+def _start_worker(cfg: WatermarkConfig, tokenizer: object) -> None:
+    torch.set_num_threads(1)  # one core per worker
+    _WORKER.update(cfg=cfg, tokenizer=tokenizer)
+
+
+def _assemble_job(job: tuple) -> list[DetectionResult]:
+    return assemble_keys(_WORKER["cfg"], _WORKER["tokenizer"], *job)
+
+
+class AssemblyPool:
+    """Worker processes that run :func:`assemble_keys` while the caller keeps the models busy.
+
+    Args:
+        workers: Worker processes (spawned, one thread each).
+        cfg: The detection config.
+        tokenizer: The generator tokenizer (for the token pieces).
+    """
+
+    def __init__(self, workers: int, cfg: WatermarkConfig, tokenizer: object) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.workers = workers
+        self._pool = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(cfg, tokenizer),
+        )
+
+    def submit(self, *job: object) -> Future:
+        """A future of ``assemble_keys(cfg, tokenizer, *job)``."""
+        return self._pool.submit(_assemble_job, job)
+
+    def close(self) -> None:
+        """Stops the workers."""
+        self._pool.shutdown(cancel_futures=True)
