@@ -9,6 +9,8 @@ step, the token pieces, the embedder's tokenizer). This measures that work on an
   forwards, the mapper and the gate entropies (the work a GPU runs), per text, best of
   ``--rounds``; ``parts_ms_per_text`` splits it (``embed_overhead``: the embedder's tokenizer
   and sentence-transformers around its forward).
+* ``assembly_texts_per_s_by_workers``: the per-text assembly (:mod:`watermark.assembly`) of the
+  same texts, in this process (0) and in ``--workers`` worker processes.
 * ``windowed_test``: the windowed test on the same texts' inputs, one draw per atom (the
   shipped :func:`watermark.core.stats.windowed_test`) against drawing every bit as 0.3.0 did,
   timed alternately in one run, with their ratio and the largest p-value difference (both are
@@ -37,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 import watermark.assembly as assembly  # noqa: E402
 import watermark.core.measurement as measurement  # noqa: E402
+import watermark.detector as detector  # noqa: E402
 from benchmarks.bench_gpu import human_texts  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import as_config  # noqa: E402
@@ -83,6 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=24, help="texts of 200 generator tokens")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, nargs="*", default=[2],
+                        help="assembly worker processes to time against none")  # fmt: skip
     args = parser.parse_args(argv)
     cfg = as_config(None)
     model, tokenizer = load_lm(cfg.generator)
@@ -122,6 +127,25 @@ def main(argv: list[str] | None = None) -> None:
             start = time.perf_counter()
             found = [fn(*a) for a in inputs]
             runs.append((time.perf_counter() - start) / len(inputs))
+    jobs = []  # every text's assembly job, to time it in this process and in workers
+    keys = assembly.assemble_keys
+    assembly.assemble_keys = lambda *a: jobs.append(a[2:]) or keys(*a)
+    detector.assemble_keys = assembly.assemble_keys
+    wm.detect(texts, batch_size=len(texts))
+    detector.assemble_keys = assembly.assemble_keys = keys
+    per_worker = {}
+    for workers in (0, *args.workers):
+        pool = assembly.AssemblyPool(workers, wm.config, wm.tokenizer) if workers else None
+        if pool:
+            [f.result() for f in [pool.submit(*job) for job in jobs]]  # warm-up
+        start = time.perf_counter()
+        if pool:
+            [f.result() for f in [pool.submit(*job) for job in jobs]]
+        else:
+            [keys(wm.config, wm.tokenizer, *job) for job in jobs]
+        per_worker[workers] = round(len(jobs) / (time.perf_counter() - start), 1)
+        if pool:
+            pool.close()
     p_atoms = [windowed_test(*a)[0] for a in inputs]
     p_bits = [windowed_test_per_bit(*a) for a in inputs]
     del found
@@ -136,6 +160,7 @@ def main(argv: list[str] | None = None) -> None:
             "speedup": round(statistics.median(per_bit) / statistics.median(atoms), 1),
             "max_p_difference": round(max(abs(a - b) for a, b in zip(p_atoms, p_bits)), 4),
         },
+        "assembly_texts_per_s_by_workers": per_worker,
     }))  # fmt: skip
 
 

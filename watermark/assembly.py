@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from concurrent.futures import Future
 
+import numpy as np
 import torch
 
 from watermark.core.config import WatermarkConfig
@@ -192,8 +193,22 @@ def _start_worker(cfg: WatermarkConfig, tokenizer: object) -> None:
     _WORKER.update(cfg=cfg, tokenizer=tokenizer)
 
 
+def _arrays(value: object, to_numpy: bool) -> object:
+    """A job's tensors as numpy arrays (or back): plain bytes through the pipe, not the shared
+    memory segments torch would make for each tensor."""
+    if isinstance(value, TokenReads):
+        return TokenReads(*(_arrays(f, to_numpy) for f in vars(value).values()))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_arrays(v, to_numpy) for v in value)
+    if to_numpy and isinstance(value, torch.Tensor):
+        return value.numpy()
+    if not to_numpy and isinstance(value, np.ndarray):
+        return torch.from_numpy(value)
+    return value
+
+
 def _assemble_job(job: tuple) -> list[DetectionResult]:
-    return assemble_keys(_WORKER["cfg"], _WORKER["tokenizer"], *job)
+    return assemble_keys(_WORKER["cfg"], _WORKER["tokenizer"], *_arrays(job, to_numpy=False))
 
 
 class AssemblyPool:
@@ -219,7 +234,7 @@ class AssemblyPool:
 
     def submit(self, *job: object) -> Future:
         """A future of ``assemble_keys(cfg, tokenizer, *job)``."""
-        return self._pool.submit(_assemble_job, job)
+        return self._pool.submit(_assemble_job, _arrays(job, to_numpy=True))
 
     def close(self) -> None:
         """Stops the workers."""
