@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import torch
 
-from watermark.core.measurement import MMGenerationState, cached_forward, entropy_from_logits
+from watermark.core.measurement import cached_forward, entropy_from_logits
+from watermark.core.mm_states import MMGenerationState
 
 # generation-config fields that would add logits processors to ``model.generate``, at their
 # quiet values: a model whose config sets any of them is not fused

@@ -41,6 +41,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.generation import logits_process
 
 from watermark.core.errors import UserError
+from watermark.core.mm_states import start_state
 from watermark.core.scoring import StepDecision, WatermarkCore
 
 logger = logging.getLogger(__name__)
@@ -143,8 +144,10 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
             )
         if not self._is_continuation(input_ids):
             check_no_second_filter(self, self.core.config)
-            factory = self.state_factory or self.core.measurement.start
-            self._state = factory(input_ids.shape[0])
+            if self.state_factory is not None:
+                self._state = self.state_factory(input_ids.shape[0])
+            else:
+                self._state = start_state(self.core.measurement, input_ids.shape[0])
             self.record = GenerationRecord(prompt_length=int(input_ids.shape[1]))
         self._prev = input_ids.detach().clone()
         gen = input_ids[:, self.record.prompt_length :]

@@ -31,7 +31,8 @@ import torch
 from watermark.core.config import WatermarkConfig
 from watermark.core.green_lists import GreenLists
 from watermark.core.identity import fingerprint
-from watermark.core.measurement import MeasurementModel, MMGenerationState
+from watermark.core.measurement import MeasurementModel
+from watermark.core.mm_states import MMGenerationState
 from watermark.core.rules.logits import apply_rule
 from watermark.core.semantic import SemanticScorer
 from watermark.core.text import decode_many
