@@ -285,7 +285,7 @@ def test_repeat_units() -> None:
 def test_followers_are_the_pairs_already_in_the_text() -> None:
     import torch
 
-    from watermark.core.scoring import followers
+    from watermark.core.repeats import followers
 
     gen = torch.tensor([[5, 6, 5, 7, 5], [1, 2, 3, 4, 1]])
     found = followers(gen, 9)

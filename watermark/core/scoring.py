@@ -33,54 +33,11 @@ from watermark.core.green_lists import GreenLists
 from watermark.core.identity import fingerprint
 from watermark.core.measurement import MeasurementModel
 from watermark.core.mm_states import MMGenerationState
+from watermark.core.repeats import followers, repeated_context, repeated_steps
 from watermark.core.rules.logits import apply_rule
 from watermark.core.semantic import SemanticScorer
 from watermark.core.text import decode_many
 from watermark.core.timer import StageTimer
-
-
-def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
-    """Context guard for the next step of a batch: bool (B,).
-
-    Args:
-        gen: Long tensor (B, n): generated ids so far (the prefix S_{0:t-1} of step t = n + 1).
-        h: Guard length (0: never repeated).
-
-    Returns:
-        Whether each row's last h ids already occurred as a contiguous run starting earlier.
-    """
-    if h <= 0 or gen.shape[1] <= h:
-        return torch.zeros(gen.shape[0], dtype=torch.bool, device=gen.device)
-    windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
-    return (windows[:, :-1] == windows[:, -1:]).all(-1).any(-1)
-
-
-def repeated_steps(ids: Sequence[int], h: int) -> torch.Tensor:
-    """Context guard of every step of one text of T ids: bool (T,), entry t-1 for step t."""
-    out = torch.zeros(len(ids), dtype=torch.bool)
-    if h <= 0:
-        return out
-    seen: set[tuple[int, ...]] = set()
-    for start in range(len(ids) - h):  # the window ids[start:start+h] is step start+h+1's context
-        window = tuple(ids[start : start + h])
-        out[start + h] = window in seen
-        seen.add(window)
-    return out
-
-
-def followers(gen: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """Bool (B, V): the tokens that already followed each row's last token in its text, i.e.
-    the candidates whose (previous token, token) pair would occur again.
-
-    Args:
-        gen: Long tensor (B, n): generated ids so far.
-        vocab_size: V.
-    """
-    out = torch.zeros(gen.shape[0], vocab_size, device=gen.device)
-    if gen.shape[1] >= 2:
-        after_last = (gen[:, :-1] == gen[:, -1:]).to(out.dtype)  # (B, n - 1)
-        out.scatter_add_(1, gen[:, 1:].long(), after_last)
-    return out > 0
 
 
 @dataclass

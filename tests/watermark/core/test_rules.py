@@ -10,8 +10,8 @@ import torch
 from transformers import TopKLogitsWarper, TopPLogitsWarper
 
 from tests.reference import repeated
+from watermark.core.repeats import repeated_context, repeated_steps
 from watermark.core.rules.logits import apply_rule, filter_logits, logit_floor, tournament
-from watermark.core.scoring import repeated_context, repeated_steps
 
 INF = float("inf")
 
