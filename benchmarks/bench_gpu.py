@@ -138,10 +138,9 @@ def cmd_detect(args: argparse.Namespace) -> dict:
         with args.texts_out.open("w", encoding="utf-8") as f:
             for n, text in enumerate(extra):
                 f.write(json.dumps({"id": n, "text": text}) + "\n")
-    wm.detect(texts[:8])  # warm-up
     rows = []
     for workers in map(int, args.workers.split(",")):
-        wm.detect(texts[:8], workers=workers)  # starts the workers
+        wm.detect(texts[:8], workers=workers)  # warm-up, and starts the workers
         for embed_batch in map(int, args.embed_batches.split(",")):
             wm.core.semantic.batch_size = embed_batch
             for batch in map(int, args.detect_batches.split(",")):

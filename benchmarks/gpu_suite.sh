@@ -66,8 +66,8 @@ step detect 180 bench detect --texts 512 --detect-batches 128,512 --embed-batche
 step profile 180 bench profile --batch 64 --new-tokens 64 --dtypes float32 --texts 128 \
     --profile-workers 8
 step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \
-    --config configs/mapper/default.yaml --threads 16 --trainer.accelerator gpu --trainer.precision bf16-mixed --trainer.deterministic false \
-    --export_dir "$WORK/mapper-gpu"
+    --config configs/mapper/default.yaml --threads 16 --trainer.accelerator gpu \
+    --trainer.precision bf16-mixed --trainer.deterministic false --export_dir "$WORK/mapper-gpu"
 step train 90 compare watermark/checkpoints/mapper-minilm "$WORK/mapper-gpu"
 step corpus 120 $PY -m watermark detect-corpus --input "$WORK/texts.jsonl" \
     --output "$WORK/scores.jsonl" --accelerator gpu --devices 1 --shard-size 256 --workers 8

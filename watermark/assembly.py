@@ -116,12 +116,12 @@ def assemble(
     vocab_green: list[float | None] = [None] * T
     rows_shown = zip(steps, shown_bits.sum(1).tolist(), shown_bits[:, 0].tolist(),
                      shown_gammas[:, 0].tolist(), shown_vocab[:, 0].tolist())  # fmt: skip
-    for t, count, first_bit, null, vocab_null in rows_shown:
+    for t, count, first_bit, step_gamma, step_vocab in rows_shown:
         scored[t - 1] = True
         green[t - 1] = bool(first_bit)
         green_bits[t - 1] = int(count)
-        gamma[t - 1] = float(null)
-        vocab_green[t - 1] = float(vocab_null)
+        gamma[t - 1] = float(step_gamma)
+        vocab_green[t - 1] = float(step_vocab)
     chosen = units((0, T))
     step_of = {r: i for (i, _), r in rows.items()}
     dims = unit_dims.numpy()
@@ -197,7 +197,7 @@ def _arrays(value: object, to_numpy: bool) -> object:
     """A job's tensors as numpy arrays (or back): plain bytes through the pipe, not the shared
     memory segments torch would make for each tensor."""
     if isinstance(value, TokenReads):
-        return TokenReads(*(_arrays(f, to_numpy) for f in vars(value).values()))
+        return value.map(lambda field: _arrays(field, to_numpy))
     if isinstance(value, (list, tuple)):
         return type(value)(_arrays(v, to_numpy) for v in value)
     if to_numpy and isinstance(value, torch.Tensor):

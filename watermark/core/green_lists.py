@@ -8,7 +8,7 @@ operations only; how the signs were computed (sentence embedder, mapper) stays i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -35,11 +35,13 @@ class TokenReads:
     repeat_null: torch.Tensor | None = None
     repeat_dims: torch.Tensor | None = None
 
+    def map(self, fn: Callable[[object], object]) -> TokenReads:
+        """These reads with ``fn`` applied to every field that is set."""
+        return TokenReads(*(None if f is None else fn(f) for f in vars(self).values()))
+
     def select(self, rows: slice) -> TokenReads:
         """The reads of the steps ``rows``."""
-        pick = [None if f is None else f[rows] for f in (self.green, self.vocab, self.dims,
-                self.repeat_green, self.repeat_null, self.repeat_dims)]  # fmt: skip
-        return TokenReads(*pick)
+        return self.map(lambda field: field[rows])
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class GreenLists:
         if previous is not None and self.repeat_shifts is not None:
             fields += [self.contains_repeat(token_ids, previous), self.repeat_fraction(),
                        self.repeat_dims(token_ids, previous)]  # fmt: skip
-        return TokenReads(*(f.cpu() for f in fields))
+        return TokenReads(*fields).map(torch.Tensor.cpu)
 
     def mask(self) -> torch.Tensor:
         """The full green indicator v_hat: bool (N, L, V)."""

@@ -189,8 +189,8 @@ class WatermarkCore:
             for i, key in zip(late, keys):
                 first.setdefault(key, i)
             todo = list(first.values())
-            found = self.embedding_inputs([steps[i] for i in todo], [texts[i] for i in todo])
-            inputs = dict(zip(first, found))
+            decoded = self.embedding_inputs([steps[i] for i in todo], [texts[i] for i in todo])
+            inputs = dict(zip(first, decoded))
             unique = sorted(set(inputs.values()))
             row = {text: n for n, text in enumerate(unique)}
             found = self.semantic.green_lists(unique, progress=progress).signs
