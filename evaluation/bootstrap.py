@@ -93,7 +93,9 @@ def quality_ratio(
     seed: int = 0,
 ) -> dict:
     """Median PPL and mean rep-4 of a method over the reference's, on the same prompts, with
-    paired bootstrap intervals (``ppl[i]`` and ``ref_ppl[i]`` share prompt i)."""
+    paired bootstrap intervals (``ppl[i]`` and ``ref_ppl[i]`` share prompt i), and the
+    difference in the share of texts with rep-4 above 0.2 and above 0.4
+    (:func:`mean_difference`)."""
     arrays = [np.asarray(x, dtype=np.float64) for x in (ppl, rep4, ref_ppl, ref_rep4)]
     if len({len(a) for a in arrays}) != 1:
         raise ValueError("quality ratios need one value per prompt for both")
@@ -101,6 +103,28 @@ def quality_ratio(
     i = np.random.default_rng(seed).integers(0, len(p), size=(draws, len(p)))
     ppl_ratio = np.median(p[i], axis=1) / np.median(rp[i], axis=1)
     rep_ratio = r[i].mean(axis=1) / np.maximum(rr[i].mean(axis=1), 1e-12)
+    tail = {f"rep4>{level}": mean_difference(r > level, rr > level, draws, seed)
+            for level in (0.2, 0.4)}  # fmt: skip
     return {"ppl_ratio": float(np.median(p) / np.median(rp)), "ppl_ci": interval(ppl_ratio),
             "rep4_ratio": float(r.mean() / max(rr.mean(), 1e-12)), "rep4_ci": interval(rep_ratio),
-            "prompts": len(p)}  # fmt: skip
+            "prompts": len(p), **tail}  # fmt: skip
+
+
+def mean_interval(values: Sequence[float], draws: int = DRAWS, seed: int = 0) -> list[float]:
+    """Bootstrap interval of the mean of ``values`` (e.g. a share, from 0/1 values)."""
+    v = np.asarray(values, dtype=np.float64)
+    i = np.random.default_rng(seed).integers(0, len(v), size=(draws, len(v)))
+    return interval(v[i].mean(axis=1))
+
+
+def mean_difference(
+    a: Sequence[float], b: Sequence[float], draws: int = DRAWS, seed: int = 0
+) -> dict:
+    """Mean of A minus mean of B with a paired bootstrap interval (``a[i]`` and ``b[i]`` share
+    prompt i): ``{"diff", "ci", "resolved"}``."""
+    va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if va.shape != vb.shape:
+        raise ValueError("a paired difference needs one value per prompt for both")
+    i = np.random.default_rng(seed).integers(0, len(va), size=(draws, len(va)))
+    ci = interval(va[i].mean(axis=1) - vb[i].mean(axis=1))
+    return {"diff": float(va.mean() - vb.mean()), "ci": ci, "resolved": ci[0] > 0 or ci[1] < 0}

@@ -19,7 +19,8 @@ from watermark.core.config import DETECTION, RUNTIME, SAMPLING, WatermarkConfig,
 from watermark.core.rules import STRENGTH_FIELD
 
 # fields added after results were cached, at the values that leave those results unchanged
-# (fresh_only off; the long-text limits never reached by texts of <= 512 tokens): left out of
+# (fresh_only off; the long-text limits never reached by texts of <= 512 tokens; neutral tokens
+# at v_hat = 1/2 as before 0.5.0): left out of
 # the cache views at these values, so that earlier cached results keep their keys
 LATER_FIELDS_OFF = {
     "fresh_only": False,
@@ -32,6 +33,7 @@ LATER_FIELDS_OFF = {
     "temperature": 1.0,
     "repeats": "neutral",
     "outputs_once": False,
+    "neutral": "half",
 }
 # runtime fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)

@@ -77,11 +77,14 @@ def quality_table(curves: dict) -> list[str]:
     if not found:
         return []
     lines = [
-        "| method | PPL ratio [95% CI] | rep-4 ratio [95% CI] | prompts |",
-        "|---|---|---|---|",
+        "| method | PPL ratio [95% CI] | rep-4 ratio [95% CI] | share rep-4 > 0.2, minus "
+        "unwatermarked [95% CI] | share rep-4 > 0.4, minus unwatermarked | prompts |",
+        "|---|---|---|---|---|---|",
     ]
     for name, q in found.items():
-        lines.append(f"| {name} | {q['ppl_ratio']:.3f} [{q['ppl_ci'][0]:.3f}, "
-                     f"{q['ppl_ci'][1]:.3f}] | {q['rep4_ratio']:.3f} [{q['rep4_ci'][0]:.3f}, "
-                     f"{q['rep4_ci'][1]:.3f}] | {q['prompts']} |")  # fmt: skip
+        tail = [f"{q[k]['diff']:+.3f} {_ci(q[k]['ci'])}" if k in q else "-"
+                for k in ("rep4>0.2", "rep4>0.4")]  # fmt: skip
+        ppl = f"{q['ppl_ratio']:.3f} [{q['ppl_ci'][0]:.3f}, {q['ppl_ci'][1]:.3f}]"
+        rep = f"{q['rep4_ratio']:.3f} [{q['rep4_ci'][0]:.3f}, {q['rep4_ci'][1]:.3f}]"
+        lines.append(f"| {name} | {ppl} | {rep} | {tail[0]} | {tail[1]} | {q['prompts']} |")
     return lines

@@ -90,6 +90,7 @@ def frontier_row(ev, method, units: list[dict], label: str, cell: dict | None) -
         "cell": cell,
         "ppl_median": median(quality["ppl"]),
         **{f"rep{n}": quality[f"rep{n}"] for n in (1, 2, 3, 4)},
+        **{k: quality.get(k) for k in ("rep4>0.2", "rep4>0.4", "longest_max")},
         "distinct2": distinct_n([g["ids"] for g in gens]),
         "tokens_mean": quality["tokens_mean"],
         "seconds_per_text": sum(g["seconds"] for g in gens) / len(gens),
@@ -133,13 +134,16 @@ def fmt(x: float | None, digits: int = 3) -> str:
 def frontier_table(frontier: dict) -> list[str]:
     """Markdown table of the frontier rows."""
     header = ["method / cell", "detected p<0.01", "detected @1% human", "human FPR p<0.01",
-              "median z", "PPL (median)", "rep-1", "rep-2", "rep-3", "rep-4", "distinct-2",
-              "tokens", "AWR", "s / text"]  # fmt: skip
+              "median z", "PPL (median)", "rep-1", "rep-2", "rep-3", "rep-4", "rep-4 > 0.2",
+              "rep-4 > 0.4", "longest repeat", "distinct-2", "tokens", "AWR",
+              "s / text"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in frontier["rows"]:
         cells = [r["label"], fmt(r.get("detected@p<0.01")), fmt(r.get("detected@1%human")),
                  fmt(r.get("fpr@p<0.01")), fmt(r.get("z_median"), 2), fmt(r["ppl_median"], 2),
-                 *(fmt(r[f"rep{n}"]) for n in (1, 2, 3, 4)), fmt(r["distinct2"]),
+                 *(fmt(r[f"rep{n}"]) for n in (1, 2, 3, 4)),
+                 *(fmt(r.get(k)) for k in ("rep4>0.2", "rep4>0.4")),
+                 fmt(r.get("longest_max"), 0), fmt(r["distinct2"]),
                  fmt(r["tokens_mean"], 0), fmt(r.get("awr"), 2),
                  fmt(r["seconds_per_text"], 1)]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")

@@ -98,3 +98,35 @@ class OraclePerplexity:
         logits = self.model(input_ids=full).logits[0, :-1].float()
         nll = torch.nn.functional.cross_entropy(logits, full[0, 1:], reduction="none")
         return float(torch.exp(nll[n_prompt - 1 :].mean()))
+
+
+def longest_repeat(ids: Sequence[int]) -> int:
+    """Length of the longest run of tokens that occurs twice in ``ids`` (the occurrences may
+    overlap); 0 if no token repeats."""
+    lo, hi = 0, max(len(ids) - 1, 0)  # a run of length n repeats => every shorter one does
+    while lo < hi:
+        n = (lo + hi + 1) // 2
+        seen, found = set(), False
+        for i in range(len(ids) - n + 1):
+            gram = tuple(ids[i : i + n])
+            if gram in seen:
+                found = True
+                break
+            seen.add(gram)
+        lo, hi = (n, hi) if found else (lo, n - 1)
+    return lo
+
+
+TAIL_LEVELS = (0.2, 0.4)  # rep-4 above which a text counts as looping
+
+
+def tail_figures(ids_list: Sequence[Sequence[int]]) -> dict:
+    """How often texts collapse, which a mean hides: the share of texts whose rep-4 is above
+    each of :data:`TAIL_LEVELS` (``rep4>0.2``, ``rep4>0.4``) and the longest repeated span in
+    tokens, mean and largest over the texts (``longest_mean``, ``longest_max``)."""
+    reps = [ngram_repetition(ids, 4) for ids in ids_list]
+    longest = [longest_repeat(ids) for ids in ids_list]
+    n = max(1, len(reps))
+    out = {f"rep4>{level}": sum(r > level for r in reps) / n for level in TAIL_LEVELS}
+    out.update(longest_mean=sum(longest) / n, longest_max=max(longest, default=0))
+    return out

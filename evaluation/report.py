@@ -41,12 +41,13 @@ def main_table(results: dict) -> list[str]:
             fmt(det.get("tpr@1%fpr")), fmt(det.get("tpr@10%fpr")),
             fmt((res or {}).get("fpr@p<0.01")),
             fmt(median(q["ppl"]), 2), *(fmt(q[f"rep{n}"]) for n in (1, 2, 3, 4)),
+            *(fmt(q.get(k)) for k in ("rep4>0.2", "rep4>0.4")), fmt(q.get("longest_max"), 0),
             fmt(det.get("awr")), fmt((res or {}).get("seconds_per_text"), 2),
             fmt((res or {}).get("seconds_per_detection"), 2),
         ])  # fmt: skip
     header = ["method", "ROC-AUC", "best F1", "TPR@1%FPR", "TPR@10%FPR", "human FPR@p<0.01",
-              "PPL (median)", "rep-1", "rep-2", "rep-3", "rep-4", "AWR", "s / text",
-              "s / detection"]  # fmt: skip
+              "PPL (median)", "rep-1", "rep-2", "rep-3", "rep-4", "rep-4 > 0.2", "rep-4 > 0.4",
+              "longest repeat", "AWR", "s / text", "s / detection"]  # fmt: skip
     return _table(header, rows)
 
 

@@ -31,7 +31,13 @@ from evaluation.methods import (
     OursMethod,
     TransformersKGW,
 )
-from evaluation.metrics import OraclePerplexity, detection_metrics, ngram_repetition
+from evaluation.metrics import (
+    OraclePerplexity,
+    detection_metrics,
+    longest_repeat,
+    ngram_repetition,
+    tail_figures,
+)
 from evaluation.store import Store
 from evaluation.synthid import SynthIDMethod
 from watermark.api import Watermark
@@ -268,14 +274,17 @@ class Evaluation:
         return [table[k]["ppl"] for k in keys]
 
     def quality(self, units: list[dict], gens: list[dict]) -> dict:
-        """Perplexity list, mean 1-4-gram repetition and each text's 4-gram repetition."""
+        """Perplexity list, mean 1-4-gram repetition, each text's 4-gram repetition and the
+        tail (:func:`evaluation.metrics.tail_figures`)."""
         ppl = self.perplexities([u["prompt"] for u in units], [g["text"] for g in gens])
         rep = {
             f"rep{n}": sum(ngram_repetition(g["ids"], n) for g in gens) / max(1, len(gens))
             for n in (1, 2, 3, 4)
         }
         rep4_texts = [ngram_repetition(g["ids"], 4) for g in gens]
-        return {"ppl": ppl, **rep, "rep4_texts": rep4_texts,
+        tail = tail_figures([g["ids"] for g in gens])
+        return {"ppl": ppl, **rep, "rep4_texts": rep4_texts, **tail,
+                "longest_texts": [longest_repeat(g["ids"]) for g in gens],
                 "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens)}  # fmt: skip
 
     # ---- one method -------------------------------------------------------------------------

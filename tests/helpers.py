@@ -69,7 +69,11 @@ RULE_CASES = [
     },
     {"scaling": "tournament", "layers": 2, "fresh_only": True, "repeats": "bigram"},
     {"scaling": "additive", "bias": 2.0, "fresh_only": True, "repeats": "bigram"},
-]
+    {"scaling": "tournament", "layers": 3, "filter_first": True, "fresh_only": True,
+     "repeats": "bigram", "neutral": "half"},
+    {"scaling": "additive", "bias": 2.0, "fresh_only": True, "repeats": "bigram",
+     "neutral": "half"},
+]  # fmt: skip
 
 
 def sentences(n: int, seed: int = 0, length: int = 12) -> list[str]:

@@ -164,6 +164,22 @@ def rule(logits: torch.Tensor, green: torch.Tensor, cfg: object) -> torch.Tensor
     return probs.log().float()
 
 
+def keep_neutral(
+    logits: torch.Tensor, green: torch.Tensor, cfg: object, neutral: list[int]
+) -> torch.Tensor:
+    """``neutral="kept"``: the neutral tokens keep their probability under ``logits``; the rule
+    runs over the others alone and they share what is left, in its proportions."""
+    probs = torch.softmax(logits.double(), dim=-1)
+    others = logits.clone()
+    others[neutral] = float("-inf")
+    left = 1.0 - float(probs[neutral].sum())
+    out = torch.zeros_like(probs)
+    if torch.isfinite(others).any():
+        out = torch.softmax(rule(others, green, cfg).double(), dim=-1) * left
+    out[neutral] = probs[neutral]
+    return out.log().float()
+
+
 def sampling_logits(
     logits: torch.Tensor, decision: RefStep, cfg: object, prefix: list[int], eos: set[int]
 ) -> torch.Tensor:
@@ -174,16 +190,21 @@ def sampling_logits(
         logits = top_k_top_p(logits, cfg.top_k, cfg.top_p)
     if decision.gated:
         green = decision.green.double()
+        neutral = set()
         if cfg.fresh_only:
             pairs = set(zip(prefix, prefix[1:]))
             for token in set(prefix):
                 if decision.repeat_green is not None and (prefix[-1], token) not in pairs:
                     green[:, token] = decision.repeat_green[:, token].double()
                 else:  # a token already there, or with "bigram" a pair already there
-                    green[:, token] = 0.5
-            for token in eos:
+                    neutral.add(token)
+            neutral |= set(eos)
+        if cfg.neutral == "kept" and neutral:
+            logits = keep_neutral(logits, green, cfg, sorted(neutral))
+        else:
+            for token in neutral:
                 green[:, token] = 0.5
-        logits = rule(logits, green, cfg)
+            logits = rule(logits, green, cfg)
     if not cfg.filter_first:
         logits = top_k_top_p(logits, cfg.top_k, cfg.top_p)
     return logits

@@ -118,10 +118,11 @@ class Detector:
         needs the MM.
 
         ``chunk_size`` texts are scored together (default: 8 on a CPU, 64 on an accelerator).
-        On a CPU each text's MM forwards and SE batches are its own, so its result does not
-        depend on the chunk size or on the other texts. On an accelerator the chunk's texts
-        share padded MM forwards and SE batches (faster there), and a result may differ from a
-        lone text's in the last float bits of an entropy or an embedding.
+        Each text's MM forwards and SE batches are its own and the mapper runs on blocks of a
+        fixed shape (:mod:`watermark.core.semantic`), so a result is a function of the text
+        and the config alone, bit for bit: it does not depend on the chunk size, the other
+        texts, the number of threads or workers, or the command that ran it (unless the MM
+        was built with ``batch_logits``, which shares padded forwards between texts).
         """
         from tqdm.auto import tqdm
 
@@ -170,8 +171,8 @@ class Detector:
         steps = {n: torch.nonzero(gates[n].gated).flatten().add(1).tolist() for n in todo}
         lists, reads = {}, {}  # per text: its steps' green lists, and their reads per key
         bigram = self.config.fresh_only and self.config.repeats == "bigram"
-        # Texts that share padded MM forwards (an accelerator) share SE batches too; otherwise
-        # each text's spans are embedded alone, so its bits cannot depend on its batch-mates.
+        # Texts that share padded MM forwards (batch_logits, opted in) share SE batches too;
+        # otherwise each text's spans are embedded alone: its bits cannot depend on others.
         groups = [todo] if core.measurement.logit_budget > 0 else [[n] for n in todo]
         for group in groups:
             found = core.green_lists(

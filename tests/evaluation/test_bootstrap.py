@@ -34,3 +34,16 @@ def test_quality_ratio_is_the_ratio_of_medians_and_means() -> None:
     out = quality_ratio(ppl, [0.1, 0.1, 0.1], ref, [0.05, 0.05, 0.05], draws=200)
     assert out["ppl_ratio"] == pytest.approx(1.2) and out["rep4_ratio"] == pytest.approx(2.0)
     assert out["ppl_ci"][0] >= 1.0 and out["ppl_ci"][1] <= 1.4 and out["prompts"] == 3
+
+
+def test_paired_mean_difference_and_the_tail_of_quality_ratio() -> None:
+    from evaluation.bootstrap import mean_difference, mean_interval, quality_ratio
+
+    same = mean_difference([0, 1, 0, 1], [0, 1, 0, 1])
+    assert same["diff"] == 0.0 and same["ci"] == [0.0, 0.0] and not same["resolved"]
+    gap = mean_difference([1.0] * 30, [0.0] * 30)
+    assert gap["diff"] == 1.0 and gap["resolved"]
+    assert mean_interval([1.0, 1.0]) == [1.0, 1.0]
+    q = quality_ratio([1, 1, 1, 1], [0.5, 0.0, 0.0, 0.3], [1, 1, 1, 1], [0.0, 0.0, 0.0, 0.3])
+    assert q["rep4>0.2"]["diff"] == pytest.approx(0.25)  # 2 of 4 texts against 1 of 4
+    assert q["rep4>0.4"]["diff"] == pytest.approx(0.25)

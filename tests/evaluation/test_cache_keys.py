@@ -31,7 +31,7 @@ SHIPPED = {
     "null_model": "vocab", "unique_tokens": True, "outputs_once": False,
     "target_fpr": 0.01, "embed_batch_size": 256, "mm_window": 2048,
     "embed_prefix_tokens": 512, "embed_window": 32, "compute_dtype": "float32",
-    "window_sizes": [], "allowed_scripts": ["LATIN"],
+    "window_sizes": [], "allowed_scripts": ["LATIN"], "neutral": "half",
 }  # fmt: skip
 # variant -> (generation digest, detection digest)
 PINNED = {

@@ -7,8 +7,10 @@ import pytest
 from evaluation.metrics import (
     best_f1,
     detection_metrics,
+    longest_repeat,
     median,
     ngram_repetition,
+    tail_figures,
     tpr_at_fpr,
 )
 
@@ -32,3 +34,14 @@ def test_repetition_and_medians_by_hand() -> None:
     assert ngram_repetition([1, 2, 3], 4) == 0.0
     assert ngram_repetition([5, 5, 5, 5], 1) == pytest.approx(0.75)
     assert median([3.0, 1.0, float("nan"), 2.0, 10.0]) == pytest.approx(2.5)
+
+
+def test_longest_repeat_and_the_tail_by_hand() -> None:
+    assert longest_repeat([1, 2, 3, 1, 2, 3, 1, 2]) == 5  # 1 2 3 1 2 at 0 and at 3 (overlap)
+    assert longest_repeat([1, 2, 1, 3, 1, 2, 9]) == 2
+    assert longest_repeat([5, 5, 5, 5]) == 3
+    assert longest_repeat([1, 2, 3]) == longest_repeat([]) == 0
+    loop = [7, 8] * 10  # rep-4 = 1 - 2/17
+    calm = list(range(20))
+    tail = tail_figures([loop, calm, calm, calm])
+    assert tail == {"rep4>0.2": 0.25, "rep4>0.4": 0.25, "longest_mean": 18 / 4, "longest_max": 18}

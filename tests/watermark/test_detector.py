@@ -114,7 +114,7 @@ def test_worker_processes_give_the_same_results(tiny: SimpleNamespace) -> None:
 
 @pytest.mark.parametrize("budget", [1, 40 * 60 * 64, 2**30])  # one text / a few / all per forward
 def test_batched_mm_matches_per_text_and_reference(tiny: SimpleNamespace, budget: int) -> None:
-    """Texts sharing padded MM forwards (the accelerator default) get the per-text gates."""
+    """Texts sharing padded MM forwards (``batch_logits``, opted in) get the per-text gates."""
     wm = tiny.make(context_guard=1)
     texts = sentences(5, seed=11, length=24) + ["river", "bank loan price"]
     per_text = wm.detect(texts, batch_size=len(texts))
@@ -135,14 +135,10 @@ def test_a_verdict_does_not_depend_on_batch_mates(
     tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each SE batch holds one text's spans, so a text's bits cannot move with the shapes of
-    the batches that other texts bring (float noise near v = 0); on a CPU the MM runs per text
-    too, so the CLI line of a text is the same alone or in any chunk (the service relies on it).
+    the batches that other texts bring (float noise near v = 0); the MM runs per text too, on
+    every device (0.5.0; an H200 had failed this when chunks shared padded forwards), so the
+    CLI line of a text is the same alone or in any chunk (the service relies on it).
     """
-    if tiny.device != "cpu":  # seen failing on an H200 (2026-11-26), as designed
-        pytest.skip(
-            "on an accelerator, texts share padded MM forwards and SE batches (Detector._chunk):"
-            " a gate or bit near its threshold can move with batch-mates"
-        )
     wm = tiny.make(context_guard=1, window_sizes=[8])
     texts = sentences(6, seed=21, length=30) + ["river"]
     semantic, calls = wm.core.semantic, []

@@ -130,6 +130,9 @@ class WatermarkConfig:
         top_k: Top-k of sampling (also the floor of ``floor``).
         top_p: Nucleus mass of sampling.
         filter_first: Apply top-k / top-p before the rule (else after it, the paper's order).
+        neutral: Tokens the rule must not favour (``fresh_only``: a pair already in the text,
+            EOS): ``"kept"`` keeps their model probability exactly and runs the rule over the
+            other tokens (no loops; 0.5.0), ``"half"`` gives them v_hat = 1/2 (0.2-0.4).
     Detection policy:
         old_keys: Earlier keys (same forms as ``key``) that detection also tries; the p-value is
             corrected for the number of keys.
@@ -177,6 +180,7 @@ class WatermarkConfig:
     top_k: int = setting(SAMPLING, 50)
     top_p: float = setting(SAMPLING, 0.9)
     filter_first: bool = setting(SAMPLING, True)
+    neutral: str = setting(SAMPLING, "kept", choices=("kept", "half"))
     # detection policy: how the bits are tested and what counts as watermarked
     old_keys: list[str] = setting(DETECTION, [], secret=True)
     null_model: str = setting(DETECTION, "vocab", choices=("vocab", "mm"))

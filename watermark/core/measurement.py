@@ -98,8 +98,10 @@ class MeasurementModel:
         window: W of the long-text rule (0: never cut).
         chunk: Tokens per forward when detection streams a segment.
         batch_logits: Logit values per forward when detection batches texts
-            (:meth:`texts_entropies`); 0 detects text by text; ``None``: 2**30 on an
-            accelerator (where a forward is launch-bound, so a padded batch pays off), else 0.
+            (:meth:`texts_entropies`); 0 or ``None`` (the default): text by text, so a text's
+            entropies never depend on the texts detected with it. A padded forward shared by
+            texts is faster on an accelerator but moves entropies in their last bits with the
+            batch: opt in only where the same text need not get the same answer every time.
     """
 
     def __init__(
@@ -131,9 +133,7 @@ class MeasurementModel:
     @property
     def logit_budget(self) -> int:
         """Logit values per shared forward of :meth:`texts_entropies` (0: text by text)."""
-        if self.batch_logits is None:
-            return 0 if self.device.type == "cpu" else 2**30
-        return self.batch_logits
+        return self.batch_logits or 0
 
     def body_ids(self, prefix_ids: Sequence[int]) -> list[int]:
         """MM tokens of a generated prefix S_{0:t-1} (generator ids), before the window."""

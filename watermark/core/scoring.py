@@ -257,6 +257,7 @@ class WatermarkCore:
             top_p=cfg.top_p,
             filter_first=cfg.filter_first,
             temperature=cfg.temperature,
+            keep_neutral=cfg.neutral == "kept",
             neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
             repeated=None if decision.repeated is None else decision.repeated.to(scores.device),
             repeat_shift=None

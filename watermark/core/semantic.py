@@ -5,6 +5,14 @@ with the semantic mapper to v, and returns the signs v > 0 as a
 :class:`~watermark.core.green_lists.GreenLists` read through the L keyed token maps (one per green
 list a step uses: L = 1 except for the tournament's layers).
 
+A step's signs are a function of its text alone, bit for bit, whatever else is computed with it
+(other steps, other texts, the batch, the number of threads): the mapper runs on blocks of
+exactly :data:`MAP_ROWS` rows (the last one padded with zeros), so every matrix product has one
+shape and a row's result never depends on the rows beside it. With a free number of rows the
+BLAS picks other kernels for other shapes (and, on the CPU, splits a small product across
+threads differently), which moves outputs near zero to the other sign. The embedder embeds the
+spans of one text together (:class:`~watermark.detector.Detector` never mixes texts).
+
 Embeddings are computed as in mapper training (``encode(..., normalize_embeddings=False)``; the
 packaged MiniLM normalises inside the model). The SE truncates inputs to its ``max_seq_length``
 word pieces (256 for MiniLM), so the green list of very long prefixes only reflects their start.
@@ -24,6 +32,8 @@ from watermark.core.timer import StageTimer
 from watermark.core.token_map import tokens_per_dim
 
 logger = logging.getLogger(__name__)
+
+MAP_ROWS = 32  # rows of every mapper forward (one shape: results independent of batch-mates)
 
 
 class SemanticScorer:
@@ -104,9 +114,13 @@ class SemanticScorer:
     @torch.inference_mode()
     def signs(self, u: torch.Tensor) -> torch.Tensor:
         """Mapper signs v > 0 for embeddings u (N, E): bool tensor (N, D), on the mapper's
-        device."""
+        device; in blocks of :data:`MAP_ROWS` rows, so a row's signs depend on that row only."""
         with self.timer.stage("map"):
-            return self.mapper(u.to(self.device)) > 0
+            u = u.to(self.device)
+            n = int(u.shape[0])
+            padded = torch.cat([u, u.new_zeros((-n) % MAP_ROWS, u.shape[1])])
+            out = [self.mapper(block) > 0 for block in padded.split(MAP_ROWS)]
+            return torch.cat(out)[:n] if out else self.no_signs(0)
 
     def no_signs(self, n: int) -> torch.Tensor:
         """All-False signs (n, D) on the mapper's device."""

@@ -131,6 +131,42 @@ def window_spans(n: int, sizes: Sequence[int]) -> list[tuple[int, int]]:
     return found
 
 
+def atoms(members: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[tuple]]:
+    """The atoms of the windowed test's null: the rows read by the same windows, as often.
+    Only an atom's green count matters to the windows, and atoms are independent, so a null
+    draw samples one count per atom.
+
+    Built from each row's windows (never a rows x windows table, which grows with the square
+    of the text's length), in the order of their read vectors (windows in order, counts as
+    values) sorted ascending, the order the draws are assigned in.
+
+    Args:
+        members: Per window, the row indices it reads (a row may appear twice).
+
+    Returns:
+        ``(rows, windows)``: each atom's rows, increasing; per window, ``(atom ids, times)``
+        arrays: the atoms it reads and how often it reads each of their rows.
+    """
+    read_by: dict[int, dict[int, int]] = {}  # row -> {window: times}
+    for w, m in enumerate(members):
+        for row in m.tolist():
+            counts = read_by.setdefault(row, {})
+            counts[w] = counts.get(w, 0) + 1
+    groups: dict[tuple, list[int]] = {}
+    for row in sorted(read_by):
+        groups.setdefault(tuple(sorted(read_by[row].items())), []).append(row)
+    # ascending read vectors: at the first window where two differ, the one that reads it
+    # more is larger; a window read by one only makes that one larger
+    order = sorted(groups, key=lambda sig: tuple((-w, c) for w, c in sig))
+    found: list[list[tuple[int, int]]] = [[] for _ in members]
+    for a, sig in enumerate(order):
+        for w, c in sig:
+            found[w].append((a, c))
+    windows = [(np.array([a for a, _ in f], dtype=np.int64), np.array([c for _, c in f],
+               dtype=np.int64)) for f in found]  # fmt: skip
+    return [np.array(groups[sig], dtype=np.int64) for sig in order], windows
+
+
 def windowed_test(
     green: Sequence[Sequence[bool]],
     gammas: Sequence[Sequence[float]],
@@ -173,16 +209,8 @@ def windowed_test(
     if len(members) == 1:  # nothing to correct for: the exact p-value
         return float(observed[0]), 0
     smallest = float(observed[best]) * (1.0 + 1e-9)  # as extreme, up to rounding
-    # Rows read by the same windows (as often) form an atom: only each atom's green count
-    # matters, and atoms are independent, so each draw samples one count per atom.
-    reads = np.zeros((len(bits), len(members)), dtype=np.int64)  # (N, W) reads per window
-    for w, m in enumerate(index):
-        np.add.at(reads[:, w], m, 1)
-    used = np.flatnonzero(reads.any(axis=1))
-    weights, atom = np.unique(reads[used], axis=0, return_inverse=True)  # (A, W), (n_used,)
-    atom = atom.ravel()
-    cdfs = [np.cumsum(pmf) for pmf in count_pmfs(
-        [probs[used[atom == a]].ravel() for a in range(len(weights))])]  # fmt: skip
+    rows, windows = atoms(index)
+    cdfs = [np.cumsum(pmf) for pmf in count_pmfs([probs[r].ravel() for r in rows])]
     # inverse-CDF draws of all atoms in one search: atom a's CDF is shifted to [2a, 2a + 1]
     starts = np.cumsum([0] + [len(c) for c in cdfs])
     shift = 2.0 * np.arange(len(cdfs))
@@ -190,7 +218,9 @@ def windowed_test(
     u = np.random.default_rng(seed).random((draws, len(cdfs)))
     counts = np.searchsorted(joined, u + shift, side="right") - starts[:-1]
     counts = np.minimum(counts, starts[1:] - starts[:-1] - 1)  # (draws, A)
-    window_counts = counts @ weights  # (draws, W) green count of each window
+    window_counts = np.empty((draws, len(windows)), dtype=np.int64)  # green count per window
+    for w, (ids, times) in enumerate(windows):
+        window_counts[:, w] = counts[:, ids] @ times
     low = np.ones(draws)
     for w, table in enumerate(tables):
         low = np.minimum(low, table[window_counts[:, w]])

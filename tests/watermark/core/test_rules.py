@@ -118,6 +118,40 @@ def test_tournament_preserves_the_distribution_over_keys() -> None:
     assert out[0, 2] == -INF and torch.isfinite(out[0, :2]).all()
 
 
+def test_kept_neutral_tokens_keep_their_probability() -> None:
+    # "kept": whatever the bits, a neutral token (a pair already in the text) has the model's
+    # probability, so the rule cannot push a text into repeating itself; over every key the
+    # output is still the input distribution. "half" moves mass onto the neutral tokens when
+    # the fresh ones are red: the 0.4 default's loops.
+    p = torch.tensor([0.4, 0.3, 0.2, 0.1], dtype=torch.float64)
+    logits, maps = p.log().float()[None], torch.arange(8).reshape(2, 4)
+    neutral, gated = torch.tensor([[True, False, False, True]]), torch.tensor([True])
+    total = torch.zeros(4, dtype=torch.float64)
+    assignments = list(itertools.product([False, True], repeat=8))
+    for top_k in (0, 4):  # the whole vocabulary, and the candidates path
+        total.zero_()
+        for bits in assignments:
+            dims = torch.tensor(bits)[None]
+            out = apply_rule(logits, dims, maps, gated, "tournament", 2, top_k, 1.0,
+                             filter_first=True, neutral=neutral, keep_neutral=True)  # fmt: skip
+            probs = torch.softmax(out.double(), -1)[0]
+            assert torch.allclose(probs[[0, 3]], p[[0, 3]], atol=1e-6)
+            total += probs
+        assert torch.allclose(total / len(assignments), p, atol=1e-6)
+    red = torch.zeros(1, 8, dtype=torch.bool)  # the fresh tokens are red in both lists
+    half = apply_rule(logits, red, maps, gated, "tournament", 2, 0, 1.0, filter_first=True,
+                      neutral=neutral)  # fmt: skip
+    assert torch.softmax(half.double(), -1)[0, [0, 3]].sum() > 0.6  # 0.5 from the model
+    kept = apply_rule(logits, red, maps, gated, "additive", 2.0, 0, 1.0, neutral=neutral,
+                      keep_neutral=True)  # fmt: skip
+    assert torch.allclose(torch.softmax(kept.double(), -1)[0], p, atol=1e-6)  # all red: as is
+    # a row whose every candidate is neutral is the model's distribution
+    everything = torch.ones(1, 4, dtype=torch.bool)
+    out = apply_rule(logits, red, maps, gated, "tournament", 2, 4, 1.0, filter_first=True,
+                     neutral=everything, keep_neutral=True)  # fmt: skip
+    assert torch.allclose(torch.softmax(out.double(), -1)[0], p, atol=1e-6)
+
+
 def test_tournament_on_candidates_equals_full_vocabulary() -> None:
     torch.manual_seed(1)
     B, V, D, L = 5, 300, 24, 6

@@ -139,3 +139,31 @@ def test_windowed_test_matches_the_exact_null() -> None:
             assert abs(p - exact) <= 4.5 * sd, (p, exact)
             counts = [sum(green[r][k] for r in m for k in range(width)) for m in members]
             assert best in range(len(members)) and counts[best] >= 0
+
+
+def test_atoms_match_the_dense_read_table() -> None:
+    """The windowed test's atoms, built row by row, are the unique rows of the dense
+    rows x windows read table, in its order (so the seeded draws land on the same atoms)."""
+    from watermark.core.stats import atoms
+
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        n, w = int(rng.integers(3, 120)), int(rng.integers(1, 25))
+        members = [np.sort(rng.integers(0, n, size=int(rng.integers(0, 40)))) for _ in range(w)]
+        reads = np.zeros((n, w), dtype=np.int64)
+        for k, m in enumerate(members):
+            np.add.at(reads[:, k], m, 1)
+        used = np.flatnonzero(reads.any(axis=1))
+        rows, windows = atoms(members)
+        if not len(used):
+            assert rows == []
+            continue
+        weights, inverse = np.unique(reads[used], axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        assert [r.tolist() for r in rows] == [
+            used[inverse == a].tolist() for a in range(len(weights))
+        ]
+        dense = np.zeros_like(weights)
+        for k, (ids, times) in enumerate(windows):
+            dense[ids, k] = times
+        assert np.array_equal(dense, weights)

@@ -26,9 +26,18 @@ exactly what is sampled:
 at their dimension shifted by the row's ``repeat_shift`` (the keyed shift of its previous
 token), so their bits differ from their first occurrence's and follow the token before them.
 
-``neutral`` tokens (the config's ``fresh_only``: tokens already in the generated text, and EOS)
-get v_hat = 1/2 in every list, the mean of a random green bit: the rule neither favours nor
-disfavours them, and the tournament stays distribution-preserving.
+``neutral`` tokens (the config's ``fresh_only``: with ``repeats="bigram"`` the tokens whose pair
+with the previous token is already in the generated text, and EOS) are handled by the config's
+``neutral``:
+
+* ``"kept"`` (the default since 0.5.0): they keep the probability the model gives them, exactly;
+  the rule runs over the other tokens only, within the mass those leave. The chance of repeating
+  a pair is then the unwatermarked model's at every step, whatever the green lists, and the
+  tournament stays distribution-preserving.
+* ``"half"`` (0.2-0.4): v_hat = 1/2 in every list, the mean of a random green bit. On average
+  over keys the rule neither favours nor disfavours them, but at a given step the tournament
+  moves mass onto them when the fresh tokens are red, and a text whose context repeats meets
+  the same lists again: that is how 0.4's default fell into loops.
 
 ``filter_first`` applies top-k / top-p before the rule instead of after it. The rule then only
 re-weights tokens the model itself would sample: a boost can no longer pull a tail token into
@@ -138,6 +147,16 @@ def shift_repeats(
     return torch.where(repeated[None], moved, maps)
 
 
+def keep_mass(base: torch.Tensor, marked: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities (B, N) where the ``kept`` tokens (bool (B, N)) have their probability
+    under ``base`` and the others share the rest of the mass as under ``marked`` (logits of a
+    rule that ran with the kept tokens at -inf). A row with no other token is ``base``'s."""
+    probs = torch.softmax(base.double(), dim=-1)
+    rest = 1.0 - (probs * kept).sum(-1, keepdim=True)
+    free = torch.softmax(marked.double(), dim=-1).nan_to_num(0.0)
+    return torch.where(kept, probs, rest.clamp_min(0.0) * free).log().to(base.dtype)
+
+
 def _tournament_on_candidates(
     base: torch.Tensor,
     green_dims: torch.Tensor,
@@ -146,14 +165,35 @@ def _tournament_on_candidates(
     k: int,
     repeated: torch.Tensor | None,
     repeat_shift: torch.Tensor | None,
+    keep_neutral: bool,
 ) -> torch.Tensor:
     """The tournament on each row's top-k tokens only (the others are -inf after filtering)."""
     cand = torch.topk(base, k, dim=-1).indices  # (B, k)
     mask = None if neutral is None else neutral.gather(1, cand)
     again = None if repeated is None else repeated.gather(1, cand)
     maps = shift_repeats(token_maps[:, cand], again, repeat_shift, green_dims.shape[1])
-    logp = tournament(base.gather(1, cand), green_values(green_dims, maps, mask))
+    logits = base.gather(1, cand)
+    if keep_neutral and mask is not None:
+        free = logits.masked_fill(mask, float("-inf"))
+        logp = keep_mass(logits, tournament(free, green_values(green_dims, maps, None)), mask)
+    else:
+        logp = tournament(logits, green_values(green_dims, maps, mask))
     return torch.full_like(base, float("-inf")).scatter(1, cand, logp)
+
+
+def _bias(
+    logits: torch.Tensor, green: torch.Tensor, rule: str, strength: float, top_k: int
+) -> torch.Tensor:
+    """One rule on logits (B, V) with green values (B, L, V); biasing rules read list 0."""
+    if rule == "tournament":
+        return tournament(logits, green)
+    g0 = green[:, 0].to(logits.dtype)
+    if rule == "paper":
+        return logits * (1.0 + strength * g0)
+    if rule == "floor":
+        floor = logit_floor(logits, top_k)
+        return (logits - floor) * (1.0 + strength * g0) + floor
+    return logits + strength * g0
 
 
 def apply_rule(
@@ -170,6 +210,7 @@ def apply_rule(
     temperature: float = 1.0,
     repeated: torch.Tensor | None = None,
     repeat_shift: torch.Tensor | None = None,
+    keep_neutral: bool = False,
 ) -> torch.Tensor:
     """The sampling logits of a batch.
 
@@ -188,6 +229,8 @@ def apply_rule(
         temperature: Divides the logits before anything else (every row).
         repeated: Bool (B, V) of tokens read at a shifted dimension, or None.
         repeat_shift: Long (L, B): each row's shift per list (with ``repeated``).
+        keep_neutral: The ``neutral`` tokens keep their probability (``neutral="kept"``)
+            instead of reading v_hat = 1/2.
 
     Returns:
         New float tensor (B, V).
@@ -200,23 +243,19 @@ def apply_rule(
     batch, vocab = logits.shape
     if rule == "tournament" and filter_first and 0 < top_k < vocab:
         marked = _tournament_on_candidates(
-            base, green_dims, token_maps, neutral, top_k, repeated, repeat_shift
+            base, green_dims, token_maps, neutral, top_k, repeated, repeat_shift, keep_neutral
         )
-    elif rule == "tournament":
-        maps = token_maps[:, None, :].expand(-1, batch, -1)
-        maps = shift_repeats(maps, repeated, repeat_shift, green_dims.shape[1])
-        marked = tournament(base, green_values(green_dims, maps, neutral))
     else:
-        maps = token_maps[:1, None, :].expand(-1, batch, -1)
-        shift = None if repeat_shift is None else repeat_shift[:1]
+        kept = neutral if keep_neutral else None
+        free = base if kept is None else base.masked_fill(kept, float("-inf"))
+        neutral = None if keep_neutral else neutral
+        n_lists = token_maps.shape[0] if rule == "tournament" else 1
+        maps = token_maps[:n_lists, None, :].expand(-1, batch, -1)
+        shift = None if repeat_shift is None else repeat_shift[:n_lists]
         maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
-        g0 = green_values(green_dims, maps, neutral)[:, 0].to(logits.dtype)
-        if rule == "paper":
-            marked = base * (1.0 + strength * g0)
-        elif rule == "floor":
-            floor = logit_floor(base, top_k)
-            marked = (base - floor) * (1.0 + strength * g0) + floor
-        else:
-            marked = base + strength * g0
+        green = green_values(green_dims, maps, neutral)
+        marked = _bias(free, green, rule, strength, top_k)
+        if kept is not None:
+            marked = keep_mass(base, marked, kept)
     out = torch.where(gated.to(logits.device)[:, None], marked, base)
     return out if filter_first else filter_logits(out, top_k, top_p)
