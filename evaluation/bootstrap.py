@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from evaluation.metrics import TAIL_KEYS, TAIL_LEVELS
+
 DRAWS, LEVEL = 2000, 0.95
 
 
@@ -103,8 +105,8 @@ def quality_ratio(
     i = np.random.default_rng(seed).integers(0, len(p), size=(draws, len(p)))
     ppl_ratio = np.median(p[i], axis=1) / np.median(rp[i], axis=1)
     rep_ratio = r[i].mean(axis=1) / np.maximum(rr[i].mean(axis=1), 1e-12)
-    tail = {f"rep4>{level}": mean_difference(r > level, rr > level, draws, seed)
-            for level in (0.2, 0.4)}  # fmt: skip
+    tail = {key: mean_difference(r > level, rr > level, draws, seed)
+            for key, level in zip(TAIL_KEYS, TAIL_LEVELS)}  # fmt: skip
     return {"ppl_ratio": float(np.median(p) / np.median(rp)), "ppl_ci": interval(ppl_ratio),
             "rep4_ratio": float(r.mean() / max(rr.mean(), 1e-12)), "rep4_ci": interval(rep_ratio),
             "prompts": len(p), **tail}  # fmt: skip

@@ -11,6 +11,7 @@ interval excludes zero, else *within noise*.
 from __future__ import annotations
 
 from evaluation.bootstrap import auc_difference, quality_ratio
+from evaluation.metrics import TAIL_KEYS
 
 
 def cell_differences(curves: dict, method: str, baseline: str) -> list[dict]:
@@ -83,7 +84,7 @@ def quality_table(curves: dict) -> list[str]:
     ]
     for name, q in found.items():
         tail = [f"{q[k]['diff']:+.3f} {_ci(q[k]['ci'])}" if k in q else "-"
-                for k in ("rep4>0.2", "rep4>0.4")]  # fmt: skip
+                for k in TAIL_KEYS]  # fmt: skip
         ppl = f"{q['ppl_ratio']:.3f} [{q['ppl_ci'][0]:.3f}, {q['ppl_ci'][1]:.3f}]"
         rep = f"{q['rep4_ratio']:.3f} [{q['rep4_ci'][0]:.3f}, {q['rep4_ci'][1]:.3f}]"
         lines.append(f"| {name} | {ppl} | {rep} | {tail[0]} | {tail[1]} | {q['prompts']} |")

@@ -82,8 +82,7 @@ def run_curves(ev) -> dict:
         texts = [g["text"] for g in gens]
         quality = ev.quality(units, gens)
         quality = {"ppl_median": statistics.median(quality["ppl"]), "rep4": quality["rep4"],
-                   "ppl_texts": quality["ppl"], "rep4_texts": quality["rep4_texts"],
-                   "longest_texts": quality["longest_texts"]}  # fmt: skip
+                   "ppl_texts": quality["ppl"], "rep4_texts": quality["rep4_texts"]}  # fmt: skip
         if name == "unwatermarked" or not cfg.curve_detect:  # quality rows only
             rows.append({"method": name, "attack": "none", **quality})
             continue

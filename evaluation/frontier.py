@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from evaluation.detection import share_flagged
-from evaluation.metrics import median
+from evaluation.metrics import TAIL_KEYS, median
 from watermark.core.rules import STRENGTH_FIELD
 
 SHORT = {
@@ -90,7 +90,7 @@ def frontier_row(ev, method, units: list[dict], label: str, cell: dict | None) -
         "cell": cell,
         "ppl_median": median(quality["ppl"]),
         **{f"rep{n}": quality[f"rep{n}"] for n in (1, 2, 3, 4)},
-        **{k: quality.get(k) for k in ("rep4>0.2", "rep4>0.4", "longest_max")},
+        **{k: quality.get(k) for k in (*TAIL_KEYS, "longest_max")},
         "distinct2": distinct_n([g["ids"] for g in gens]),
         "tokens_mean": quality["tokens_mean"],
         "seconds_per_text": sum(g["seconds"] for g in gens) / len(gens),
@@ -142,7 +142,7 @@ def frontier_table(frontier: dict) -> list[str]:
         cells = [r["label"], fmt(r.get("detected@p<0.01")), fmt(r.get("detected@1%human")),
                  fmt(r.get("fpr@p<0.01")), fmt(r.get("z_median"), 2), fmt(r["ppl_median"], 2),
                  *(fmt(r[f"rep{n}"]) for n in (1, 2, 3, 4)),
-                 *(fmt(r.get(k)) for k in ("rep4>0.2", "rep4>0.4")),
+                 *(fmt(r.get(k)) for k in TAIL_KEYS),
                  fmt(r.get("longest_max"), 0), fmt(r["distinct2"]),
                  fmt(r["tokens_mean"], 0), fmt(r.get("awr"), 2),
                  fmt(r["seconds_per_text"], 1)]  # fmt: skip

@@ -118,15 +118,15 @@ def longest_repeat(ids: Sequence[int]) -> int:
 
 
 TAIL_LEVELS = (0.2, 0.4)  # rep-4 above which a text counts as looping
+TAIL_KEYS = tuple(f"rep4>{level}" for level in TAIL_LEVELS)  # the tail's shares, as named
 
 
-def tail_figures(ids_list: Sequence[Sequence[int]]) -> dict:
-    """How often texts collapse, which a mean hides: the share of texts whose rep-4 is above
-    each of :data:`TAIL_LEVELS` (``rep4>0.2``, ``rep4>0.4``) and the longest repeated span in
-    tokens, mean and largest over the texts (``longest_mean``, ``longest_max``)."""
-    reps = [ngram_repetition(ids, 4) for ids in ids_list]
-    longest = [longest_repeat(ids) for ids in ids_list]
-    n = max(1, len(reps))
-    out = {f"rep4>{level}": sum(r > level for r in reps) / n for level in TAIL_LEVELS}
+def tail_figures(rep4: Sequence[float], longest: Sequence[int]) -> dict:
+    """How often texts collapse, which a mean hides, from each text's rep-4 and longest
+    repeated span (:func:`longest_repeat`): the share of texts whose rep-4 is above each of
+    :data:`TAIL_LEVELS` (:data:`TAIL_KEYS`) and the longest repeated span in tokens, mean and
+    largest over the texts (``longest_mean``, ``longest_max``)."""
+    n = max(1, len(rep4))
+    out = {key: sum(r > level for r in rep4) / n for key, level in zip(TAIL_KEYS, TAIL_LEVELS)}
     out.update(longest_mean=sum(longest) / n, longest_max=max(longest, default=0))
     return out

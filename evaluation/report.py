@@ -18,7 +18,7 @@ from evaluation.curves import (
     matched_table,
 )
 from evaluation.frontier import fmt, frontier_plots, frontier_table, rule_label
-from evaluation.metrics import median, roc_curve
+from evaluation.metrics import TAIL_KEYS, median, roc_curve
 
 LABELS = {"unwatermarked": "Unwatermarked", "ours": "Ours (adaptive)", "kgw0": "KGW-0",
           "kgw1": "KGW-1", "kgw2": "KGW-2", "synthid": "SynthID-Text", "human": "Human",
@@ -41,7 +41,7 @@ def main_table(results: dict) -> list[str]:
             fmt(det.get("tpr@1%fpr")), fmt(det.get("tpr@10%fpr")),
             fmt((res or {}).get("fpr@p<0.01")),
             fmt(median(q["ppl"]), 2), *(fmt(q[f"rep{n}"]) for n in (1, 2, 3, 4)),
-            *(fmt(q.get(k)) for k in ("rep4>0.2", "rep4>0.4")), fmt(q.get("longest_max"), 0),
+            *(fmt(q.get(k)) for k in TAIL_KEYS), fmt(q.get("longest_max"), 0),
             fmt(det.get("awr")), fmt((res or {}).get("seconds_per_text"), 2),
             fmt((res or {}).get("seconds_per_detection"), 2),
         ])  # fmt: skip

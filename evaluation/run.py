@@ -277,14 +277,10 @@ class Evaluation:
         """Perplexity list, mean 1-4-gram repetition, each text's 4-gram repetition and the
         tail (:func:`evaluation.metrics.tail_figures`)."""
         ppl = self.perplexities([u["prompt"] for u in units], [g["text"] for g in gens])
-        rep = {
-            f"rep{n}": sum(ngram_repetition(g["ids"], n) for g in gens) / max(1, len(gens))
-            for n in (1, 2, 3, 4)
-        }
-        rep4_texts = [ngram_repetition(g["ids"], 4) for g in gens]
-        tail = tail_figures([g["ids"] for g in gens])
-        return {"ppl": ppl, **rep, "rep4_texts": rep4_texts, **tail,
-                "longest_texts": [longest_repeat(g["ids"]) for g in gens],
+        per_text = {n: [ngram_repetition(g["ids"], n) for g in gens] for n in (1, 2, 3, 4)}
+        rep = {f"rep{n}": sum(v) / max(1, len(gens)) for n, v in per_text.items()}
+        tail = tail_figures(per_text[4], [longest_repeat(g["ids"]) for g in gens])
+        return {"ppl": ppl, **rep, "rep4_texts": per_text[4], **tail,
                 "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens)}  # fmt: skip
 
     # ---- one method -------------------------------------------------------------------------

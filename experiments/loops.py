@@ -42,7 +42,13 @@ sys.path.insert(0, str(ROOT))
 from data.sources import split_sentences  # noqa: E402
 from evaluation.bootstrap import mean_interval, quality_ratio  # noqa: E402
 from evaluation.heldout import units as heldout_units  # noqa: E402
-from evaluation.metrics import OraclePerplexity, longest_repeat, ngram_repetition  # noqa: E402
+from evaluation.metrics import (  # noqa: E402
+    TAIL_KEYS,
+    TAIL_LEVELS,
+    OraclePerplexity,
+    longest_repeat,
+    ngram_repetition,
+)
 from evaluation.run import interleave  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import as_config  # noqa: E402
@@ -187,8 +193,10 @@ def summary(path: Path, units: set[int]) -> dict:
     out = {"texts": len(recs)}
     for name, values in (
         ("rep4", [r["rep4"] for r in recs]),
-        ("rep4>0.2", [float(r["rep4"] > 0.2) for r in recs]),
-        ("rep4>0.4", [float(r["rep4"] > 0.4) for r in recs]),
+        *(
+            (key, [float(r["rep4"] > level) for r in recs])
+            for key, level in zip(TAIL_KEYS, TAIL_LEVELS)
+        ),
         ("longest", [r["longest"] for r in recs]),
     ):
         mean = sum(values) / len(values)

@@ -43,5 +43,6 @@ def test_longest_repeat_and_the_tail_by_hand() -> None:
     assert longest_repeat([1, 2, 3]) == longest_repeat([]) == 0
     loop = [7, 8] * 10  # rep-4 = 1 - 2/17
     calm = list(range(20))
-    tail = tail_figures([loop, calm, calm, calm])
+    texts = [loop, calm, calm, calm]
+    tail = tail_figures([ngram_repetition(t, 4) for t in texts], [longest_repeat(t) for t in texts])
     assert tail == {"rep4>0.2": 0.25, "rep4>0.4": 0.25, "longest_mean": 18 / 4, "longest_max": 18}
