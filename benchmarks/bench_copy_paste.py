@@ -95,15 +95,23 @@ def main() -> None:
             with args.out.open("a") as f:
                 for r in res:
                     f.write(json.dumps({"placement": placement, **record(r, wm.config)}) + "\n")
-        print(json.dumps({
-            "placement": placement, "texts": len(res), "share": args.share,
-            "records": [args.start, end], "skipped_short": skipped,
-            "windows": sizes,
-            "mean_tokens": sum(r.num_tokens for r in res) / len(res),
-            "watermarked_tokens": sum(len(r["token_ids"]) for r in marked) / len(marked),
-            "detected_whole_text": sum(r.p_value < 0.01 for r in res) / len(res),
-            "detected_windowed": sum(r.window_p_value < 0.01 for r in res) / len(res),
-        }), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "placement": placement,
+                    "texts": len(res),
+                    "share": args.share,
+                    "records": [args.start, end],
+                    "skipped_short": skipped,
+                    "windows": sizes,
+                    "mean_tokens": sum(r.num_tokens for r in res) / len(res),
+                    "watermarked_tokens": sum(len(r["token_ids"]) for r in marked) / len(marked),
+                    "detected_whole_text": sum(r.p_value < 0.01 for r in res) / len(res),
+                    "detected_windowed": sum(r.window_p_value < 0.01 for r in res) / len(res),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -65,16 +65,23 @@ def main() -> None:
         wm.detect(texts)
         total = time.perf_counter() - start
         stages = timer.totals()
-        row = {"mm_forward": stages.get("mm", 0.0), "se_forward": se.seconds,
-               "mapper": stages.get("map", 0.0)}  # fmt: skip
+        row = {
+            "mm_forward": stages.get("mm", 0.0),
+            "se_forward": se.seconds,
+            "mapper": stages.get("map", 0.0),
+        }
         row = {k: v / len(texts) for k, v in row.items()}
         row["floor"] = sum(row.values())
         row["per_text"] = total / len(texts)
         if best is None or row["per_text"] < best["per_text"]:
             best = row
     out = {k: round(v, 3) for k, v in best.items()}
-    out.update(ratio_to_floor=round(best["per_text"] / best["floor"], 3), texts=args.texts,
-               tokens=args.tokens, threads=args.threads)  # fmt: skip
+    out.update(
+        ratio_to_floor=round(best["per_text"] / best["floor"], 3),
+        texts=args.texts,
+        tokens=args.tokens,
+        threads=args.threads,
+    )
     print(json.dumps(out))
 
 

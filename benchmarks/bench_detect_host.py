@@ -86,8 +86,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=24, help="texts of 200 generator tokens")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, nargs="*", default=[2],
-                        help="assembly worker processes to time against none")  # fmt: skip
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="*",
+        default=[2],
+        help="assembly worker processes to time against none",
+    )
     args = parser.parse_args(argv)
     cfg = as_config(None)
     model, tokenizer = load_lm(cfg.generator)
@@ -145,19 +150,27 @@ def main(argv: list[str] | None = None) -> None:
         pool.close()
     p_atoms = [windowed_test(*a)[0] for a in inputs]
     p_bits = [windowed_test_per_bit(*a) for a in inputs]
-    parts = {k: round(best[k], 2) for k in ("assemble", "windowed_test", "token_pieces",
-                                            "embed_overhead", "entropy", "total")}  # fmt: skip
-    print(json.dumps({
-        "texts": len(texts), "threads": torch.get_num_threads(),
-        "host_ms_per_text": round(best["host"], 2), "parts_ms_per_text": parts,
-        "windowed_test": {
-            "atoms_ms": round(1000 * statistics.median(atoms), 2),
-            "per_bit_ms": round(1000 * statistics.median(per_bit), 2),
-            "speedup": round(statistics.median(per_bit) / statistics.median(atoms), 1),
-            "max_p_difference": round(max(abs(a - b) for a, b in zip(p_atoms, p_bits)), 4),
-        },
-        "assembly_texts_per_s_by_workers": per_worker,
-    }))  # fmt: skip
+    parts = {
+        k: round(best[k], 2)
+        for k in ("assemble", "windowed_test", "token_pieces", "embed_overhead", "entropy", "total")
+    }
+    print(
+        json.dumps(
+            {
+                "texts": len(texts),
+                "threads": torch.get_num_threads(),
+                "host_ms_per_text": round(best["host"], 2),
+                "parts_ms_per_text": parts,
+                "windowed_test": {
+                    "atoms_ms": round(1000 * statistics.median(atoms), 2),
+                    "per_bit_ms": round(1000 * statistics.median(per_bit), 2),
+                    "speedup": round(statistics.median(per_bit) / statistics.median(atoms), 1),
+                    "max_p_difference": round(max(abs(a - b) for a, b in zip(p_atoms, p_bits)), 4),
+                },
+                "assembly_texts_per_s_by_workers": per_worker,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -104,13 +104,17 @@ def cmd_generate(args: argparse.Namespace) -> dict:
         for batch in map(int, args.batches.split(",")):
             batch_prompts = prompts(wm, batch)
             found = {}
-            for name, marked, fuse in (("plain", False, True), ("fused", True, True),
-                                       ("unfused", True, False)):  # fmt: skip
+            for name, marked, fuse in (
+                ("plain", False, True),
+                ("fused", True, True),
+                ("unfused", True, False),
+            ):
                 if name not in args.modes.split(",") + ["plain", "fused"]:
                     continue
                 sync()
-                _, found[name] = timed_generate(wm, model, batch_prompts, args.new_tokens,
-                                                marked, fuse=fuse)  # fmt: skip
+                _, found[name] = timed_generate(
+                    wm, model, batch_prompts, args.new_tokens, marked, fuse=fuse
+                )
             row = {"dtype": dtype, "batch": batch, "new_tokens": args.new_tokens}
             for name, res in found.items():
                 row[f"{name}_tokens_per_s"] = round(res["tokens_per_s"], 1)
@@ -149,9 +153,14 @@ def cmd_detect(args: argparse.Namespace) -> dict:
                 found = wm.detect(texts, batch_size=batch, workers=workers)
                 seconds = time.perf_counter() - start
                 tokens = sum(r.num_tokens for r in found) / len(found)
-                row = {"detect_batch": batch, "embed_batch": embed_batch, "workers": workers,
-                       "texts": len(texts), "texts_per_s": round(len(texts) / seconds, 1),
-                       "tokens_per_text": tokens}  # fmt: skip
+                row = {
+                    "detect_batch": batch,
+                    "embed_batch": embed_batch,
+                    "workers": workers,
+                    "texts": len(texts),
+                    "texts_per_s": round(len(texts) / seconds, 1),
+                    "tokens_per_text": tokens,
+                }
                 log(json.dumps(row))
                 rows.append(row)
         wm.detector.close()
@@ -236,16 +245,19 @@ def cmd_profile(args: argparse.Namespace) -> dict:
     steps = args.new_tokens
     stages = {k: v for k, v in synced.items() if k.endswith("_s") and k != "tokens_per_s"}
     return {
-        "batch": args.batch, "dtype": wm.config.compute_dtype, "steps": steps,
+        "batch": args.batch,
+        "dtype": wm.config.compute_dtype,
+        "steps": steps,
         "plain_ms_per_step": 1000 * plain["seconds"] / steps,
         "fused_ms_per_step_under_profiler": 1000 * marked["seconds"] / steps,
         "gpu_busy_share_fused": gpu_us / 1e6 / marked["seconds"],
         "synced_stage_ms_per_step": {k[:-2]: 1000 * v / steps for k, v in stages.items()},
         "synced_fused_ms_per_step": 1000 * synced["seconds"] / steps,
-        "detect_texts": len(texts), "detect_workers": args.profile_workers,
+        "detect_texts": len(texts),
+        "detect_workers": args.profile_workers,
         "detect_texts_per_s_under_profiler": len(texts) / detect_s,
         "gpu_busy_share_detect": detect_gpu_us / 1e6 / detect_s,
-    }  # fmt: skip
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -267,8 +279,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--detect-batches", default="64,256")
     parser.add_argument("--embed-batches", default="32,256")
     parser.add_argument("--workers", default="0", help="detect: assembly processes to try")
-    parser.add_argument("--profile-workers", type=int, default=0,
-                        help="profile: assembly processes of the profiled detection")  # fmt: skip
+    parser.add_argument(
+        "--profile-workers",
+        type=int,
+        default=0,
+        help="profile: assembly processes of the profiled detection",
+    )
     parser.add_argument("--texts-out", type=Path)
     parser.add_argument("--corpus-texts", type=int, default=0, help="detect: texts to write")
     parser.add_argument("--out", type=Path, default=ROOT / "runs/gpu")

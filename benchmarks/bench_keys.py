@@ -37,8 +37,9 @@ def main(argv: list[str] | None = None) -> None:
     model, tokenizer = load_lm(cfg.generator)
     one = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     rotated_cfg = replace(cfg, old_keys=[fresh_key() for _ in range(args.keys - 1)])
-    rotated = Watermark.load(rotated_cfg, tokenizer=tokenizer, generator=model,
-                             embedder=one.embedder, mapper=one.mapper)  # fmt: skip
+    rotated = Watermark.load(
+        rotated_cfg, tokenizer=tokenizer, generator=model, embedder=one.embedder, mapper=one.mapper
+    )
     found = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
     texts = [u["human"] for u in found[: args.texts]]
     one.detect(texts[:2])  # warm-up
@@ -52,9 +53,18 @@ def main(argv: list[str] | None = None) -> None:
         if name == "rotated":
             agree = all(r.key_p_values[0] == p for r, p in zip(results, single))
     one_key = (seconds["one_key"] + seconds["one_key_again"]) / 2
-    print(json.dumps({"texts": len(texts), "keys": args.keys, "s_per_text": seconds,
-                      "ratio_rotated_to_one_key": seconds["rotated"] / one_key,
-                      "shipped_key_p_values_agree": agree}, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "texts": len(texts),
+                "keys": args.keys,
+                "s_per_text": seconds,
+                "ratio_rotated_to_one_key": seconds["rotated"] / one_key,
+                "shipped_key_p_values_agree": agree,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -33,9 +33,12 @@ def timed_generate(paraphraser: TextParaphraser, batch: dict, steps: int) -> flo
     start = time.perf_counter()
     with torch.inference_mode():
         paraphraser.model.generate(
-            **batch, do_sample=False, min_new_tokens=steps, max_new_tokens=steps,
+            **batch,
+            do_sample=False,
+            min_new_tokens=steps,
+            max_new_tokens=steps,
             pad_token_id=paraphraser.tokenizer.pad_token_id,
-        )  # fmt: skip
+        )
     return time.perf_counter() - start
 
 
@@ -61,9 +64,18 @@ def main() -> None:
         prefill = timed_generate(paraphraser, batch, 1)
         step = (timed_generate(paraphraser, batch, args.steps) - prefill) / (args.steps - 1)
         per_text = (prefill + args.tokens * 1.25 * step) / size
-        print(json.dumps({"batch": size, "prompt_tokens": batch.input_ids.shape[1],
-                          "prefill_s": round(prefill, 2), "step_s": round(step, 3),
-                          "per_text_s": round(per_text, 1)}), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "batch": size,
+                    "prompt_tokens": batch.input_ids.shape[1],
+                    "prefill_s": round(prefill, 2),
+                    "step_s": round(step, 3),
+                    "per_text_s": round(per_text, 1),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -71,8 +71,9 @@ def post(
     headers = {"Content-Type": "application/json"}
     if TOKENS:
         headers["Authorization"] = "Bearer " + TOKENS[client % len(TOKENS)]
-    request = urllib.request.Request(base + "/v1/detect", data=json.dumps(body).encode(),
-                                     headers=headers)  # fmt: skip
+    request = urllib.request.Request(
+        base + "/v1/detect", data=json.dumps(body).encode(), headers=headers
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as r:
             return r.status, r.read(), r.headers
@@ -115,8 +116,14 @@ def load_run(base: str, texts: list[str], expected: list[str], clients: int) -> 
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
-    return {"clients": clients, "texts": len(texts), "seconds": wall, "latencies": latencies,
-            **counts, "differing": differing}  # fmt: skip
+    return {
+        "clients": clients,
+        "texts": len(texts),
+        "seconds": wall,
+        "latencies": latencies,
+        **counts,
+        "differing": differing,
+    }
 
 
 def interleaved_run(
@@ -140,15 +147,21 @@ def interleaved_run(
     latencies = sorted(x for p in parts for x in p["latencies"])
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
     served_s = sum(p["seconds"] for p in parts)
-    return {"clients": clients, "texts": len(texts), "blocks": len(parts),
-            "seconds": round(served_s, 2), "texts_per_s": round(len(texts) / served_s, 3),
-            "reference_texts_per_s": round(len(texts) / reference_s, 3),
-            "reference_equals_cli": reference_lines == expected,
-            "throughput_vs_reference": round(reference_s / served_s, 3),
-            "p50_s": round(pick(0.5), 3), "p99_s": round(pick(0.99), 3),
-            "errors": sum(p["errors"] for p in parts),
-            "mismatches": sum(p["mismatches"] for p in parts),
-            "differing": [d for p in parts for d in p["differing"]]}  # fmt: skip
+    return {
+        "clients": clients,
+        "texts": len(texts),
+        "blocks": len(parts),
+        "seconds": round(served_s, 2),
+        "texts_per_s": round(len(texts) / served_s, 3),
+        "reference_texts_per_s": round(len(texts) / reference_s, 3),
+        "reference_equals_cli": reference_lines == expected,
+        "throughput_vs_reference": round(reference_s / served_s, 3),
+        "p50_s": round(pick(0.5), 3),
+        "p99_s": round(pick(0.99), 3),
+        "errors": sum(p["errors"] for p in parts),
+        "mismatches": sum(p["mismatches"] for p in parts),
+        "differing": [d for p in parts for d in p["differing"]],
+    }
 
 
 def overload_run(base: str, texts: list[str], clients: int, requests: int, size: int) -> dict:
@@ -172,11 +185,16 @@ def overload_run(base: str, texts: list[str], clients: int, requests: int, size:
         t.start()
     for t in threads:
         t.join()
-    return {"overload_clients": clients, "requests": len(statuses),
-            "texts_per_request": size, "ok": statuses.count(200), "503": statuses.count(503),
-            "other": len(statuses) - statuses.count(200) - statuses.count(503),
-            "retry_after_present": all(retry),
-            "seconds": round(time.perf_counter() - start, 2)}  # fmt: skip
+    return {
+        "overload_clients": clients,
+        "requests": len(statuses),
+        "texts_per_request": size,
+        "ok": statuses.count(200),
+        "503": statuses.count(503),
+        "other": len(statuses) - statuses.count(200) - statuses.count(503),
+        "retry_after_present": all(retry),
+        "seconds": round(time.perf_counter() - start, 2),
+    }
 
 
 def rss_mib(pid: int, field: str = "VmHWM") -> float:
@@ -192,8 +210,13 @@ def distinct_windows_run(base: str, text: str, n: int, pid: int) -> dict:
     before = rss_mib(pid, "VmRSS")
     statuses = [post(base, [text], windows=[16 + k % 2000, 2100 + k])[0] for k in range(n)]
     after = rss_mib(pid, "VmRSS")
-    return {"distinct_windows": n, "ok": statuses.count(200), "rss_before_mib": before,
-            "rss_after_mib": after, "rss_growth_mib": round(after - before, 1)}  # fmt: skip
+    return {
+        "distinct_windows": n,
+        "ok": statuses.count(200),
+        "rss_before_mib": before,
+        "rss_after_mib": after,
+        "rss_growth_mib": round(after - before, 1),
+    }
 
 
 def tokens_file(work: Path, clients: int) -> Path:
@@ -246,8 +269,16 @@ def main() -> None:
     wm = Watermark.load(as_config(args.config))
     wm.detect(texts[:2])  # warm-up, as the server gets in its first requests
 
-    print(json.dumps({"reference": "python -m watermark detect", "texts": len(texts),
-                      "cli_wall_s_with_loading": round(cli_seconds, 2)}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "reference": "python -m watermark detect",
+                "texts": len(texts),
+                "cli_wall_s_with_loading": round(cli_seconds, 2),
+            }
+        ),
+        flush=True,
+    )
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -256,11 +287,28 @@ def main() -> None:
     auth = []
     if args.tokens:
         most = max([int(c) for c in args.clients.split(",")] + [args.overload_clients, 1])
-        auth = ["--tokens-file", str(tokens_file(work, most)),
-                "--audit-log", str(work / "audit.log")]  # fmt: skip
-    server = subprocess.Popen([sys.executable, "-m", "watermark", "serve", "--port", str(port),
-                               "--max-queue", str(args.max_queue), *config, *auth], env=env,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+        auth = [
+            "--tokens-file",
+            str(tokens_file(work, most)),
+            "--audit-log",
+            str(work / "audit.log"),
+        ]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "watermark",
+            "serve",
+            "--port",
+            str(port),
+            "--max-queue",
+            str(args.max_queue),
+            *config,
+            *auth,
+        ],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 300
         while True:
@@ -276,13 +324,15 @@ def main() -> None:
             row = interleaved_run(base, texts, expected, clients, args.blocks, wm.detect)
             print(json.dumps({**row, "tokens": args.tokens}), flush=True)
         if args.distinct_windows:
-            row = distinct_windows_run(base, " ".join(texts[0].split()[:30]),
-                                       args.distinct_windows, server.pid)  # fmt: skip
+            row = distinct_windows_run(
+                base, " ".join(texts[0].split()[:30]), args.distinct_windows, server.pid
+            )
             print(json.dumps(row), flush=True)
         if args.overload_clients <= 0:
             return
-        row = overload_run(base, texts, args.overload_clients, args.overload_requests,
-                           args.overload_texts)  # fmt: skip
+        row = overload_run(
+            base, texts, args.overload_clients, args.overload_requests, args.overload_texts
+        )
         row["max_queue"] = args.max_queue
         row["server_peak_rss_mib"] = rss_mib(server.pid)
         status, body, _ = post(base, texts[:1])

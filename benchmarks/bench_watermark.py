@@ -68,8 +68,9 @@ def load(args: argparse.Namespace, mm_null: bool = False) -> tuple[Watermark, to
     model, tokenizer = load_lm(cfg.generator)
     if mm_null:
         try:
-            return Watermark.load(replace(cfg, null_model="mm"), tokenizer=tokenizer,
-                                  generator=model), model  # fmt: skip
+            return Watermark.load(
+                replace(cfg, null_model="mm"), tokenizer=tokenizer, generator=model
+            ), model
         except UserError:  # a cross-tokenizer MM: the vocab null only
             pass
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model
@@ -89,8 +90,10 @@ def _read(path: Path) -> list[dict]:
 def cmd_speed(args: argparse.Namespace) -> dict:
     wm, model = load(args)
     found = units(args.heldout, wm.tokenizer, "news", 50, 200)[: args.batch]
-    return {"mapper": wm.config.mapper, **speed(wm, model, [u["prompt"] for u in found],
-                                                 args.new_tokens, args.ref_texts)}  # fmt: skip
+    return {
+        "mapper": wm.config.mapper,
+        **speed(wm, model, [u["prompt"] for u in found], args.new_tokens, args.ref_texts),
+    }
 
 
 def cmd_human(args: argparse.Namespace) -> dict:
@@ -127,10 +130,16 @@ def cmd_generate(args: argparse.Namespace) -> dict:
     records = []
     for u, o, r in zip(prompts, outs, results):
         same = r.token_ids == o.token_ids
-        records.append({"id": u["id"], "prompt": u["prompt"], "text": o.text,
-                        "retokenization_matches": same,
-                        "positions_match": same and r.scored_steps() == o.watermarked_steps,
-                        **record(r, wm.config)})  # fmt: skip
+        records.append(
+            {
+                "id": u["id"],
+                "prompt": u["prompt"],
+                "text": o.text,
+                "retokenization_matches": same,
+                "positions_match": same and r.scored_steps() == o.watermarked_steps,
+                **record(r, wm.config),
+            }
+        )
     _write(args.out, records)
     return {"texts": len(outs), "generate_s": gen_s, "total_s": time.perf_counter() - start}
 

@@ -39,8 +39,13 @@ def timed(wm: Watermark, texts: list[str]) -> tuple[float, list]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=Path, action="append", required=True,
-                        help="JSONL with a 'text' field (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--texts",
+        type=Path,
+        action="append",
+        required=True,
+        help="JSONL with a 'text' field (repeatable)",
+    )
     parser.add_argument("--config", help="watermark config JSON (default: shipped)")
     parser.add_argument("--windows", default="128,256", help="window sizes of the windowed test")
     parser.add_argument("--limit", type=int, default=32, help="texts per file")
@@ -66,12 +71,21 @@ def main() -> None:
                 seconds[name].append(sec)
                 flagged[name] = sum(res.is_watermarked for res in results)
         whole_s, win_s = (statistics.median(seconds[k]) for k in ("whole", "windowed"))
-        print(json.dumps({
-            "texts": str(path), "n": len(texts), "windows": sizes,
-            "whole_s_per_text": round(whole_s, 4), "windowed_s_per_text": round(win_s, 4),
-            "cost_ratio": round(win_s / whole_s, 3),
-            "flagged_whole": flagged["whole"], "flagged_windowed": flagged["windowed"],
-        }), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "texts": str(path),
+                    "n": len(texts),
+                    "windows": sizes,
+                    "whole_s_per_text": round(whole_s, 4),
+                    "windowed_s_per_text": round(win_s, 4),
+                    "cost_ratio": round(win_s / whole_s, 3),
+                    "flagged_whole": flagged["whole"],
+                    "flagged_windowed": flagged["windowed"],
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -215,13 +215,7 @@ _AUXILIARY = re.compile(
     r"(?:will|would|can|could)(?=\s+[a-z]))(?!\s+not\b)"
 )
 _AUX_ADVERBS = ["indeed", "actually", "reportedly", "also", "certainly", "in fact"]
-_CONTRACTIONS = {
-    "n't": " not",
-    "'re": " are",
-    "'ve": " have",
-    "'ll": " will",
-    "'m": " am",
-}
+_CONTRACTIONS = {"n't": " not", "'re": " are", "'ve": " have", "'ll": " will", "'m": " am"}
 
 
 def _lower_first(text: str, vocabulary: frozenset[str] | set[str] | None) -> str:

@@ -205,8 +205,9 @@ def run_text_paraphrases(
         ((k, t) for k, t in wanted.items() if cache.get(k, {}).get("text") != t),
         key=lambda item: (len(item[1]), item[0]),
     )
-    logger.info("LLM paraphrase (%s): %d of %d texts to decode", model_name, len(pending),
-                len(wanted))  # fmt: skip
+    logger.info(
+        "LLM paraphrase (%s): %d of %d texts to decode", model_name, len(pending), len(wanted)
+    )
     if pending:
         paraphraser = TextParaphraser(model_name, dtype=dtype)
         cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,14 +226,21 @@ def run_text_paraphrases(
                 outputs = paraphraser.generate([t for _, t in batch])
                 lines = []
                 for (key, text), (output, finished) in zip(batch, outputs):
-                    cache[key] = {"key": key, "model": model_name, "text": text, "output": output,
-                                  "finished": bool(finished), "dtype": dtype_text,
-                                  "batch": len(batch)}  # fmt: skip
+                    cache[key] = {
+                        "key": key,
+                        "model": model_name,
+                        "text": text,
+                        "output": output,
+                        "finished": bool(finished),
+                        "dtype": dtype_text,
+                        "batch": len(batch),
+                    }
                     lines.append(json.dumps(cache[key], ensure_ascii=False) + "\n")
                 handle.write("".join(lines))
                 handle.flush()
                 bar.update(len(batch))
         elapsed = time.perf_counter() - start
-        logger.info("LLM paraphrase: %d texts in %.0f s (batch %d)", len(pending), elapsed,
-                    batch_size)  # fmt: skip
+        logger.info(
+            "LLM paraphrase: %d texts in %.0f s (batch %d)", len(pending), elapsed, batch_size
+        )
     return [judged(cache.get(cache_key(model_name, t)), t) if t.strip() else None for t in texts]

@@ -53,10 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="apply the YAML's quick overrides")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override one YAML key, the value read as YAML (repeatable), e.g. "
         "--set 'curve_methods=[ours, kgw1]'",
-    )  # fmt: skip
+    )
     parser.add_argument("--out", help="output folder (default: the YAML's out_dir)")
     parser.add_argument("--report-dir", help="write report.md and PNGs here (default: out dir)")
     parser.add_argument(
@@ -86,8 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     report = write_report(results, report_dir, results.get("command", command))
-    summary = {"results": str(out / "results.json"), "report": str(report),
-               "minutes": results["seconds"]["total"] / 60}  # fmt: skip
+    summary = {
+        "results": str(out / "results.json"),
+        "report": str(report),
+        "minutes": results["seconds"]["total"] / 60,
+    }
     print(json.dumps(summary))
     return 0
 

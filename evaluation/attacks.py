@@ -100,8 +100,9 @@ def paraphrase_texts(
         progress: Show progress bars.
     """
     for _ in range(passes):
-        texts = _paraphrase_pass(texts, strength, cache_path, model_name, seed, batch_size,
-                                 progress)  # fmt: skip
+        texts = _paraphrase_pass(
+            texts, strength, cache_path, model_name, seed, batch_size, progress
+        )
     return list(texts)
 
 
@@ -130,9 +131,13 @@ def _paraphrase_pass(
     }
     # float32: bfloat16 matmuls are emulated (slow) on CPUs without AVX512-BF16
     done = run_paraphrases(
-        sorted(items.items()), cache_path, batch_size, model_name, dtype=torch.float32,
+        sorted(items.items()),
+        cache_path,
+        batch_size,
+        model_name,
+        dtype=torch.float32,
         progress=progress,
-    )  # fmt: skip
+    )
     out = []
     for sentences, chosen in plans:
         parts = []
@@ -170,10 +175,16 @@ def llm_paraphrase_texts(
     out = list(texts)
     for done_passes in range(1, passes + 1):
         bodies = [t.strip() for t in out]
-        results = run_text_paraphrases(bodies, cache_path, model_name, batch_size,
-                                       progress=progress)  # fmt: skip
+        results = run_text_paraphrases(
+            bodies, cache_path, model_name, batch_size, progress=progress
+        )
         sent = [r for r, b in zip(results, bodies) if b]
-        logger.info("llm_paraphrase pass %d of %d: %d of %d outputs rejected, texts kept",
-                    done_passes, passes, sent.count(None), len(sent))  # fmt: skip
+        logger.info(
+            "llm_paraphrase pass %d of %d: %d of %d outputs rejected, texts kept",
+            done_passes,
+            passes,
+            sent.count(None),
+            len(sent),
+        )
         out = [t[: len(t) - len(t.lstrip())] + r if r else t for t, r in zip(out, results)]
     return out

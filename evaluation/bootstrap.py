@@ -82,8 +82,13 @@ def auc_difference(
     point = float(auc(pa[None], na[None])[0] - auc(pb[None], nb[None])[0])
     tpr_point = float(tpr_at(pa[None], na[None])[0] - tpr_at(pb[None], nb[None])[0])
     ci = interval(auc_diff)
-    return {"auc_diff": point, "auc_ci": ci, "tpr_diff": tpr_point, "tpr_ci": interval(tpr_diff),
-            "resolved": ci[0] > 0 or ci[1] < 0}  # fmt: skip
+    return {
+        "auc_diff": point,
+        "auc_ci": ci,
+        "tpr_diff": tpr_point,
+        "tpr_ci": interval(tpr_diff),
+        "resolved": ci[0] > 0 or ci[1] < 0,
+    }
 
 
 def quality_ratio(
@@ -105,11 +110,18 @@ def quality_ratio(
     i = np.random.default_rng(seed).integers(0, len(p), size=(draws, len(p)))
     ppl_ratio = np.median(p[i], axis=1) / np.median(rp[i], axis=1)
     rep_ratio = r[i].mean(axis=1) / np.maximum(rr[i].mean(axis=1), 1e-12)
-    tail = {key: mean_difference(r > level, rr > level, draws, seed)
-            for key, level in zip(TAIL_KEYS, TAIL_LEVELS)}  # fmt: skip
-    return {"ppl_ratio": float(np.median(p) / np.median(rp)), "ppl_ci": interval(ppl_ratio),
-            "rep4_ratio": float(r.mean() / max(rr.mean(), 1e-12)), "rep4_ci": interval(rep_ratio),
-            "prompts": len(p), **tail}  # fmt: skip
+    tail = {
+        key: mean_difference(r > level, rr > level, draws, seed)
+        for key, level in zip(TAIL_KEYS, TAIL_LEVELS)
+    }
+    return {
+        "ppl_ratio": float(np.median(p) / np.median(rp)),
+        "ppl_ci": interval(ppl_ratio),
+        "rep4_ratio": float(r.mean() / max(rr.mean(), 1e-12)),
+        "rep4_ci": interval(rep_ratio),
+        "prompts": len(p),
+        **tail,
+    }
 
 
 def mean_interval(values: Sequence[float], draws: int = DRAWS, seed: int = 0) -> list[float]:

@@ -27,11 +27,19 @@ def cell_differences(curves: dict, method: str, baseline: str) -> list[dict]:
             continue
         n = min(len(mine["z"]), len(theirs["z"]))  # the first n prompts are shared
         diff = auc_difference(mine["z"][:n], human[method], theirs["z"][:n], human[baseline])
-        out.append({"attack": attack, "words_kept": mine["words_kept"],
-                    "words_kept_baseline": theirs["words_kept"], "texts": n,
-                    "roc_auc": mine["roc_auc"], "roc_auc_baseline": theirs["roc_auc"],
-                    "tpr": mine["tpr@1%fpr"], "tpr_baseline": theirs["tpr@1%fpr"],
-                    **diff})  # fmt: skip
+        out.append(
+            {
+                "attack": attack,
+                "words_kept": mine["words_kept"],
+                "words_kept_baseline": theirs["words_kept"],
+                "texts": n,
+                "roc_auc": mine["roc_auc"],
+                "roc_auc_baseline": theirs["roc_auc"],
+                "tpr": mine["tpr@1%fpr"],
+                "tpr_baseline": theirs["tpr@1%fpr"],
+                **diff,
+            }
+        )
     return out
 
 
@@ -57,12 +65,17 @@ def difference_table(curves: dict, method: str, baseline: str) -> list[str]:
     cells = cell_differences(curves, method, baseline)
     if not cells:
         return []
-    lines = [f"| attack (words kept) | ROC-AUC {method} / {baseline} | difference [95% CI] | "
-             f"TPR@1%FPR {method} / {baseline} | difference [95% CI] | verdict |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"| attack (words kept) | ROC-AUC {method} / {baseline} | difference [95% CI] | "
+        f"TPR@1%FPR {method} / {baseline} | difference [95% CI] | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in cells:
-        verdict = ("resolved, " + ("ahead" if c["auc_diff"] > 0 else "behind")
-                   if c["resolved"] else "within noise")  # fmt: skip
+        verdict = (
+            "resolved, " + ("ahead" if c["auc_diff"] > 0 else "behind")
+            if c["resolved"]
+            else "within noise"
+        )
         lines.append(
             f"| {c['attack']} ({c['words_kept']:.2f} / {c['words_kept_baseline']:.2f}) | "
             f"{c['roc_auc']:.3f} / {c['roc_auc_baseline']:.3f} | {c['auc_diff']:+.3f} "
@@ -83,8 +96,7 @@ def quality_table(curves: dict) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     for name, q in found.items():
-        tail = [f"{q[k]['diff']:+.3f} {_ci(q[k]['ci'])}" if k in q else "-"
-                for k in TAIL_KEYS]  # fmt: skip
+        tail = [f"{q[k]['diff']:+.3f} {_ci(q[k]['ci'])}" if k in q else "-" for k in TAIL_KEYS]
         ppl = f"{q['ppl_ratio']:.3f} [{q['ppl_ci'][0]:.3f}, {q['ppl_ci'][1]:.3f}]"
         rep = f"{q['rep4_ratio']:.3f} [{q['rep4_ci'][0]:.3f}, {q['rep4_ci'][1]:.3f}]"
         lines.append(f"| {name} | {ppl} | {rep} | {tail[0]} | {tail[1]} | {q['prompts']} |")

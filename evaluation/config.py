@@ -18,8 +18,15 @@ from watermark.core.paths import resolve_path
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
-ATTACKS = ("deletion", "synonym", "paraphrase", "copy_paste", "paraphrase_synonym",
-           "llm_paraphrase", "llm_paraphrase_synonym")  # fmt: skip
+ATTACKS = (
+    "deletion",
+    "synonym",
+    "paraphrase",
+    "copy_paste",
+    "paraphrase_synonym",
+    "llm_paraphrase",
+    "llm_paraphrase_synonym",
+)
 
 
 @dataclass
@@ -194,8 +201,10 @@ class EvalConfig:
             if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
                 raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
             if attack["kind"] == "llm_paraphrase" and float(attack["strength"]) != 1.0:
-                raise ValueError(f"bad attack {attack!r}: llm_paraphrase rewrites the whole "
-                                 "text, its strength must be 1.0")  # fmt: skip
+                raise ValueError(
+                    f"bad attack {attack!r}: llm_paraphrase rewrites the whole "
+                    "text, its strength must be 1.0"
+                )
         known = {f.name for f in fields(WatermarkConfig)} - {"source"}
         several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
         ours = [v for name, v in self.variants.items() if self.base_method(name) == "ours"]
@@ -205,8 +214,9 @@ class EvalConfig:
                 raise ValueError(f"variant {name}: base {base!r} is not ours or {KGW_BASES}")
             bad = sorted(set(spec) - {"base", "kgw_gamma", "kgw_delta"})
             if base != "ours" and bad:
-                raise ValueError(f"variant {name}: a {base} variant sets kgw_gamma / kgw_delta, "
-                                 f"not {bad}")  # fmt: skip
+                raise ValueError(
+                    f"variant {name}: a {base} variant sets kgw_gamma / kgw_delta, not {bad}"
+                )
         for spec in (
             [self.ablations]
             + several

@@ -23,8 +23,12 @@ from evaluation.frontier import BASELINE_LABELS, fmt
 from evaluation.run import score_detections, text_hash, words_kept
 
 logger = logging.getLogger(__name__)
-LABELS = {**BASELINE_LABELS, "ours": "Ours", "ours-simhash": "Ours, SimHash signs",
-          "ours-mpnet": "Ours, MPNet mapper"}  # fmt: skip
+LABELS = {
+    **BASELINE_LABELS,
+    "ours": "Ours",
+    "ours-simhash": "Ours, SimHash signs",
+    "ours-mpnet": "Ours, MPNet mapper",
+}
 PPL_LIMIT, REP4_LIMIT = 1.10, 1.25  # matched quality: at most these times unwatermarked
 _EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
 _EMBEDDED: dict[tuple[str, str], object] = {}  # (embedder, text hash) -> unit embedding
@@ -81,16 +85,26 @@ def run_curves(ev) -> dict:
         gens = ev.generations(method, units)
         texts = [g["text"] for g in gens]
         quality = ev.quality(units, gens)
-        quality = {"ppl_median": statistics.median(quality["ppl"]), "rep4": quality["rep4"],
-                   "ppl_texts": quality["ppl"], "rep4_texts": quality["rep4_texts"]}  # fmt: skip
+        quality = {
+            "ppl_median": statistics.median(quality["ppl"]),
+            "rep4": quality["rep4"],
+            "ppl_texts": quality["ppl"],
+            "rep4_texts": quality["rep4_texts"],
+        }
         if name == "unwatermarked" or not cfg.curve_detect:  # quality rows only
             rows.append({"method": name, "attack": "none", **quality})
             continue
         neg = ev.detections(method, negatives)
         scores = score_detections(ev.detections(method, texts), neg)
         z_median = statistics.median(scores["z"])
-        rows.append({**_row(name, "none", scores, 1.0, 1.0), **quality, "z_median": z_median,
-                     "human_z": [d.z_score for d in neg]})  # fmt: skip
+        rows.append(
+            {
+                **_row(name, "none", scores, 1.0, 1.0),
+                **quality,
+                "z_median": z_median,
+                "human_z": [d.z_score for d in neg],
+            }
+        )
         ref = reference(rows)
         if cfg.curve_matched_only and ref is not None and not within_limits(rows[-1], ref):
             logger.info("curve %s: outside the quality limits, not attacked", name)
@@ -118,8 +132,10 @@ def within_limits(
     row: dict, ref: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: float = REP4_LIMIT
 ) -> bool:
     """Whether a method's unattacked row is within the quality limits of the reference row."""
-    return (row["ppl_median"] <= ppl_limit * ref["ppl_median"]
-            and row["rep4"] <= rep4_limit * ref["rep4"])  # fmt: skip
+    return (
+        row["ppl_median"] <= ppl_limit * ref["ppl_median"]
+        and row["rep4"] <= rep4_limit * ref["rep4"]
+    )
 
 
 def matched_quality(curves: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: float = REP4_LIMIT):
@@ -153,8 +169,10 @@ def matched_table(curves: dict) -> list[str]:
     if not chosen:
         return []
     attacks = list(dict.fromkeys(r["attack"] for r in curves["rows"] if "roc_auc" in r))
-    lines = ["| family (setting) | PPL / rep-4 vs unwatermarked | " + " | ".join(attacks) + " |",
-             "|" + "---|" * (len(attacks) + 2)]  # fmt: skip
+    lines = [
+        "| family (setting) | PPL / rep-4 vs unwatermarked | " + " | ".join(attacks) + " |",
+        "|" + "---|" * (len(attacks) + 2),
+    ]
     ref = reference(curves["rows"])
     for family, method in chosen.items():
         mine = {r["attack"]: r for r in curves["rows"] if r["method"] == method}
@@ -168,42 +186,69 @@ def matched_table(curves: dict) -> list[str]:
                 if r is None
                 else f"{r['roc_auc']:.3f} / {r['tpr@1%fpr']:.3f} ({r['words_kept']:.2f})"
             )
-        lines.append("| " + " | ".join(cells) + " |")  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
 def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
-    return {"method": method, "attack": attack, "words_kept": kept, "similarity": similarity,
-            "roc_auc": scores["roc_auc"], "tpr@1%fpr": scores["tpr@1%fpr"],
-            "tpr@p<0.01": scores["tpr@p<0.01"], "fpr@p<0.01": scores["fpr@p<0.01"],
-            "positives": scores["positives"], "negatives": scores["negatives"],
-            "z": scores["z"]}  # fmt: skip
+    return {
+        "method": method,
+        "attack": attack,
+        "words_kept": kept,
+        "similarity": similarity,
+        "roc_auc": scores["roc_auc"],
+        "tpr@1%fpr": scores["tpr@1%fpr"],
+        "tpr@p<0.01": scores["tpr@p<0.01"],
+        "fpr@p<0.01": scores["fpr@p<0.01"],
+        "positives": scores["positives"],
+        "negatives": scores["negatives"],
+        "z": scores["z"],
+    }
 
 
 def curve_table(curves: dict) -> list[str]:
     """Markdown table, one row per method and attack."""
-    header = ["method", "attack", "words kept", "similarity (meaning)", "ROC-AUC", "TPR@1%FPR",
-              "p<0.01: TPR / FPR", "texts (attacked / human)", "PPL (median)",
-              "rep-4"]  # fmt: skip
+    header = [
+        "method",
+        "attack",
+        "words kept",
+        "similarity (meaning)",
+        "ROC-AUC",
+        "TPR@1%FPR",
+        "p<0.01: TPR / FPR",
+        "texts (attacked / human)",
+        "PPL (median)",
+        "rep-4",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in curves["rows"]:
         quality = [fmt(r.get("ppl_median"), 2), fmt(r.get("rep4"))]
         if "roc_auc" not in r:  # the unwatermarked quality reference
             cells = [LABELS.get(r["method"], r["method"]), *["-"] * 7, *quality]
         else:
-            cells = [LABELS.get(r["method"], r["method"]), r["attack"], f"{r['words_kept']:.3f}",
-                     f"{r['similarity']:.3f}", f"{r['roc_auc']:.3f}", f"{r['tpr@1%fpr']:.3f}",
-                     f"{fmt(r.get('tpr@p<0.01'))} / {fmt(r.get('fpr@p<0.01'))}",
-                     f"{r['positives']} / {r['negatives']}", *quality]  # fmt: skip
+            cells = [
+                LABELS.get(r["method"], r["method"]),
+                r["attack"],
+                f"{r['words_kept']:.3f}",
+                f"{r['similarity']:.3f}",
+                f"{r['roc_auc']:.3f}",
+                f"{r['tpr@1%fpr']:.3f}",
+                f"{fmt(r.get('tpr@p<0.01'))} / {fmt(r.get('fpr@p<0.01'))}",
+                f"{r['positives']} / {r['negatives']}",
+                *quality,
+            ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
 AXES = {  # x-axis of a curve plot: (row field, label, PNG name)
     "words": ("words_kept", "share of the original's distinct words kept", "robustness_curves.png"),
-    "meaning": ("similarity", "meaning kept: cosine similarity to the original",
-                "robustness_meaning.png"),
-}  # fmt: skip
+    "meaning": (
+        "similarity",
+        "meaning kept: cosine similarity to the original",
+        "robustness_meaning.png",
+    ),
+}
 
 
 def curve_plot(curves: dict, out_dir: Path, axis: str = "words") -> str:
@@ -217,11 +262,14 @@ def curve_plot(curves: dict, out_dir: Path, axis: str = "words") -> str:
     key, label, name = AXES[axis]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for method in dict.fromkeys(r["method"] for r in curves["rows"] if "roc_auc" in r):
-        rows = sorted((r for r in curves["rows"] if r["method"] == method),
-                      key=lambda r: -r[key])  # fmt: skip
+        rows = sorted((r for r in curves["rows"] if r["method"] == method), key=lambda r: -r[key])
         for ax, metric in zip(axes, ("roc_auc", "tpr@1%fpr")):
-            ax.plot([r[key] for r in rows], [r[metric] for r in rows], marker="o",
-                    label=LABELS.get(method, method))  # fmt: skip
+            ax.plot(
+                [r[key] for r in rows],
+                [r[metric] for r in rows],
+                marker="o",
+                label=LABELS.get(method, method),
+            )
     for ax, title in zip(axes, ("ROC-AUC", "TPR at 1% FPR")):
         ax.set_xlabel(label)
         ax.set_title(title)

@@ -43,15 +43,25 @@ class MethodDetection:
     @classmethod
     def from_result(cls, result: DetectionResult) -> MethodDetection:
         """Our detector's result, summarised."""
-        return cls(z_score=result.z_score, p_value=result.p_value, num_scored=result.num_scored,
-                   num_tokens=result.num_tokens, green_fraction=result.green_fraction,
-                   awr=result.awr)  # fmt: skip
+        return cls(
+            z_score=result.z_score,
+            p_value=result.p_value,
+            num_scored=result.num_scored,
+            num_tokens=result.num_tokens,
+            green_fraction=result.green_fraction,
+            awr=result.awr,
+        )
 
     def to_record(self) -> dict[str, Any]:
         """The JSON record the store keeps (the keys of earlier caches)."""
-        record = {"z": self.z_score, "p": self.p_value, "num_scored": self.num_scored,
-                  "num_tokens": self.num_tokens, "green_fraction": self.green_fraction,
-                  "awr": self.awr}  # fmt: skip
+        record = {
+            "z": self.z_score,
+            "p": self.p_value,
+            "num_scored": self.num_scored,
+            "num_tokens": self.num_tokens,
+            "green_fraction": self.green_fraction,
+            "awr": self.awr,
+        }
         for name in ("score", "seconds"):
             if getattr(self, name) is not None:
                 record[name] = getattr(self, name)
@@ -60,10 +70,16 @@ class MethodDetection:
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> MethodDetection:
         """A stored record (other keys, such as the store's ``key``, are ignored)."""
-        return cls(z_score=record["z"], p_value=record["p"], num_scored=record["num_scored"],
-                   num_tokens=record["num_tokens"], green_fraction=record["green_fraction"],
-                   awr=record["awr"], score=record.get("score"),
-                   seconds=record.get("seconds"))  # fmt: skip
+        return cls(
+            z_score=record["z"],
+            p_value=record["p"],
+            num_scored=record["num_scored"],
+            num_tokens=record["num_tokens"],
+            green_fraction=record["green_fraction"],
+            awr=record["awr"],
+            score=record.get("score"),
+            seconds=record.get("seconds"),
+        )
 
 
 def share_flagged(detections: Sequence[MethodDetection], alpha: float = 0.01) -> float:

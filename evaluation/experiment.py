@@ -103,9 +103,13 @@ def spoof_all(ev: Evaluation) -> dict:
         target = fixed_semantics(method) if name == "ours" else method
         marked = ev.generations(target, units, cfg.spoof_tokens, tag="spoof|")
         out[name] = spoofing(
-            target, ev.tokenizer, [g["ids"] for g in marked], [g["ids"] for g in clean],
-            common, cfg.spoof_top,
-        )  # fmt: skip
+            target,
+            ev.tokenizer,
+            [g["ids"] for g in marked],
+            [g["ids"] for g in clean],
+            common,
+            cfg.spoof_top,
+        )
     if "ours" in ev.methods:  # no strengthening: the first tokens of the evaluation texts
         ours, m = ev.methods["ours"], OPENING_TOKENS
         marked = [g["ids"][:m] for g in ev.generations(ours, ev.units)]

@@ -31,8 +31,13 @@ SHORT = {
     "embed_window": "local",
     "opening_steps": "M",
 }  # fmt: skip (label order)
-BASELINE_LABELS = {"unwatermarked": "Unwatermarked", "kgw0": "KGW-0", "kgw1": "KGW-1",
-                   "kgw2": "KGW-2", "synthid": "SynthID-Text"}  # fmt: skip
+BASELINE_LABELS = {
+    "unwatermarked": "Unwatermarked",
+    "kgw0": "KGW-0",
+    "kgw1": "KGW-1",
+    "kgw2": "KGW-2",
+    "synthid": "SynthID-Text",
+}
 
 
 def expand_cells(specs: list[dict]) -> list[dict]:
@@ -63,8 +68,14 @@ def cell_label(cell: dict) -> str:
 
 def rule_label(wm: dict) -> str:
     """The strength-rule settings of a watermark config dict as a cell label."""
-    keys = ("scaling", STRENGTH_FIELD[wm["scaling"]], "filter_first", "context_guard", "fresh_only",
-            "embed_window")  # fmt: skip
+    keys = (
+        "scaling",
+        STRENGTH_FIELD[wm["scaling"]],
+        "filter_first",
+        "context_guard",
+        "fresh_only",
+        "embed_window",
+    )
     return cell_label({k: wm[k] for k in keys if k in wm})
 
 
@@ -133,19 +144,42 @@ def fmt(x: float | None, digits: int = 3) -> str:
 
 def frontier_table(frontier: dict) -> list[str]:
     """Markdown table of the frontier rows."""
-    header = ["method / cell", "detected p<0.01", "detected @1% human", "human FPR p<0.01",
-              "median z", "PPL (median)", "rep-1", "rep-2", "rep-3", "rep-4", "rep-4 > 0.2",
-              "rep-4 > 0.4", "longest repeat", "distinct-2", "tokens", "AWR",
-              "s / text"]  # fmt: skip
+    header = [
+        "method / cell",
+        "detected p<0.01",
+        "detected @1% human",
+        "human FPR p<0.01",
+        "median z",
+        "PPL (median)",
+        "rep-1",
+        "rep-2",
+        "rep-3",
+        "rep-4",
+        "rep-4 > 0.2",
+        "rep-4 > 0.4",
+        "longest repeat",
+        "distinct-2",
+        "tokens",
+        "AWR",
+        "s / text",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in frontier["rows"]:
-        cells = [r["label"], fmt(r.get("detected@p<0.01")), fmt(r.get("detected@1%human")),
-                 fmt(r.get("fpr@p<0.01")), fmt(r.get("z_median"), 2), fmt(r["ppl_median"], 2),
-                 *(fmt(r[f"rep{n}"]) for n in (1, 2, 3, 4)),
-                 *(fmt(r.get(k)) for k in TAIL_KEYS),
-                 fmt(r.get("longest_max"), 0), fmt(r["distinct2"]),
-                 fmt(r["tokens_mean"], 0), fmt(r.get("awr"), 2),
-                 fmt(r["seconds_per_text"], 1)]  # fmt: skip
+        cells = [
+            r["label"],
+            fmt(r.get("detected@p<0.01")),
+            fmt(r.get("detected@1%human")),
+            fmt(r.get("fpr@p<0.01")),
+            fmt(r.get("z_median"), 2),
+            fmt(r["ppl_median"], 2),
+            *(fmt(r[f"rep{n}"]) for n in (1, 2, 3, 4)),
+            *(fmt(r.get(k)) for k in TAIL_KEYS),
+            fmt(r.get("longest_max"), 0),
+            fmt(r["distinct2"]),
+            fmt(r["tokens_mean"], 0),
+            fmt(r.get("awr"), 2),
+            fmt(r["seconds_per_text"], 1),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -174,10 +208,17 @@ def frontier_plots(frontier: dict, out_dir: Path) -> list[str]:
                 rate = r["detected@1%human" if r["method"] == "synthid" else "detected@p<0.01"]
                 y = rate if ylabel == "detected" else r.get("z_median")
                 ours = r["method"] == "ours"
-                ax.scatter(r[metric], y, marker="o" if ours else "s", s=30 if ours else 50,
-                           color=plt.cm.tab20(i % 20), label=f"{i}: {r['label']}")  # fmt: skip
-                ax.annotate(str(i), (r[metric], y), fontsize=7, xytext=(3, 3),
-                            textcoords="offset points")  # fmt: skip
+                ax.scatter(
+                    r[metric],
+                    y,
+                    marker="o" if ours else "s",
+                    s=30 if ours else 50,
+                    color=plt.cm.tab20(i % 20),
+                    label=f"{i}: {r['label']}",
+                )
+                ax.annotate(
+                    str(i), (r[metric], y), fontsize=7, xytext=(3, 3), textcoords="offset points"
+                )
             if plain is not None:
                 bound = plain[metric] * (1.15 if metric == "ppl_median" else 1.25)
                 ax.axvline(plain[metric], color="grey", ls=":", label="unwatermarked")

@@ -20,9 +20,16 @@ from evaluation.curves import (
 from evaluation.frontier import fmt, frontier_plots, frontier_table, rule_label
 from evaluation.metrics import TAIL_KEYS, median, roc_curve
 
-LABELS = {"unwatermarked": "Unwatermarked", "ours": "Ours (adaptive)", "kgw0": "KGW-0",
-          "kgw1": "KGW-1", "kgw2": "KGW-2", "synthid": "SynthID-Text", "human": "Human",
-          "ours_opening": "Ours, first M tokens (no strengthening)"}  # fmt: skip
+LABELS = {
+    "unwatermarked": "Unwatermarked",
+    "ours": "Ours (adaptive)",
+    "kgw0": "KGW-0",
+    "kgw1": "KGW-1",
+    "kgw2": "KGW-2",
+    "synthid": "SynthID-Text",
+    "human": "Human",
+    "ours_opening": "Ours, first M tokens (no strengthening)",
+}
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -36,18 +43,42 @@ def main_table(results: dict) -> list[str]:
     for name, res in list(results["methods"].items()) + [("human", None)]:
         q = results["human_quality"] if res is None else res["quality"]
         det = (res or {}).get("attacks", {}).get("none", {})
-        rows.append([
-            LABELS.get(name, name), fmt(det.get("roc_auc")), fmt(det.get("best_f1")),
-            fmt(det.get("tpr@1%fpr")), fmt(det.get("tpr@10%fpr")),
-            fmt((res or {}).get("fpr@p<0.01")),
-            fmt(median(q["ppl"]), 2), *(fmt(q[f"rep{n}"]) for n in (1, 2, 3, 4)),
-            *(fmt(q.get(k)) for k in TAIL_KEYS), fmt(q.get("longest_max"), 0),
-            fmt(det.get("awr")), fmt((res or {}).get("seconds_per_text"), 2),
-            fmt((res or {}).get("seconds_per_detection"), 2),
-        ])  # fmt: skip
-    header = ["method", "ROC-AUC", "best F1", "TPR@1%FPR", "TPR@10%FPR", "human FPR@p<0.01",
-              "PPL (median)", "rep-1", "rep-2", "rep-3", "rep-4", "rep-4 > 0.2", "rep-4 > 0.4",
-              "longest repeat", "AWR", "s / text", "s / detection"]  # fmt: skip
+        rows.append(
+            [
+                LABELS.get(name, name),
+                fmt(det.get("roc_auc")),
+                fmt(det.get("best_f1")),
+                fmt(det.get("tpr@1%fpr")),
+                fmt(det.get("tpr@10%fpr")),
+                fmt((res or {}).get("fpr@p<0.01")),
+                fmt(median(q["ppl"]), 2),
+                *(fmt(q[f"rep{n}"]) for n in (1, 2, 3, 4)),
+                *(fmt(q.get(k)) for k in TAIL_KEYS),
+                fmt(q.get("longest_max"), 0),
+                fmt(det.get("awr")),
+                fmt((res or {}).get("seconds_per_text"), 2),
+                fmt((res or {}).get("seconds_per_detection"), 2),
+            ]
+        )
+    header = [
+        "method",
+        "ROC-AUC",
+        "best F1",
+        "TPR@1%FPR",
+        "TPR@10%FPR",
+        "human FPR@p<0.01",
+        "PPL (median)",
+        "rep-1",
+        "rep-2",
+        "rep-3",
+        "rep-4",
+        "rep-4 > 0.2",
+        "rep-4 > 0.4",
+        "longest repeat",
+        "AWR",
+        "s / text",
+        "s / detection",
+    ]
     return _table(header, rows)
 
 
@@ -80,10 +111,24 @@ def security_table(results: dict) -> list[str]:
     for name in ("kgw0", "kgw1", "kgw2", "ours", "ours_opening"):
         if name in spoof:
             s = spoof[name]
-            rows.append([LABELS[name], repr(s["context"]), fmt(s["decryption_rate"]),
-                         fmt(s["control_rate"]), str(s["H"]), str(s["observations"])])  # fmt: skip
-    header = ["method", "context", "decryption rate", "control (unwatermarked)", "\\|H\\|",
-              "observations"]  # fmt: skip
+            rows.append(
+                [
+                    LABELS[name],
+                    repr(s["context"]),
+                    fmt(s["decryption_rate"]),
+                    fmt(s["control_rate"]),
+                    str(s["H"]),
+                    str(s["observations"]),
+                ]
+            )
+    header = [
+        "method",
+        "context",
+        "decryption rate",
+        "control (unwatermarked)",
+        "\\|H\\|",
+        "observations",
+    ]
     return _table(header, rows)
 
 
@@ -97,11 +142,18 @@ def stealing_table(results: dict) -> list[str]:
         if name in steal:
             cells = [fmt(steal[name][k]) for k in ("width0", "width1", "best", "control")]
             rows.append([LABELS[name], *cells])
-    header = ["method", "flagged, context-free estimate", "flagged, previous-token estimate",
-              "attacker's best", "control: own text flagged"]  # fmt: skip
-    intro = (f"Watermark stealing: {steal['steal_texts']} watermarked and as many own texts of "
-             f"{steal['tokens']} tokens to learn from, {steal['spoof_texts']} spoofed texts per "
-             f"cell, boost {steal['boost']}; share flagged at p < 0.01.")  # fmt: skip
+    header = [
+        "method",
+        "flagged, context-free estimate",
+        "flagged, previous-token estimate",
+        "attacker's best",
+        "control: own text flagged",
+    ]
+    intro = (
+        f"Watermark stealing: {steal['steal_texts']} watermarked and as many own texts of "
+        f"{steal['tokens']} tokens to learn from, {steal['spoof_texts']} spoofed texts per "
+        f"cell, boost {steal['boost']}; share flagged at p < 0.01."
+    )
     return [intro, "", *_table(header, rows)]
 
 
@@ -135,13 +187,31 @@ def ablation_tables(results: dict) -> list[str]:
             value = r["value"]
             if isinstance(value, dict):
                 value = ", ".join(f"{k}={v}" for k, v in value.items())
-            body.append([str(value), fmt(r["roc_auc"]), fmt(r["best_f1"]), *cells,
-                         fmt(r["awr"]), fmt(r["human_awr"]), fmt(r["ppl_median"], 2),
-                         fmt(r["rep4"]),
-                         fmt(r["seconds_per_text"], 2)])  # fmt: skip
+            body.append(
+                [
+                    str(value),
+                    fmt(r["roc_auc"]),
+                    fmt(r["best_f1"]),
+                    *cells,
+                    fmt(r["awr"]),
+                    fmt(r["human_awr"]),
+                    fmt(r["ppl_median"], 2),
+                    fmt(r["rep4"]),
+                    fmt(r["seconds_per_text"], 2),
+                ]
+            )
         extra = ["ROC-AUC (attacked)", "best F1 (attacked)"] if attack else []
-        header = [key, "ROC-AUC", "best F1", *extra, "AWR", "AWR (human)", "PPL (median)",
-                  "rep-4", "s / text"]  # fmt: skip
+        header = [
+            key,
+            "ROC-AUC",
+            "best F1",
+            *extra,
+            "AWR",
+            "AWR (human)",
+            "PPL (median)",
+            "rep-4",
+            "s / text",
+        ]
         lines += [f"**{key}**", ""] + _table(header, body) + [""]
     return lines
 
@@ -194,9 +264,13 @@ def comparison_lines(curves: dict, baseline: str | None = None) -> list[str]:
     lines = []
     quality = quality_table(curves)
     if quality:
-        lines += ["**Quality against unwatermarked text on the same prompts** (median PPL and "
-                  "mean rep-4 ratios; paired bootstrap over prompts, 95% intervals)", "",
-                  *quality, ""]  # fmt: skip
+        lines += [
+            "**Quality against unwatermarked text on the same prompts** (median PPL and "
+            "mean rep-4 ratios; paired bootstrap over prompts, 95% intervals)",
+            "",
+            *quality,
+            "",
+        ]
     baseline = baseline or matched_quality(curves).get("kgw1")
     attacked = {r["method"] for r in curves["rows"] if r["attack"] != "none"}
     methods = list(dict.fromkeys(r["method"] for r in curves["rows"]))
@@ -206,8 +280,13 @@ def comparison_lines(curves: dict, baseline: str | None = None) -> list[str]:
             continue
         table = difference_table(curves, method, baseline)
         if table:
-            lines += [f"**{method} against {baseline}** (same prompts and human texts; paired "
-                      "bootstrap, 2,000 draws, 95% intervals)", "", *table, ""]  # fmt: skip
+            lines += [
+                f"**{method} against {baseline}** (same prompts and human texts; paired "
+                "bootstrap, 2,000 draws, 95% intervals)",
+                "",
+                *table,
+                "",
+            ]
     return lines
 
 
@@ -218,22 +297,32 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
     curves, curve_lines = results.get("curves"), []
     if curves:
         images = [curve_plot(curves, out_dir), curve_plot(curves, out_dir, "meaning")] + images
-        title = (f"### Against attack strength ({curves['prompts']} texts per method, "
-                 f"{curves['attacked']} per attack)")  # fmt: skip
+        title = (
+            f"### Against attack strength ({curves['prompts']} texts per method, "
+            f"{curves['attacked']} per attack)"
+        )
         curve_lines = [title, "", *curve_table(curves), ""]
         matched = matched_table(curves)
         if matched:
-            curve_lines += ["**At matched quality** (each family's strongest setting with "
-                            f"median PPL <= {PPL_LIMIT:.2f}x and rep-4 <= {REP4_LIMIT:.2f}x "
-                            "unwatermarked; ROC-AUC / TPR at 1% FPR (words kept))", "", *matched,
-                            ""]  # fmt: skip
+            curve_lines += [
+                "**At matched quality** (each family's strongest setting with "
+                f"median PPL <= {PPL_LIMIT:.2f}x and rep-4 <= {REP4_LIMIT:.2f}x "
+                "unwatermarked; ROC-AUC / TPR at 1% FPR (words kept))",
+                "",
+                *matched,
+                "",
+            ]
         curve_lines += comparison_lines(curves, results["config"].get("curve_baseline"))
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:
         images = frontier_plots(frontier, out_dir) + images
-        frontier_lines = [f"## Quality / power frontier ({frontier['prompts']} prompts)", "",
-                          *frontier_table(frontier), ""]  # fmt: skip
+        frontier_lines = [
+            f"## Quality / power frontier ({frontier['prompts']} prompts)",
+            "",
+            *frontier_table(frontier),
+            "",
+        ]
     cfg = results["config"]
     wm = results["watermark_config"]
     ran, ours = bool(results["methods"]), "ours" in results["methods"]  # curves-only runs: neither

@@ -25,12 +25,7 @@ from evaluation.cache_keys import detection_key, generation_key
 from evaluation.config import KGW_BASES, EvalConfig
 from evaluation.detection import MethodDetection, share_flagged
 from evaluation.heldout import units as load_units
-from evaluation.methods import (
-    KGWMethod,
-    Method,
-    OursMethod,
-    TransformersKGW,
-)
+from evaluation.methods import KGWMethod, Method, OursMethod, TransformersKGW
 from evaluation.metrics import (
     OraclePerplexity,
     detection_metrics,
@@ -104,12 +99,14 @@ class Evaluation:
         self.methods = {name: self._method(name) for name in cfg.methods}
         self._extra: dict[str, Method] = {}  # methods built for the frontier only
         n_min = int(0.75 * cfg.human_tokens)
-        found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, n_min,
-                           cfg.human_tokens)  # fmt: skip
+        found = load_units(
+            cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, n_min, cfg.human_tokens
+        )
         if cfg.unit_pool == "short":  # the documents the long pool leaves out
             long_ids = {u["id"] for u in found}
-            found = load_units(cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, 1,
-                               cfg.human_tokens)  # fmt: skip
+            found = load_units(
+                cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, 1, cfg.human_tokens
+            )
             found = [u for u in found if u["id"] not in long_ids]
         self.all_units = interleave(found, "source")
         self.units = self.all_units[: cfg.num_prompts]
@@ -148,11 +145,23 @@ class Evaluation:
             )
         if name == "synthid":
             keys = [(cfg.kgw_key * 7919 + layer) % 2**31 for layer in range(cfg.synthid_layers)]
-            return SynthIDMethod(keys, cfg.synthid_ngram_len, self.tokenizer,
-                                 self.wm_config.top_k, self.wm_config.top_p)  # fmt: skip
+            return SynthIDMethod(
+                keys,
+                cfg.synthid_ngram_len,
+                self.tokenizer,
+                self.wm_config.top_k,
+                self.wm_config.top_p,
+            )
         context = {"kgw0": 0, "kgw2": 2}[name]
-        return KGWMethod(name, self.tokenizer, self.vocab_size, cfg.kgw_gamma, cfg.kgw_delta,
-                         cfg.kgw_key, context)  # fmt: skip
+        return KGWMethod(
+            name,
+            self.tokenizer,
+            self.vocab_size,
+            cfg.kgw_gamma,
+            cfg.kgw_delta,
+            cfg.kgw_key,
+            context,
+        )
 
     def ours_variant(self, **overrides: object) -> OursMethod:
         """Our method with watermark-config fields overridden (ablations)."""
@@ -172,21 +181,34 @@ class Evaluation:
         keys = [f"{prefix}|{u['id']}" for u in units]
         batches = range(0, len(units), cfg.batch_size)
         todo = [b for b in batches if any(k not in table for k in keys[b : b + cfg.batch_size])]
-        bar = tqdm(total=len(todo) * cfg.batch_size, desc=f"generate {tag}{method.name}",
-                   unit="text", disable=not self.progress or not todo)  # fmt: skip
+        bar = tqdm(
+            total=len(todo) * cfg.batch_size,
+            desc=f"generate {tag}{method.name}",
+            unit="text",
+            disable=not self.progress or not todo,
+        )
         for b in todo:
             batch = units[b : b + cfg.batch_size]
             start = time.perf_counter()
             outs = generate(
-                self.model, self.tokenizer, [u["prompt"] for u in batch], method.processor(),
-                max_new_tokens=new, top_k=self.wm_config.top_k, top_p=self.wm_config.top_p,
-                seed=cfg.seed + b // cfg.batch_size, min_new_tokens=low,
-            )  # fmt: skip
+                self.model,
+                self.tokenizer,
+                [u["prompt"] for u in batch],
+                method.processor(),
+                max_new_tokens=new,
+                top_k=self.wm_config.top_k,
+                top_p=self.wm_config.top_p,
+                seed=cfg.seed + b // cfg.batch_size,
+                min_new_tokens=low,
+            )
             seconds = (time.perf_counter() - start) / len(batch)
-            self.store.put("generations", [
-                {"key": keys[b + i], "text": o.text, "ids": o.token_ids, "seconds": seconds}
-                for i, o in enumerate(outs)
-            ])  # fmt: skip
+            self.store.put(
+                "generations",
+                [
+                    {"key": keys[b + i], "text": o.text, "ids": o.token_ids, "seconds": seconds}
+                    for i, o in enumerate(outs)
+                ],
+            )
             bar.update(len(batch))
         bar.close()
         return [table[k] for k in keys]
@@ -198,17 +220,24 @@ class Evaluation:
         table = self.store.table("detections")
         keys = [f"{method.detect_key}|{text_hash(t)}" for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in table}.items())
-        bar = tqdm(total=len(todo), desc=f"detect {method.name}", unit="text",
-                   disable=not self.progress or not todo)  # fmt: skip
+        bar = tqdm(
+            total=len(todo),
+            desc=f"detect {method.name}",
+            unit="text",
+            disable=not self.progress or not todo,
+        )
         for i in range(0, len(todo), chunk):
             part = todo[i : i + chunk]
             start = time.perf_counter()
             results = method.detect([t for _, t in part])
             seconds = (time.perf_counter() - start) / len(part)
-            self.store.put("detections", [
-                {"key": k, **replace(r, seconds=seconds).to_record()}
-                for (k, _), r in zip(part, results)
-            ])  # fmt: skip
+            self.store.put(
+                "detections",
+                [
+                    {"key": k, **replace(r, seconds=seconds).to_record()}
+                    for (k, _), r in zip(part, results)
+                ],
+            )
             bar.update(len(part))
         bar.close()
         return [MethodDetection.from_record(table[k]) for k in keys]
@@ -235,24 +264,30 @@ class Evaluation:
         passes = int(attack.get("passes", 1))
         if kind == "paraphrase":
             return atk.paraphrase_texts(
-                texts, strength, self.out / "cache" / "paraphrases.jsonl",
-                self.cfg.resolve(self.cfg.paraphraser), seed=seed, passes=passes,
+                texts,
+                strength,
+                self.out / "cache" / "paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.paraphraser),
+                seed=seed,
+                passes=passes,
                 progress=self.progress,
-            )  # fmt: skip
+            )
         if kind == "llm_paraphrase":  # the whole text, by the instruction LLM
             return atk.llm_paraphrase_texts(
-                texts, self.out / "cache" / "llm_paraphrases.jsonl",
-                self.cfg.resolve(self.cfg.llm_paraphraser), passes=passes,
-                batch_size=self.cfg.llm_paraphrase_batch, progress=self.progress,
-            )  # fmt: skip
+                texts,
+                self.out / "cache" / "llm_paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.llm_paraphraser),
+                passes=passes,
+                batch_size=self.cfg.llm_paraphrase_batch,
+                progress=self.progress,
+            )
         if kind == "deletion":
             return [atk.delete_words(t, strength, seed) for t in texts]
         if kind == "copy_paste":
             return [atk.copy_paste(t, h, strength, seed) for t, h in zip(texts, humans)]
         if kind in ("paraphrase_synonym", "llm_paraphrase_synonym"):  # paraphrase, then synonyms
             first = kind.removesuffix("_synonym")
-            texts = self.attacked({"kind": first, "strength": 1.0, "passes": passes},
-                                  texts, humans)  # fmt: skip
+            texts = self.attacked({"kind": first, "strength": 1.0, "passes": passes}, texts, humans)
         if self._thesaurus is None:
             from data.synonyms import Thesaurus
 
@@ -280,8 +315,13 @@ class Evaluation:
         per_text = {n: [ngram_repetition(g["ids"], n) for g in gens] for n in (1, 2, 3, 4)}
         rep = {f"rep{n}": sum(v) / max(1, len(gens)) for n, v in per_text.items()}
         tail = tail_figures(per_text[4], [longest_repeat(g["ids"]) for g in gens])
-        return {"ppl": ppl, **rep, "rep4_texts": per_text[4], **tail,
-                "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens)}  # fmt: skip
+        return {
+            "ppl": ppl,
+            **rep,
+            "rep4_texts": per_text[4],
+            **tail,
+            "tokens_mean": sum(len(g["ids"]) for g in gens) / len(gens),
+        }
 
     # ---- one method -------------------------------------------------------------------------
 

@@ -93,7 +93,7 @@ def scrub(
                     rng.sample(range(len(words)), min(words_per_edit, len(words))),
                     thesaurus,
                     rng,
-                )  # fmt: skip
+                )
                 for _ in range(proposals)
             ]
         found = detect([" ".join(c) for c in candidates])
@@ -103,9 +103,13 @@ def scrub(
             words, best = candidates[top], found[top]
     original = set(text.split())
     kept = len(original & set(words)) / max(1, len(original))
-    return {"attacker": "guided" if guided else "blind", "queries": queries,
-            "scrubbed": best.verdict_p_value >= target, "p_value": best.verdict_p_value,
-            "words_kept": round(kept, 3)}  # fmt: skip
+    return {
+        "attacker": "guided" if guided else "blind",
+        "queries": queries,
+        "scrubbed": best.verdict_p_value >= target,
+        "p_value": best.verdict_p_value,
+        "words_kept": round(kept, 3),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,16 +130,30 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     model, tokenizer = load_lm("smollm2-135m")
     wm = Watermark.load(args.config, tokenizer=tokenizer, generator=model)
-    prompts = [u["prompt"] for u in units("data/corpus/heldout.jsonl.gz", tokenizer,
-                                          ["news", "wiki"], 150, 200)[-args.texts :]]  # fmt: skip
+    prompts = [
+        u["prompt"]
+        for u in units("data/corpus/heldout.jsonl.gz", tokenizer, ["news", "wiki"], 150, 200)[
+            -args.texts :
+        ]
+    ]
     texts = [g.text for g in wm.generate(prompts, max_new_tokens=200, seed=0)]
     thesaurus = Thesaurus.load()
     rows = []
     for n, text in enumerate(texts):
         for guided in (False, True):
-            row = {"text": n, **scrub(text, wm.detect, thesaurus, guided,
-                                      lists=wm.config.green_lists, target=args.target,
-                                      max_queries=args.max_queries, seed=n)}  # fmt: skip
+            row = {
+                "text": n,
+                **scrub(
+                    text,
+                    wm.detect,
+                    thesaurus,
+                    guided,
+                    lists=wm.config.green_lists,
+                    target=args.target,
+                    max_queries=args.max_queries,
+                    seed=n,
+                ),
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
     for attacker in ("blind", "guided"):

@@ -33,8 +33,15 @@ def timed_generate(
     """Generations and ``{"seconds", "tokens", "tokens_per_s", "<stage>_s"...}``."""
     wm.core.timer.reset()
     start = time.perf_counter()
-    outs = wm.generate(model, list(prompts), max_new_tokens=new_tokens, seed=0, watermark=marked,
-                       fuse=fuse, min_new_tokens=new_tokens)  # fmt: skip
+    outs = wm.generate(
+        model,
+        list(prompts),
+        max_new_tokens=new_tokens,
+        seed=0,
+        watermark=marked,
+        fuse=fuse,
+        min_new_tokens=new_tokens,
+    )
     total = time.perf_counter() - start
     tokens = sum(len(o.token_ids) for o in outs)
     parts = {f"{k}_s": v for k, v in wm.core.timer.totals().items()}

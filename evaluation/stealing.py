@@ -134,10 +134,15 @@ def prompt_units(
     """
     pool = list(all_units[first:]) + list(all_units[:first])
     if steal + spoof > len(pool):
-        logger.warning("stealing: %d prompts wanted, %d in the corpus; prompts repeat",
-                       steal + spoof, len(pool))  # fmt: skip
-    units = [{**pool[i % len(pool)], "id": f"{pool[i % len(pool)]['id']}#s{i}"}
-             for i in range(steal + spoof)]  # fmt: skip
+        logger.warning(
+            "stealing: %d prompts wanted, %d in the corpus; prompts repeat",
+            steal + spoof,
+            len(pool),
+        )
+    units = [
+        {**pool[i % len(pool)], "id": f"{pool[i % len(pool)]['id']}#s{i}"}
+        for i in range(steal + spoof)
+    ]
     return units[:steal], units[steal:]
 
 
@@ -145,18 +150,30 @@ def steal_and_spoof(ev, targets: Sequence[str]) -> dict:
     """Runs the attack on each method of ``targets``; returns per method the flag rates."""
     cfg = ev.cfg
     first = max(cfg.frontier_prompts, cfg.num_prompts)
-    steal_units, spoof_units = prompt_units(ev.all_units, first, cfg.steal_texts,
-                                            cfg.spoof_prompts)  # fmt: skip
-    own = [g["ids"] for g in ev.generations(ev.method("unwatermarked"), steal_units,
-                                            cfg.spoof_tokens, tag="steal|")]  # fmt: skip
-    out: dict = {"steal_texts": len(steal_units), "spoof_texts": len(spoof_units),
-                 "tokens": cfg.spoof_tokens, "boost": cfg.spoof_boost}  # fmt: skip
-    clean = [g["text"] for g in ev.generations(ev.method("unwatermarked"), spoof_units,
-                                               cfg.spoof_tokens, tag="steal|")]  # fmt: skip
+    steal_units, spoof_units = prompt_units(ev.all_units, first, cfg.steal_texts, cfg.spoof_prompts)
+    own = [
+        g["ids"]
+        for g in ev.generations(
+            ev.method("unwatermarked"), steal_units, cfg.spoof_tokens, tag="steal|"
+        )
+    ]
+    out: dict = {
+        "steal_texts": len(steal_units),
+        "spoof_texts": len(spoof_units),
+        "tokens": cfg.spoof_tokens,
+        "boost": cfg.spoof_boost,
+    }
+    clean = [
+        g["text"]
+        for g in ev.generations(
+            ev.method("unwatermarked"), spoof_units, cfg.spoof_tokens, tag="steal|"
+        )
+    ]
     for name in targets:
         target = ev.method(name)
-        marked = [g["ids"] for g in ev.generations(target, steal_units, cfg.spoof_tokens,
-                                                   tag="steal|")]  # fmt: skip
+        marked = [
+            g["ids"] for g in ev.generations(target, steal_units, cfg.spoof_tokens, tag="steal|")
+        ]
         row = {"control": _flagged(ev.detections(target, clean))}
         for width in (0, 1):
             favoured = FavouredTokens(marked, own, ev.vocab_size, width)

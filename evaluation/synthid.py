@@ -74,6 +74,12 @@ class SynthIDMethod(Method):
             z = z_score(float(bits.sum()), 0.5 * n, 0.25 * n)  # fair coins under H0
             res = kgw_result(z, int(bits.sum()), n, len(ids))
             contexts = int(keep.sum())
-            out.append(replace(res, score=float(bits.mean()) if n else 0.0, num_scored=contexts,
-                               awr=contexts / len(ids) if ids else 0.0))  # fmt: skip
+            out.append(
+                replace(
+                    res,
+                    score=float(bits.mean()) if n else 0.0,
+                    num_scored=contexts,
+                    awr=contexts / len(ids) if ids else 0.0,
+                )
+            )
         return out

@@ -52,8 +52,12 @@ def train_passages(tokenizer: object, count: int, tokens: int = 200, per_doc: in
                 taken = []
             if len(found.get(doc, [])) == per_doc:
                 break
-    turns = [{"id": f"{d}-{r}", "text": found[d][r]}
-             for r in range(per_doc) for d in sorted(found) if r < len(found[d])]  # fmt: skip
+    turns = [
+        {"id": f"{d}-{r}", "text": found[d][r]}
+        for r in range(per_doc)
+        for d in sorted(found)
+        if r < len(found[d])
+    ]
     return turns[:count]
 
 
@@ -86,8 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     done = len(path.read_text().splitlines()) if path.exists() else 0
     start = time.time()
     for b in range(done, len(prompts), args.batch):
-        outs = wm.generate(model, prompts[b : b + args.batch], args.tokens, seed=b,
-                           min_new_tokens=args.tokens)  # fmt: skip
+        outs = wm.generate(
+            model, prompts[b : b + args.batch], args.tokens, seed=b, min_new_tokens=args.tokens
+        )
         with path.open("a", encoding="utf-8") as f:
             for o in outs:
                 f.write(json.dumps({"text": o.text}) + "\n")

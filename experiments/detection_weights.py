@@ -112,13 +112,20 @@ def main() -> None:
     scale = float(np.median(np.abs(unattacked)))  # the median margin of watermarked tokens
     for name, weigh in WEIGHTINGS.items():
         neg = [statistic(rows, weigh, scale) for rows in negatives]
-        line = {"weighting": name, "texts": args.texts, "humans": len(neg),
-                "human_max": round(max(neg), 2)}  # fmt: skip
+        line = {
+            "weighting": name,
+            "texts": args.texts,
+            "humans": len(neg),
+            "human_max": round(max(neg), 2),
+        }
         for group, rows_list in found.items():
             pos = [statistic(rows, weigh, scale) for rows in rows_list]
             m = detection_metrics(pos, neg)
-            line[group] = {"roc_auc": round(m["roc_auc"], 3), "tpr@1%fpr": round(m["tpr@1%fpr"], 3),
-                           "median": round(statistics.median(pos), 2)}  # fmt: skip
+            line[group] = {
+                "roc_auc": round(m["roc_auc"], 3),
+                "tpr@1%fpr": round(m["tpr@1%fpr"], 3),
+                "median": round(statistics.median(pos), 2),
+            }
         print(json.dumps(line), flush=True)
 
 

@@ -66,13 +66,19 @@ def main() -> None:
         bits8 = semantic.from_signs(s8).contains(drawn)
         same_steps += int((bits32 == bits8).all(-1).sum())
     steps = sum(len(t) for t in tokens)
-    print(json.dumps({
-        "ms_per_text": {k: round(1000 * v / args.rounds / args.texts) for k, v in seconds.items()},
-        "speedup": round(seconds["float32"] / seconds["int8"], 2),
-        "signs_agree": round(same_signs / total, 4),
-        "steps_all_bits_agree": round(same_steps / steps, 4),
-        "steps": steps,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "ms_per_text": {
+                    k: round(1000 * v / args.rounds / args.texts) for k, v in seconds.items()
+                },
+                "speedup": round(seconds["float32"] / seconds["int8"], 2),
+                "signs_agree": round(same_signs / total, 4),
+                "steps_all_bits_agree": round(same_steps / steps, 4),
+                "steps": steps,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -190,9 +190,12 @@ def main() -> None:
     parser.add_argument("--attacks", default="paraphrase,para_syn_0.5")
     parser.add_argument("--green", type=float, default=0.85)
     parser.add_argument("--alpha", type=float, help="entropy gate (default: the shipped one)")
-    parser.add_argument("--texts-of", default="unwatermarked",
-                        help="the method whose cached generations are read (e.g. ours, whose "
-                             "rewrites configs/evaluation/matched.yaml caches)")  # fmt: skip
+    parser.add_argument(
+        "--texts-of",
+        default="unwatermarked",
+        help="the method whose cached generations are read (e.g. ours, whose "
+        "rewrites configs/evaluation/matched.yaml caches)",
+    )
     parser.add_argument("--embedder", help="sentence embedder (with --mapper; default: shipped)")
     parser.add_argument("--mapper", help="mapper folder trained on that embedder's outputs")
     args = parser.parse_args()
@@ -213,24 +216,39 @@ def main() -> None:
                     before = units(wm, keys, gates, a, design, q)
                     after = units(wm, keys, gates, b, design, q)
                     n_orig, n_att = n_orig + len(before), n_att + len(after)
-                    pairs += [(before[u][0], after[u][0], float(torch.cosine_similarity(
-                        before[u][1], after[u][1], dim=0)))
-                        for u in after if u in before]  # fmt: skip
+                    pairs += [
+                        (
+                            before[u][0],
+                            after[u][0],
+                            float(torch.cosine_similarity(before[u][1], after[u][1], dim=0)),
+                        )
+                        for u in after
+                        if u in before
+                    ]
                 n, g, kept = len(originals), args.green, len(pairs)
                 f = sum(x != y for x, y, _ in pairs) / max(1, kept)
                 green_after = kept * (g * (1 - f) + (1 - g) * f) + (n_att - kept) * 0.5
                 z_after = (green_after - n_att / 2) / math.sqrt(n_att / 4) / math.sqrt(n)
-                print(json.dumps({
-                    "attack": attack, "design": design, "margin": q, "texts": n,
-                    "alpha": wm.config.alpha,
-                    "units_original": round(n_orig / n, 1), "units_attacked": round(n_att / n, 1),
-                    "kept_of_original": round(kept / max(1, n_orig), 3),
-                    "kept_of_attacked": round(kept / max(1, n_att), 3),
-                    "flip_rate": round(f, 3),
-                    "z_orig_proj": round((2 * g - 1) * math.sqrt(n_orig / n), 2),
-                    "z_proj": round(z_after, 2),
-                    "by_cosine": flips_by_cosine(pairs),
-                }), flush=True)  # fmt: skip
+                print(
+                    json.dumps(
+                        {
+                            "attack": attack,
+                            "design": design,
+                            "margin": q,
+                            "texts": n,
+                            "alpha": wm.config.alpha,
+                            "units_original": round(n_orig / n, 1),
+                            "units_attacked": round(n_att / n, 1),
+                            "kept_of_original": round(kept / max(1, n_orig), 3),
+                            "kept_of_attacked": round(kept / max(1, n_att), 3),
+                            "flip_rate": round(f, 3),
+                            "z_orig_proj": round((2 * g - 1) * math.sqrt(n_orig / n), 2),
+                            "z_proj": round(z_after, 2),
+                            "by_cosine": flips_by_cosine(pairs),
+                        }
+                    ),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

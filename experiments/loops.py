@@ -79,8 +79,11 @@ def prompt_pool(pool: str, tokenizer: object) -> list[dict]:
         for rec in map(json.loads, f):
             if rec["split"] == "train":
                 docs.setdefault(rec["doc"], []).append(rec)
-    pairs = [{"source": s[0]["source"], "prompt": f"{s[i]['text']} {s[i + 1]['text']}"}
-             for s in docs.values() for i in range(0, len(s) - 1, 6)]  # fmt: skip
+    pairs = [
+        {"source": s[0]["source"], "prompt": f"{s[i]['text']} {s[i + 1]['text']}"}
+        for s in docs.values()
+        for i in range(0, len(s) - 1, 6)
+    ]
     return [{"unit": i, "prompt": p["prompt"]} for i, p in enumerate(interleave(pairs, "source"))]
 
 
@@ -172,9 +175,14 @@ def run(args: argparse.Namespace) -> None:
         batch = todo[b : b + args.batch]
         log.steps = []
         seed = args.seed + batch[0]["unit"]
-        gens = wm.generate([p["prompt"] for p in batch], max_new_tokens=args.tokens, seed=seed,
-                           watermark=not args.unwatermarked, record=False,
-                           min_new_tokens=args.tokens)  # fmt: skip
+        gens = wm.generate(
+            [p["prompt"] for p in batch],
+            max_new_tokens=args.tokens,
+            seed=seed,
+            watermark=not args.unwatermarked,
+            record=False,
+            min_new_tokens=args.tokens,
+        )
         with out.open("a") as f:
             for row, (p, g) in enumerate(zip(batch, gens)):
                 ids = g.token_ids

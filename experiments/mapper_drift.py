@@ -37,17 +37,33 @@ def main() -> None:
     for n, threads in enumerate(int(t) for t in args.threads.split(",")):
         folder = out / f"run{n}-t{threads}"
         if not (folder / "model.safetensors").is_file():
-            command = [sys.executable, "-m", "mapper.train", "fit", "--config",
-                       str(ROOT / "configs/mapper/default.yaml"), f"--threads={threads}",
-                       f"--export_dir={folder}", "--trainer.enable_progress_bar=false"]  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "mapper.train",
+                "fit",
+                "--config",
+                str(ROOT / "configs/mapper/default.yaml"),
+                f"--threads={threads}",
+                f"--export_dir={folder}",
+                "--trainer.enable_progress_bar=false",
+            ]
             if args.epochs:
                 command.append(f"--trainer.max_epochs={args.epochs}")
             start = time.perf_counter()
-            subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            subprocess.run(
+                command,
+                cwd=ROOT,
+                check=True,
+                env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             seconds = round(time.perf_counter() - start, 1)
-            print(json.dumps({"trained": str(folder), "threads": threads, "seconds": seconds}),
-                  flush=True)  # fmt: skip
+            print(
+                json.dumps({"trained": str(folder), "threads": threads, "seconds": seconds}),
+                flush=True,
+            )
         runs.append((folder.name, folder))
 
     from mapper.compare import sign_agreement, validation_set
@@ -60,10 +76,18 @@ def main() -> None:
     mappers = {name: SemanticMapper.from_pretrained(folder) for name, folder in runs}
     mappers["shipped"] = shipped
     for a, b in itertools.combinations(mappers, 2):
-        print(json.dumps({"a": a, "b": b, "sentences": int(emb.shape[0]),
-                          "sign_agreement": round(sign_agreement(mappers[a], mappers[b], emb), 4),
-                          "identical": tensor_digest(mappers[a]) == tensor_digest(mappers[b])}),
-              flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "a": a,
+                    "b": b,
+                    "sentences": int(emb.shape[0]),
+                    "sign_agreement": round(sign_agreement(mappers[a], mappers[b], emb), 4),
+                    "identical": tensor_digest(mappers[a]) == tensor_digest(mappers[b]),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -82,11 +82,19 @@ def rows(name: str, key: str, s: dict) -> list[dict]:
         if label == "human":
             continue
         m = detection_metrics(group["z"], s["human"])
-        out.append({"method": name, "key": key, "attack": label,
-                    "words_kept": round(group["words_kept"], 3),
-                    "roc_auc": round(m["roc_auc"], 3), "tpr@1%fpr": round(m["tpr@1%fpr"], 3),
-                    "positives": len(group["z"]), "negatives": len(s["human"]),
-                    "human_z_mean": round(sum(s["human"]) / len(s["human"]), 3)})  # fmt: skip
+        out.append(
+            {
+                "method": name,
+                "key": key,
+                "attack": label,
+                "words_kept": round(group["words_kept"], 3),
+                "roc_auc": round(m["roc_auc"], 3),
+                "tpr@1%fpr": round(m["tpr@1%fpr"], 3),
+                "positives": len(group["z"]),
+                "negatives": len(s["human"]),
+                "human_z_mean": round(sum(s["human"]) / len(s["human"]), 3),
+            }
+        )
     return out
 
 
@@ -109,9 +117,13 @@ def human_spread(ev: Evaluation, name: str, keys: int) -> dict:
     for index in range(keys):
         z = [d.z_score for d in ev.detections(keyed_method(ev, name, index), humans)]
         means.append(round(statistics.fmean(z), 3))
-    return {"method": name, "human_texts": len(humans), "human_z_mean_per_key": means,
-            "across_keys_mean": round(statistics.fmean(means), 3),
-            "across_keys_sd": round(statistics.pstdev(means), 3)}  # fmt: skip
+    return {
+        "method": name,
+        "human_texts": len(humans),
+        "human_z_mean_per_key": means,
+        "across_keys_mean": round(statistics.fmean(means), 3),
+        "across_keys_sd": round(statistics.pstdev(means), 3),
+    }
 
 
 def main() -> None:

@@ -81,8 +81,13 @@ def score(bits: list[int], gammas: list[float], dims: list[int]) -> dict:
     z_all, p_all = green_test(bits, gammas)
     z_once, p_once = green_test([bits[i] for i in keep], [gammas[i] for i in keep])
     z_mean, p_mean = mean_test(bits, gammas, dims)
-    return {"all": (z_all, p_all), "once": (z_once, p_once), "mean": (z_mean, p_mean),
-            "bits": len(bits), "outputs": len(keep)}  # fmt: skip
+    return {
+        "all": (z_all, p_all),
+        "once": (z_once, p_once),
+        "mean": (z_mean, p_mean),
+        "bits": len(bits),
+        "outputs": len(keep),
+    }
 
 
 def _green_test(green, gammas):
@@ -118,20 +123,34 @@ def main() -> None:
     human = detect(wm, humans)
     for stat in STATS:
         p, z = np.array([r[stat][1] for r in human]), np.array([r[stat][0] for r in human])
-        row = {"set": "human", "stat": stat, "n": len(human), "p<0.01": int((p < 0.01).sum()),
-               "p<0.05": int((p < 0.05).sum()), "z_mean": float(z.mean()),
-               "z_sd": float(z.std())}  # fmt: skip
+        row = {
+            "set": "human",
+            "stat": stat,
+            "n": len(human),
+            "p<0.01": int((p < 0.01).sum()),
+            "p<0.05": int((p < 0.05).sum()),
+            "z_mean": float(z.mean()),
+            "z_sd": float(z.std()),
+        }
         print(json.dumps(row), flush=True)
     for name, batch in sets.items():
         found = detect(wm, batch)
         for stat in STATS:
             m = detection_metrics([r[stat][0] for r in found], [r[stat][0] for r in human])
-            print(json.dumps({"set": name, "stat": stat, "n": len(found),
-                              "roc_auc": round(m["roc_auc"], 4),
-                              "tpr@1%fpr": round(m["tpr@1%fpr"], 4),
-                              "bits": float(np.mean([r["bits"] for r in found])),
-                              "outputs": float(np.mean([r["outputs"] for r in found]))}),
-                  flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "set": name,
+                        "stat": stat,
+                        "n": len(found),
+                        "roc_auc": round(m["roc_auc"], 4),
+                        "tpr@1%fpr": round(m["tpr@1%fpr"], 4),
+                        "bits": float(np.mean([r["bits"] for r in found])),
+                        "outputs": float(np.mean([r["outputs"] for r in found])),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -130,14 +130,24 @@ def main() -> None:
                 n[kind] += 1
                 n[kind + "_green"] += green
         total = n["kept"] + n["new"]
-        print(json.dumps({
-            "method": name, "attack": args.attack, "texts": len(pairs),
-            "units_original": n["orig"] / len(pairs), "units_attacked": total / len(pairs),
-            "green_original": n["orig_green"] / n["orig"], "kept_share": n["kept"] / total,
-            "green_kept": n["kept_green"] / max(1, n["kept"]),
-            "green_new": n["new_green"] / max(1, n["new"]),
-            "z_original": n["z_original"] / len(pairs), "z_attacked": n["z_attacked"] / len(pairs),
-        }), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "method": name,
+                    "attack": args.attack,
+                    "texts": len(pairs),
+                    "units_original": n["orig"] / len(pairs),
+                    "units_attacked": total / len(pairs),
+                    "green_original": n["orig_green"] / n["orig"],
+                    "kept_share": n["kept"] / total,
+                    "green_kept": n["kept_green"] / max(1, n["kept"]),
+                    "green_new": n["new_green"] / max(1, n["new"]),
+                    "z_original": n["z_original"] / len(pairs),
+                    "z_attacked": n["z_attacked"] / len(pairs),
+                }
+            ),
+            flush=True,
+        )
         if args.spans and cfg.base_method(name) == "ours":
             spans = span_stability(method.wm, pairs)
             print(json.dumps({"method": name, "attack": args.attack, **spans}), flush=True)

@@ -53,9 +53,13 @@ def key_record(result: object, dims: list[int]) -> dict:
     """One key's tested bits, nulls and mapper dimensions (layer 0, each token's own), with its
     p-values."""
     pos = [i for i, tested in enumerate(result.tested) if tested]
-    return {"green": [bool(result.green[i]) for i in pos], "gamma": [result.gamma[i] for i in pos],
-            "dim": [dims[result.token_ids[i]] for i in pos], "p": result.p_value,
-            "window_p": result.window_p_value}  # fmt: skip
+    return {
+        "green": [bool(result.green[i]) for i in pos],
+        "gamma": [result.gamma[i] for i in pos],
+        "dim": [dims[result.token_ids[i]] for i in pos],
+        "p": result.p_value,
+        "window_p": result.window_p_value,
+    }
 
 
 def one_per_dim_p(rec: dict) -> float:
@@ -94,11 +98,16 @@ def rotation(p: np.ndarray, size: int, target: float, draws: int = 1000) -> dict
         counts = hit.sum(0)
         per_text, n = hit.mean(1), len(hit)
         boot = [per_text[rng.integers(0, n, n)].mean() for _ in range(draws)]
-        entry = {"fpr": round(float(hit.mean()), 5),
-                 "ci95": [round(float(x), 5) for x in np.quantile(boot, [0.025, 0.975])],
-                 "count_min_median_max": [int(counts.min()), float(np.median(counts)),
-                                          int(counts.max())],
-                 "config_keys_count": int(counts[0])}  # fmt: skip
+        entry = {
+            "fpr": round(float(hit.mean()), 5),
+            "ci95": [round(float(x), 5) for x in np.quantile(boot, [0.025, 0.975])],
+            "count_min_median_max": [
+                int(counts.min()),
+                float(np.median(counts)),
+                int(counts.max()),
+            ],
+            "config_keys_count": int(counts[0]),
+        }
         if c == target:
             entry["sets_at_or_below"] = round(float((hit.mean(0) <= c).mean()), 4)
         out[f"p<{c}"] = entry
@@ -137,9 +146,15 @@ def main(argv: list[str] | None = None) -> None:
             f.writelines(json.dumps(row) + "\n" for row in rows)
     p = np.array([[rec["p"] for rec in row] for row in rows])
     size = args.set_size or own
-    out = {"texts": len(rows), "keys": len(maps), "config_keys": own, "set_size": size,
-           "per_key": {f"p<{c}": (p < c).sum(0)[:own].tolist() for c in CUTOFFS},
-           "pooled": pooled(p), "rotation": rotation(p, size, cfg.target_fpr)}  # fmt: skip
+    out = {
+        "texts": len(rows),
+        "keys": len(maps),
+        "config_keys": own,
+        "set_size": size,
+        "per_key": {f"p<{c}": (p < c).sum(0)[:own].tolist() for c in CUTOFFS},
+        "pooled": pooled(p),
+        "rotation": rotation(p, size, cfg.target_fpr),
+    }
     if cfg.repeats != "bigram":
         out["one_per_dim"] = pooled(np.array([[one_per_dim_p(r) for r in row] for row in rows]))
     if cfg.window_sizes:

@@ -62,14 +62,19 @@ def _green_test(coded: list[int], gammas: list[float]) -> tuple[float, float]:
     z, p = green_test(bits, gammas)
     keep = first_reads([[c >> 1] for c in coded], range(len(coded)), once=True)
     z1, p1 = green_test([bits[i] for i in keep], [gammas[i] for i in keep])
-    RECORDS.append({"z": z, "p": p, "z_once": z1, "p_once": p1, "bits": len(bits),
-                    "bits_once": len(keep)})  # fmt: skip
+    RECORDS.append(
+        {"z": z, "p": p, "z_once": z1, "p_once": p1, "bits": len(bits), "bits_once": len(keep)}
+    )
     return z, p
 
 
 def summary(name: str, rows: list[dict]) -> dict:
-    out = {"texts": name, "n": len(rows), "bits": float(np.mean([r["bits"] for r in rows])),
-           "bits_once": float(np.mean([r["bits_once"] for r in rows]))}  # fmt: skip
+    out = {
+        "texts": name,
+        "n": len(rows),
+        "bits": float(np.mean([r["bits"] for r in rows])),
+        "bits_once": float(np.mean([r["bits_once"] for r in rows])),
+    }
     for kind in ("p", "p_once"):
         ps = np.array([r[kind] for r in rows])
         out[f"{kind}<0.01"] = int((ps < 0.01).sum())
@@ -89,12 +94,21 @@ def main() -> None:
     parser.add_argument("--repeats", default="bigram")
     parser.add_argument("--human", type=int, default=320)
     parser.add_argument("--watermarked", type=Path, help="JSONL with a 'text' field")
-    parser.add_argument("--keys", help="comma-separated keys to detect the human texts under, "
-                        "each on its own line (default: the shipped key)")  # fmt: skip
+    parser.add_argument(
+        "--keys",
+        help="comma-separated keys to detect the human texts under, "
+        "each on its own line (default: the shipped key)",
+    )
     args = parser.parse_args()
-    cfg = replace(as_config(None), scaling="tournament", layers=args.layers,
-                  temperature=args.temperature, context_guard=args.context_guard,
-                  repeats=args.repeats, window_sizes=[])  # fmt: skip
+    cfg = replace(
+        as_config(None),
+        scaling="tournament",
+        layers=args.layers,
+        temperature=args.temperature,
+        context_guard=args.context_guard,
+        repeats=args.repeats,
+        window_sizes=[],
+    )
     model, tokenizer = load_lm(cfg.generator)
     GreenLists.contains, GreenLists.contains_repeat = _contains, _contains_repeat
     assembly.green_test = _green_test

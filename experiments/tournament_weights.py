@@ -58,8 +58,11 @@ def weighted_z(feats: np.ndarray, layers: int, f: Callable[[np.ndarray], np.ndar
         return 0.0
     green, gamma, entropy = feats.T
     w = f(entropy)
-    return z_score(float((w * green).sum()), float((w * layers * gamma).sum()),
-                   float((w * w * layers * gamma * (1.0 - gamma)).sum()))  # fmt: skip
+    return z_score(
+        float((w * green).sum()),
+        float((w * layers * gamma).sum()),
+        float((w * w * layers * gamma * (1.0 - gamma)).sum()),
+    )
 
 
 def main() -> None:

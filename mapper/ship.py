@@ -50,7 +50,7 @@ def ship(new_dir: Path, yes: bool, retired_root: Path, package_dir: Path = PACKA
         **{
             name: {"digest": digests[name], **{k: metrics[name]["mapper"][k] for k in SHOWN}}
             for name in ("shipped", "new")
-        },  # fmt: skip
+        },
         "sign_agreement": round(sign_agreement(old, new, emb), 4),
         "validation_sentences": int(emb.shape[0]),
     }
@@ -72,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("new_dir", help="an exported mapper folder (e.g. runs/mapper-minilm)")
     parser.add_argument("--yes", action="store_true", help="replace the shipped mapper")
-    parser.add_argument("--retired-root", default="runs",
-                        help="where the replaced mapper is kept (default: runs/)")  # fmt: skip
+    parser.add_argument(
+        "--retired-root", default="runs", help="where the replaced mapper is kept (default: runs/)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     try:
@@ -84,9 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result))
     if result["replaced"]:
         old = result["shipped"]["digest"]
-        print(f"warning: texts made with the previous mapper ({short(old)}) test as watermarked "
-              f"only with a config whose \"mapper\" is {result['retired_to']} and whose "
-              f"\"mapper_digest\" is {old}", file=sys.stderr)  # fmt: skip
+        print(
+            f"warning: texts made with the previous mapper ({short(old)}) test as watermarked "
+            f'only with a config whose "mapper" is {result["retired_to"]} and whose '
+            f'"mapper_digest" is {old}',
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -23,9 +23,14 @@ from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
 def simhash_mapper(like: SemanticMapper, seed: int = 0) -> SemanticMapper:
     """A SimHash mapper with ``like``'s input width, output width D, centre and embedder."""
     e, d = like.config.input_dim, like.config.output_dim
-    config = MapperConfig(input_dim=e, hidden_dim=e, output_dim=d, num_blocks=0,
-                          embedder=like.config.embedder,
-                          extra={"kind": "simhash", "seed": seed})  # fmt: skip
+    config = MapperConfig(
+        input_dim=e,
+        hidden_dim=e,
+        output_dim=d,
+        num_blocks=0,
+        embedder=like.config.embedder,
+        extra={"kind": "simhash", "seed": seed},
+    )
     model = SemanticMapper(config)
     gen = torch.Generator().manual_seed(seed)
     proj = torch.randn(e, d, generator=gen)  # drawn as in mapper.metrics.simhash_codes

@@ -69,11 +69,22 @@ RULE_CASES = [
     },
     {"scaling": "tournament", "layers": 2, "fresh_only": True, "repeats": "bigram"},
     {"scaling": "additive", "bias": 2.0, "fresh_only": True, "repeats": "bigram"},
-    {"scaling": "tournament", "layers": 3, "filter_first": True, "fresh_only": True,
-     "repeats": "bigram", "neutral": "half"},
-    {"scaling": "additive", "bias": 2.0, "fresh_only": True, "repeats": "bigram",
-     "neutral": "half"},
-]  # fmt: skip
+    {
+        "scaling": "tournament",
+        "layers": 3,
+        "filter_first": True,
+        "fresh_only": True,
+        "repeats": "bigram",
+        "neutral": "half",
+    },
+    {
+        "scaling": "additive",
+        "bias": 2.0,
+        "fresh_only": True,
+        "repeats": "bigram",
+        "neutral": "half",
+    },
+]
 
 
 def sentences(n: int, seed: int = 0, length: int = 12) -> list[str]:
@@ -191,9 +202,17 @@ def save_tiny_watermark(
     tiny.gen.save_pretrained(root / "gen")
     tiny.gtok.save_pretrained(root / "gen")
     tiny.mapper.save_pretrained(root / "mapper")
-    fields = dict(mapper="mapper", generator="gen", measurement_model="gen",
-                  embedder=str(embedder_dir), key="k", opening_sentence="opening",
-                  alpha=1.0, opening_steps=4, top_k=10)  # fmt: skip
+    fields = dict(
+        mapper="mapper",
+        generator="gen",
+        measurement_model="gen",
+        embedder=str(embedder_dir),
+        key="k",
+        opening_sentence="opening",
+        alpha=1.0,
+        opening_steps=4,
+        top_k=10,
+    )
     fields.update(overrides)
     WatermarkConfig(**fields).save(root / "wm.json")
     return fields
@@ -204,11 +223,24 @@ def fused_watermark(tiny: object, **overrides: object) -> object:
     from watermark.api import Watermark
     from watermark.core.config import WatermarkConfig
 
-    fields = dict(mapper="unused", generator="tiny-gen", measurement_model="tiny-gen", key="k",
-                  opening_sentence="a secret opening sentence", alpha=1.0, opening_steps=5,
-                  top_k=10, top_p=0.9)  # fmt: skip
-    return Watermark.load(WatermarkConfig(**{**fields, **overrides}), tokenizer=tiny.gtok,
-                          generator=tiny.gen, embedder=tiny.emb, mapper=tiny.mapper)  # fmt: skip
+    fields = dict(
+        mapper="unused",
+        generator="tiny-gen",
+        measurement_model="tiny-gen",
+        key="k",
+        opening_sentence="a secret opening sentence",
+        alpha=1.0,
+        opening_steps=5,
+        top_k=10,
+        top_p=0.9,
+    )
+    return Watermark.load(
+        WatermarkConfig(**{**fields, **overrides}),
+        tokenizer=tiny.gtok,
+        generator=tiny.gen,
+        embedder=tiny.emb,
+        mapper=tiny.mapper,
+    )
 
 
 @contextmanager

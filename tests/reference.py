@@ -313,8 +313,10 @@ def detect(wm: object, text: str) -> RefDetection:
         if decision.repeat_green is not None:
             unit_bits[t, True] = decision.repeat_green[:, ids[t - 1]].tolist()
             unit_gammas[t, True] = [float(decision.signs.double().mean())] * len(bits)
-            unit_dims[t, True] = [(int(m[ids[t - 1]]) + int(sh[ids[t - 2]])) % len(decision.signs)
-                                  for m, sh in zip(maps, shifts)]  # fmt: skip
+            unit_dims[t, True] = [
+                (int(m[ids[t - 1]]) + int(sh[ids[t - 2]])) % len(decision.signs)
+                for m, sh in zip(maps, shifts)
+            ]
             if ids[t - 1] in ids[: t - 1]:
                 shown[t] = unit_bits[t, True]
         result.green.append(shown[t][0])
@@ -378,8 +380,9 @@ def window_null_exact(
     import itertools
 
     flat = [(r, layer) for r in range(len(green)) for layer in range(len(green[r]))]
-    tables = [tail_table([gammas[r][layer] for r in m for layer in range(len(green[r]))])
-              for m in members]  # fmt: skip
+    tables = [
+        tail_table([gammas[r][layer] for r in m for layer in range(len(green[r]))]) for m in members
+    ]
 
     def smallest(bits: dict) -> float:
         counts = [sum(bits[r, layer] for r in m for layer in range(len(green[r]))) for m in members]

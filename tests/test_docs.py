@@ -12,17 +12,38 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["README.md", "data/corpus/BUILD.md"] + sorted(
     str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
 )
-TOP = ("watermark/", "mapper/", "data/", "docs/", "configs/", "benchmarks/", "experiments/",
-       "evaluation/", "tests/",
-       "checkpoints/", ".ci/")  # fmt: skip
+TOP = (
+    "watermark/",
+    "mapper/",
+    "data/",
+    "docs/",
+    "configs/",
+    "benchmarks/",
+    "experiments/",
+    "evaluation/",
+    "tests/",
+    "checkpoints/",
+    ".ci/",
+)
 GENERATED = ("checkpoints/runs/",)  # training output, ignored by git
 MODULE = re.compile(r"^(watermark|mapper|data|evaluation|tests)(\.[A-Za-z_]\w*)+$")
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+(\(\))?$")  # snake_case names
-FOLDERS = ("watermark", "mapper", "data", "benchmarks", "experiments", "evaluation", "tests",
-           "configs")  # fmt: skip
-SOURCES = [p for d in FOLDERS
-           for p in (ROOT / d).rglob("*") if p.suffix in {".py", ".json", ".yaml", ".html"}
-           and p != Path(__file__).resolve()]  # fmt: skip
+FOLDERS = (
+    "watermark",
+    "mapper",
+    "data",
+    "benchmarks",
+    "experiments",
+    "evaluation",
+    "tests",
+    "configs",
+)
+SOURCES = [
+    p
+    for d in FOLDERS
+    for p in (ROOT / d).rglob("*")
+    if p.suffix in {".py", ".json", ".yaml", ".html"} and p != Path(__file__).resolve()
+]
 
 
 def cited(doc: str) -> list[str]:

@@ -22,13 +22,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("watermark", "mapper", "evaluation")
 CORE, RUNTIME_LAYER, APP, EVALUATION, TRAINING = (
-    "watermark/core", "watermark", "watermark/app", "evaluation", "mapper"
-)  # fmt: skip
+    "watermark/core",
+    "watermark",
+    "watermark/app",
+    "evaluation",
+    "mapper",
+)
 RUNTIME = {
-    "watermark", "watermark.api", "watermark.assembly", "watermark.detection_result",
-    "watermark.detector", "watermark.fused", "watermark.generation", "watermark.loading",
+    "watermark",
+    "watermark.api",
+    "watermark.assembly",
+    "watermark.detection_result",
+    "watermark.detector",
+    "watermark.fused",
+    "watermark.generation",
+    "watermark.loading",
     "watermark.processor",
-}  # fmt: skip
+}
 # what each layer may import besides itself
 ALLOWED = {
     CORE: set(),
@@ -84,8 +94,9 @@ def test_every_module_is_in_a_layer_folder() -> None:
     unplaced = [module_name(p) for p in sources() if layer(module_name(p)) is None]
     assert not unplaced, f"move these into a layer folder, or name them in RUNTIME: {unplaced}"
     assert sorted({p.parent.name for p in (ROOT / "watermark").glob("*/__init__.py")}) == [
-        "app", "core"
-    ]  # fmt: skip
+        "app",
+        "core",
+    ]
 
 
 def test_nothing_imports_against_the_direction() -> None:
@@ -94,8 +105,9 @@ def test_nothing_imports_against_the_direction() -> None:
         source = layer(module_name(path))
         for target in imported(path):
             if layer(target) not in {source, *ALLOWED[source]}:
-                backwards.append(f"{module_name(path)} ({source}) imports {target} "
-                                 f"({layer(target)})")  # fmt: skip
+                backwards.append(
+                    f"{module_name(path)} ({source}) imports {target} ({layer(target)})"
+                )
     assert not backwards, "\n".join(backwards)
 
 

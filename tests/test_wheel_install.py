@@ -120,8 +120,13 @@ def test_wheel_works_in_a_fresh_venv_outside_the_clone(tmp_path: Path) -> None:
     python = _make_venv(tmp_path, env)
     pip = [sys.executable, "-m", "pip", "--python", str(python)]  # the venv has no pip of its own
     _ok(_run([*pip, "install", "-q", "--no-index", "--no-deps", str(wheel)], tmp_path, env))
-    site = _ok(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                    tmp_path, env)).strip()  # fmt: skip
+    site = _ok(
+        _run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            tmp_path,
+            env,
+        )
+    ).strip()
     deps = dict.fromkeys(sysconfig.get_path(k) for k in ("purelib", "platlib"))
     (Path(site) / "test_env_dependencies.pth").write_text("\n".join(deps) + "\n")
 
@@ -130,8 +135,9 @@ def test_wheel_works_in_a_fresh_venv_outside_the_clone(tmp_path: Path) -> None:
     no_data = _run([str(python), "-c", "import data"], work, env)
     assert no_data.returncode != 0 and "No module named 'data'" in no_data.stderr
 
-    modules = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in names
-               if n.endswith(".py")]  # fmt: skip
+    modules = [
+        n[:-3].replace("/", ".").removesuffix(".__init__") for n in names if n.endswith(".py")
+    ]
     importer = f"import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)\n"
     # every module of the wheel imports; then the README's use, in the same process
     used = json.loads(_ok(_run([str(python), "-c", importer + USE], work, env)).splitlines()[-1])

@@ -130,13 +130,27 @@ class Watermark:
         vocab = vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
         tokenizer = generator_tokenizer(cfg, tokenizer, vocab)
         semantic = load_semantic(cfg, vocab, device, embedder, mapper)
-        mm = load_measurement(cfg, tokenizer, generator, measurement_model, mm_tokenizer, vocab,
-                              device, timer=semantic.timer)  # fmt: skip
+        mm = load_measurement(
+            cfg,
+            tokenizer,
+            generator,
+            measurement_model,
+            mm_tokenizer,
+            vocab,
+            device,
+            timer=semantic.timer,
+        )
         logger.info(
             "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
-            cfg.generator, vocab, semantic.num_dims, cfg.measurement_model,
-            "same" if mm.same_tokenizer else "cross", cfg.embedder, device, cfg.compute_dtype,
-        )  # fmt: skip
+            cfg.generator,
+            vocab,
+            semantic.num_dims,
+            cfg.measurement_model,
+            "same" if mm.same_tokenizer else "cross",
+            cfg.embedder,
+            device,
+            cfg.compute_dtype,
+        )
         core = WatermarkCore(cfg, tokenizer, mm, semantic)
         if generator is None and cfg.measurement_model == cfg.generator and mm.same_tokenizer:
             generator = mm.model  # the generator's weights, loaded once
@@ -173,8 +187,11 @@ class Watermark:
         """
         eos = eos_ids(self.generator, self.tokenizer)
         processor = self.logits_processor(record=record, eos_token_ids=eos)
-        return {"logits_processor": LogitsProcessorList([processor]), "do_sample": True,
-                **warpers_off()}  # fmt: skip
+        return {
+            "logits_processor": LogitsProcessorList([processor]),
+            "do_sample": True,
+            **warpers_off(),
+        }
 
     def generate(
         self,

@@ -87,8 +87,10 @@ def assemble(
     shown_bits, shown_gammas, shown_vocab = green_scored, gammas, vocab
     if bigram and steps:
         again_bits, again_gammas = reads.repeat_green, reads.repeat_null
-        order = sorted([(i, False) for i in range(len(steps))]
-                       + [(i, True) for i, t in enumerate(steps) if t >= 2])  # fmt: skip
+        order = sorted(
+            [(i, False) for i in range(len(steps))]
+            + [(i, True) for i, t in enumerate(steps) if t >= 2]
+        )
         rows = {u: r for r, u in enumerate(order)}
         pick = torch.tensor([i for i, _ in order])
         again = torch.tensor([a for _, a in order])[:, None]
@@ -114,8 +116,13 @@ def assemble(
     tested = [False] * T
     gamma: list[float | None] = [None] * T
     vocab_green: list[float | None] = [None] * T
-    rows_shown = zip(steps, shown_bits.sum(1).tolist(), shown_bits[:, 0].tolist(),
-                     shown_gammas[:, 0].tolist(), shown_vocab[:, 0].tolist())  # fmt: skip
+    rows_shown = zip(
+        steps,
+        shown_bits.sum(1).tolist(),
+        shown_bits[:, 0].tolist(),
+        shown_gammas[:, 0].tolist(),
+        shown_vocab[:, 0].tolist(),
+    )
     for t, count, first_bit, step_gamma, step_vocab in rows_shown:
         scored[t - 1] = True
         green[t - 1] = bool(first_bit)

@@ -180,8 +180,11 @@ class Detector:
                 [ids_list[n] for n in group for _ in steps[n]],
                 progress=long,
             )
-            drawn = [(ids_list[n][t - 1], ids_list[n][t - 2] if t >= 2 else 0)
-                     for n in group for t in steps[n]]  # fmt: skip
+            drawn = [
+                (ids_list[n][t - 1], ids_list[n][t - 2] if t >= 2 else 0)
+                for n in group
+                for t in steps[n]
+            ]
             tokens, previous = torch.tensor(drawn, dtype=torch.long).reshape(-1, 2).T
             before = previous if bigram else None
             per_key = [
@@ -223,5 +226,11 @@ class Detector:
         p = min(1.0, k * found.p_value)
         window_p = None if found.window_p_value is None else min(1.0, k * found.window_p_value)
         watermarked = (p if window_p is None else window_p) < self.config.target_fpr
-        return replace(found, p_value=p, window_p_value=window_p, is_watermarked=watermarked,
-                       key_index=best, key_p_values=key_p)  # fmt: skip
+        return replace(
+            found,
+            p_value=p,
+            window_p_value=window_p,
+            is_watermarked=watermarked,
+            key_index=best,
+            key_p_values=key_p,
+        )

@@ -102,8 +102,14 @@ def fused_generate(
     try:
         for step in range(max_new_tokens):
             positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1] :]
-            out, cache = cached_forward(model, cache, input_ids=step_ids, attention_mask=mask,
-                                        position_ids=positions, logits_to_keep=1)  # fmt: skip
+            out, cache = cached_forward(
+                model,
+                cache,
+                input_ids=step_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                logits_to_keep=1,
+            )
             logits = out.logits[:, -1].float()
             given.values = entropy_from_logits(logits[batch:]).cpu()
             scores = logits[:batch]

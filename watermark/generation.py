@@ -31,8 +31,16 @@ from watermark.fused import can_fuse, fused_generate
 logger = logging.getLogger(__name__)
 
 # each of transformers' sampling warpers at a value that adds no warper
-_NEUTRAL = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": None, "typical_p": 1.0,
-            "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "top_h": None}  # fmt: skip
+_NEUTRAL = {
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": None,
+    "typical_p": 1.0,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+    "top_h": None,
+}
 
 
 def warpers_off() -> dict[str, object]:
@@ -147,9 +155,17 @@ def generate(
         and fuse
         and can_fuse(model, processor, max_new_tokens, generate_kwargs)
     ):
-        out = fused_generate(model, enc["input_ids"], enc["attention_mask"], processor,
-                             max_new_tokens, do_sample, tokenizer.pad_token_id, stop,
-                             int(generate_kwargs.get("min_new_tokens", 0)))  # fmt: skip
+        out = fused_generate(
+            model,
+            enc["input_ids"],
+            enc["attention_mask"],
+            processor,
+            max_new_tokens,
+            do_sample,
+            tokenizer.pad_token_id,
+            stop,
+            int(generate_kwargs.get("min_new_tokens", 0)),
+        )
         return _results(tokenizer, prompts, processor, out, enc["input_ids"].shape[1], stop)
     if do_sample:  # switch off the built-in warpers: ours run after the watermark
         generate_kwargs = {**warpers_off(), **generate_kwargs}

@@ -166,6 +166,12 @@ def load_semantic(
     shifts = []
     if cfg.repeats == "bigram":
         shifts = [build_repeat_shifts(k, vocab, D, cfg.green_lists) for k in keys]
-    return SemanticScorer(embedder, mapper, token_maps[0], batch_size=cfg.embed_batch_size,
-                          old_token_maps=token_maps[1:], repeat_shifts=shifts,
-                          digests=digests)  # fmt: skip
+    return SemanticScorer(
+        embedder,
+        mapper,
+        token_maps[0],
+        batch_size=cfg.embed_batch_size,
+        old_token_maps=token_maps[1:],
+        repeat_shifts=shifts,
+        digests=digests,
+    )

@@ -95,10 +95,7 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
     applies_sampling_filters = True  # temperature, top-k and top-p are part of its output
 
     def __init__(
-        self,
-        core: WatermarkCore,
-        eos_token_ids: Iterable[int] | None = None,
-        record: bool = False,
+        self, core: WatermarkCore, eos_token_ids: Iterable[int] | None = None, record: bool = False
     ) -> None:
         self.core = core
         if eos_token_ids is None:

@@ -12,8 +12,11 @@ from tests.helpers import tiny_llama, word_tokenizer
 from watermark.core.devices import dtype_name
 
 TEMPLATE = "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
-TEXTS = ["the storm hit the north road and the bridge .", "the bank said the price rose .",
-         "river city council vote on the school budget ."]  # fmt: skip
+TEXTS = [
+    "the storm hit the north road and the bridge .",
+    "the bank said the price rose .",
+    "river city council vote on the school budget .",
+]
 
 
 def save_tiny_lm(root: Path, chat: bool = True, seed: int = 0) -> Path:

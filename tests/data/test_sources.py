@@ -10,10 +10,7 @@ from data.sources import clean_wiki_paragraph, keep_sentence, split_sentences
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (
-            "Mr. Smith met Dr. Jones. They talked.",
-            ["Mr. Smith met Dr. Jones.", "They talked."],
-        ),
+        ("Mr. Smith met Dr. Jones. They talked.", ["Mr. Smith met Dr. Jones.", "They talked."]),
         (
             "The U.S. Senate voted. It passed 3.5 to 1.",
             ["The U.S. Senate voted.", "It passed 3.5 to 1."],
@@ -27,10 +24,7 @@ from data.sources import clean_wiki_paragraph, keep_sentence, split_sentences
             'He said "stop!" Then he left. Was it over? Yes.',
             ['He said "stop!"', "Then he left.", "Was it over?", "Yes."],
         ),
-        (
-            "He moved to the U.S. The move was hard.",
-            ["He moved to the U.S.", "The move was hard."],
-        ),
+        ("He moved to the U.S. The move was hard.", ["He moved to the U.S.", "The move was hard."]),
         ("It ends at 4 p.m. on Friday.", ["It ends at 4 p.m. on Friday."]),
     ],
 )

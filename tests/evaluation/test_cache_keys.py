@@ -21,31 +21,67 @@ from watermark.core.config import RUNTIME, WatermarkConfig, fields_of
 
 # the shipped default config's fields when the caches were written
 SHIPPED = {
-    "mapper": "checkpoints/mapper-minilm", "generator": "smollm2-135m", "vocab_size": None,
-    "measurement_model": "smollm2-135m", "mm_start_token": None, "embedder": "minilm",
-    "key": "adaptive-watermark-demo-key-not-secret", "old_keys": [],
+    "mapper": "checkpoints/mapper-minilm",
+    "generator": "smollm2-135m",
+    "vocab_size": None,
+    "measurement_model": "smollm2-135m",
+    "mm_start_token": None,
+    "embedder": "minilm",
+    "key": "adaptive-watermark-demo-key-not-secret",
+    "old_keys": [],
     "opening_sentence": "The lighthouse keeper counted the ships that passed before dawn.",
-    "alpha": 2.0, "delta": 1.5, "bias": 2.0, "layers": 1, "opening_steps": 0,
-    "temperature": 1.0, "top_k": 50, "top_p": 0.9, "scaling": "additive", "filter_first": True,
-    "context_guard": 0, "fresh_only": True, "repeats": "neutral", "token_map": "keyed",
-    "null_model": "vocab", "unique_tokens": True, "outputs_once": False,
-    "target_fpr": 0.01, "embed_batch_size": 256, "mm_window": 2048,
-    "embed_prefix_tokens": 512, "embed_window": 32, "compute_dtype": "float32",
-    "window_sizes": [], "allowed_scripts": ["LATIN"], "neutral": "half",
-}  # fmt: skip
+    "alpha": 2.0,
+    "delta": 1.5,
+    "bias": 2.0,
+    "layers": 1,
+    "opening_steps": 0,
+    "temperature": 1.0,
+    "top_k": 50,
+    "top_p": 0.9,
+    "scaling": "additive",
+    "filter_first": True,
+    "context_guard": 0,
+    "fresh_only": True,
+    "repeats": "neutral",
+    "token_map": "keyed",
+    "null_model": "vocab",
+    "unique_tokens": True,
+    "outputs_once": False,
+    "target_fpr": 0.01,
+    "embed_batch_size": 256,
+    "mm_window": 2048,
+    "embed_prefix_tokens": 512,
+    "embed_window": 32,
+    "compute_dtype": "float32",
+    "window_sizes": [],
+    "allowed_scripts": ["LATIN"],
+    "neutral": "half",
+}
 # variant -> (generation digest, detection digest)
 PINNED = {
     "default": ({}, "95af85a2e18d5661", "e654e8116642f1ce"),
-    "tournament": ({"scaling": "tournament", "layers": 10, "temperature": 1.05},
-                   "3e4453fb93d6c03a", "aa169fa54625ecd3"),
+    "tournament": (
+        {"scaling": "tournament", "layers": 10, "temperature": 1.05},
+        "3e4453fb93d6c03a",
+        "aa169fa54625ecd3",
+    ),
     "additive": ({"scaling": "additive", "bias": 2.5}, "d170283e88a48a3e", "e654e8116642f1ce"),
-    "paper": ({"scaling": "paper", "delta": 2.0, "fresh_only": False, "embed_window": 0},
-              "b5527d1a0dbde3b5", "634de425ab421e68"),
-    "floor": ({"scaling": "floor", "context_guard": 4, "embed_batch_size": 8,
-               "window_sizes": [128, 256]}, "8cf4f1c927d84f72", "1f9c49ce05249405"),
-    "bf16": ({"compute_dtype": "bfloat16", "old_keys": ["abc"], "mm_window": 1024},
-             "fc25f8faf5410251", "f4dab18cd5530e86"),
-}  # fmt: skip
+    "paper": (
+        {"scaling": "paper", "delta": 2.0, "fresh_only": False, "embed_window": 0},
+        "b5527d1a0dbde3b5",
+        "634de425ab421e68",
+    ),
+    "floor": (
+        {"scaling": "floor", "context_guard": 4, "embed_batch_size": 8, "window_sizes": [128, 256]},
+        "8cf4f1c927d84f72",
+        "1f9c49ce05249405",
+    ),
+    "bf16": (
+        {"compute_dtype": "bfloat16", "old_keys": ["abc"], "mm_window": 1024},
+        "fc25f8faf5410251",
+        "f4dab18cd5530e86",
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(PINNED))
@@ -59,8 +95,14 @@ def test_cache_digests_are_pinned(name: str) -> None:
 
 
 def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
-    base = WatermarkConfig(opening_sentence="x", scaling="additive", bias=3.0, filter_first=True,
-                           context_guard=0, outputs_once=False)  # fmt: skip
+    base = WatermarkConfig(
+        opening_sentence="x",
+        scaling="additive",
+        bias=3.0,
+        filter_first=True,
+        context_guard=0,
+        outputs_once=False,
+    )
     # generation ignores the strengths of other rules; detection ignores the rule altogether
     other_delta = WatermarkConfig(**{**base.to_dict(), "delta": 9.0})
     assert generation_view(other_delta) == generation_view(base)

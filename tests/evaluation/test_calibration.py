@@ -10,11 +10,20 @@ from watermark.core.stats import green_test, windowed_test
 
 def record(greens: list[bool], tested: list[bool], gamma: float = 0.5) -> dict:
     n = len(greens)
-    return {"tested": tested, "token_ids": list(range(n)), "scored": [True] * n,
-            "green_bits": [int(g) for g in greens],
-            "gamma": [gamma] * n, "vocab_green": [gamma] * n, "layers": 1,
-            "fresh_only": True, "awr": 1.0, "green_fraction": sum(greens) / n,
-            "retokenization_matches": True, "positions_match": True}  # fmt: skip
+    return {
+        "tested": tested,
+        "token_ids": list(range(n)),
+        "scored": [True] * n,
+        "green_bits": [int(g) for g in greens],
+        "gamma": [gamma] * n,
+        "vocab_green": [gamma] * n,
+        "layers": 1,
+        "fresh_only": True,
+        "awr": 1.0,
+        "green_fraction": sum(greens) / n,
+        "retokenization_matches": True,
+        "positions_match": True,
+    }
 
 
 def test_variant_p_values_match_the_tests() -> None:

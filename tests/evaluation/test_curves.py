@@ -8,8 +8,17 @@ from evaluation.curves import curve_plot, matched_quality, matched_table, within
 
 
 def _row(method: str, family: str, ppl: float, rep4: float, z: float, attack: str = "none"):
-    return {"method": method, "family": family, "attack": attack, "ppl_median": ppl, "rep4": rep4,
-            "z_median": z, "roc_auc": 0.9, "tpr@1%fpr": 0.5, "words_kept": 1.0}  # fmt: skip
+    return {
+        "method": method,
+        "family": family,
+        "attack": attack,
+        "ppl_median": ppl,
+        "rep4": rep4,
+        "z_median": z,
+        "roc_auc": 0.9,
+        "tpr@1%fpr": 0.5,
+        "words_kept": 1.0,
+    }
 
 
 def test_matched_quality_picks_the_strongest_setting_within_both_limits() -> None:
@@ -42,8 +51,10 @@ def test_within_limits_is_inclusive_and_needs_both() -> None:
 
 
 def test_curves_are_drawn_against_words_kept_and_against_meaning_kept(tmp_path: Path) -> None:
-    rows = [{**_row("ours", "ours", 10, 0.05, 5, attack=a), "words_kept": w, "similarity": m}
-            for a, w, m in (("none", 1.0, 1.0), ("paraphrase@1.0", 0.78, 0.93))]  # fmt: skip
+    rows = [
+        {**_row("ours", "ours", 10, 0.05, 5, attack=a), "words_kept": w, "similarity": m}
+        for a, w, m in (("none", 1.0, 1.0), ("paraphrase@1.0", 0.78, 0.93))
+    ]
     names = [curve_plot({"rows": rows}, tmp_path, axis) for axis in ("words", "meaning")]
     assert names == ["robustness_curves.png", "robustness_meaning.png"]
     assert all((tmp_path / n).stat().st_size > 1000 for n in names)

@@ -35,12 +35,25 @@ def test_old_cache_records_load_and_are_written_back_the_same(tmp_path: Path) ->
 
 
 def test_a_detection_without_score_or_time_leaves_them_out() -> None:
-    result = DetectionResult(z_score=2.5, p_value=0.006, num_scored=90, num_tokens=100,
-                             green_fraction=0.6, awr=0.9, score=3.0)  # fmt: skip
+    result = DetectionResult(
+        z_score=2.5,
+        p_value=0.006,
+        num_scored=90,
+        num_tokens=100,
+        green_fraction=0.6,
+        awr=0.9,
+        score=3.0,
+    )
     found = MethodDetection.from_result(result)
     assert found == MethodDetection(2.5, 0.006, 90, 100, 0.6, 0.9)
-    assert found.to_record() == {"z": 2.5, "p": 0.006, "num_scored": 90, "num_tokens": 100,
-                                 "green_fraction": 0.6, "awr": 0.9}  # fmt: skip
+    assert found.to_record() == {
+        "z": 2.5,
+        "p": 0.006,
+        "num_scored": 90,
+        "num_tokens": 100,
+        "green_fraction": 0.6,
+        "awr": 0.9,
+    }
     assert MethodDetection.from_record(found.to_record()) == found
 
 

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.frontier import (
-    cell_label,
-    distinct_n,
-    expand_cells,
-    human_threshold,
-    rule_label,
-)
+from evaluation.frontier import cell_label, distinct_n, expand_cells, human_threshold, rule_label
 
 
 def test_frontier_helpers() -> None:
@@ -24,8 +18,15 @@ def test_frontier_helpers() -> None:
     assert cell_label(cells[0]) == "additive, bias=1.0"
     assert cell_label(cells[1]) == "additive, bias=1.0, guard=4"
     assert cell_label(cells[4]) == "tournament, layers=2, filter first"
-    wm = {"scaling": "tournament", "layers": 30, "bias": 2.0, "delta": 1.5, "filter_first": True,
-          "context_guard": 4, "fresh_only": False}  # fmt: skip
+    wm = {
+        "scaling": "tournament",
+        "layers": 30,
+        "bias": 2.0,
+        "delta": 1.5,
+        "filter_first": True,
+        "context_guard": 4,
+        "fresh_only": False,
+    }
     assert rule_label(wm) == "tournament, layers=30, filter first, guard=4"
     assert rule_label({**wm, "scaling": "additive", "fresh_only": True}) == (
         "additive, bias=2.0, filter first, guard=4, fresh only"

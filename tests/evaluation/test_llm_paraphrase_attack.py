@@ -19,8 +19,11 @@ from evaluation.run import Evaluation
 from evaluation.store import Store
 from tests.data.test_llm_paraphrase import save_tiny_lm
 
-GOOD, META, CUT = (" the storm hit the north road", " the bank said the price rose",
-                   " river city council vote on the school budget")  # fmt: skip
+GOOD, META, CUT = (
+    " the storm hit the north road",
+    " the bank said the price rose",
+    " river city council vote on the school budget",
+)
 
 
 def rotate(text: str) -> str:
@@ -93,8 +96,9 @@ def test_the_harness_dispatches_and_keys_the_cache_by_paraphraser(
 
     other = _evaluation(tmp_path, "lm-b")  # same store, another paraphraser: nothing shared
     assert other.attacked(attack, texts, humans) == [" " + rotate(GOOD), META]
-    assert len(calls) == 3 and any(k.startswith("llm_paraphrase[lm-b]|")
-                                   for k in other.store.table("attacks"))  # fmt: skip
+    assert len(calls) == 3 and any(
+        k.startswith("llm_paraphrase[lm-b]|") for k in other.store.table("attacks")
+    )
 
     class Swap:  # a stand-in thesaurus: swaps every "storm" for "rain"
         def variants(self, sentence, rng, rate):
@@ -122,8 +126,10 @@ def test_the_yaml_sets_the_paraphrase_batch_and_the_cache_records_it(
 
 
 def test_config_accepts_the_llm_attacks_and_pins_their_strength() -> None:
-    attacks = [{"kind": "llm_paraphrase", "strength": 1.0, "passes": 2},
-               {"kind": "llm_paraphrase_synonym", "strength": 0.5}]  # fmt: skip
+    attacks = [
+        {"kind": "llm_paraphrase", "strength": 1.0, "passes": 2},
+        {"kind": "llm_paraphrase_synonym", "strength": 0.5},
+    ]
     cfg = EvalConfig(curve_attacks=attacks)
     assert cfg.llm_paraphraser == "qwen2.5-coder-1.5b"
     with pytest.raises(ValueError, match="strength must be 1.0"):
@@ -132,6 +138,9 @@ def test_config_accepts_the_llm_attacks_and_pins_their_strength() -> None:
         Path(__file__).parents[2] / "configs" / "evaluation" / "paraphrase-claim.yaml"
     )
     kinds = [(a["kind"], a["strength"], a.get("passes", 1)) for a in loaded.curve_attacks]
-    assert kinds == [("llm_paraphrase", 1.0, 1), ("llm_paraphrase", 1.0, 2),
-                     ("llm_paraphrase_synonym", 0.5, 1)]  # fmt: skip
+    assert kinds == [
+        ("llm_paraphrase", 1.0, 1),
+        ("llm_paraphrase", 1.0, 2),
+        ("llm_paraphrase_synonym", 0.5, 1),
+    ]
     assert loaded.curve_methods == ["unwatermarked", "ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"]

@@ -38,8 +38,16 @@ def test_kgw_generation_is_detected_and_text_without_it_is_not() -> None:
 
     for name, context in (("kgw0", 0), ("kgw2", 2)):
         method = KGWMethod(name, tok, len(tok), 0.5, 6.0, key=5, context=context)
-        outs = generate(model, tok, ["river city", "the bank"], method.processor(),
-                        max_new_tokens=60, top_k=20, seed=0, min_new_tokens=50)  # fmt: skip
+        outs = generate(
+            model,
+            tok,
+            ["river city", "the bank"],
+            method.processor(),
+            max_new_tokens=60,
+            top_k=20,
+            seed=0,
+            min_new_tokens=50,
+        )
         marked = method.detect([o.text for o in outs])
         plain = method.detect([" ".join(random.Random(i).choices(WORDS, k=60)) for i in range(3)])
         assert all(d.z_score > 3 for d in marked), (name, marked)

@@ -12,12 +12,29 @@ def _curves() -> dict:
     rows = []
     methods = (("kgw0", "kgw0", 0.5), ("ours", "ours", 6.0), ("kgw1-d1.0", "kgw1", 0.5))
     for method, family, z_attacked in methods:
-        rows.append({"method": method, "family": family, "attack": "none", "words_kept": 1.0,
-                     "roc_auc": 1.0, "tpr@1%fpr": 1.0, "z": [8.0] * 20,
-                     "human_z": human})  # fmt: skip
-        rows.append({"method": method, "family": family, "attack": "paraphrase@1.0",
-                     "words_kept": 0.8, "roc_auc": 0.9, "tpr@1%fpr": 0.5,
-                     "z": [z_attacked + 0.01 * i for i in range(20)]})  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "family": family,
+                "attack": "none",
+                "words_kept": 1.0,
+                "roc_auc": 1.0,
+                "tpr@1%fpr": 1.0,
+                "z": [8.0] * 20,
+                "human_z": human,
+            }
+        )
+        rows.append(
+            {
+                "method": method,
+                "family": family,
+                "attack": "paraphrase@1.0",
+                "words_kept": 0.8,
+                "roc_auc": 0.9,
+                "tpr@1%fpr": 0.5,
+                "z": [z_attacked + 0.01 * i for i in range(20)],
+            }
+        )
     return {"rows": rows}
 
 
@@ -28,9 +45,11 @@ def test_differences_use_the_named_baseline_and_need_one() -> None:
     row = next(line for line in lines if line.startswith("| paraphrase@1.0"))
     assert "resolved, ahead" in row
     titles = [line for line in lines if line.startswith("**")]
-    assert titles == ["**ours against kgw1-d1.0** (same prompts and human texts; paired bootstrap, "
-                      "2,000 draws, 95% intervals)",
-                      "**kgw0 against kgw1-d1.0** (same prompts and human texts; paired bootstrap, "
-                      "2,000 draws, 95% intervals)"]  # fmt: skip
+    assert titles == [
+        "**ours against kgw1-d1.0** (same prompts and human texts; paired bootstrap, "
+        "2,000 draws, 95% intervals)",
+        "**kgw0 against kgw1-d1.0** (same prompts and human texts; paired bootstrap, "
+        "2,000 draws, 95% intervals)",
+    ]
     kgw0 = lines[lines.index(titles[1]) :]
     assert "within noise" in next(line for line in kgw0 if line.startswith("| paraphrase@1.0"))

@@ -26,40 +26,77 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
     tiny_mapper(16, 24).save_pretrained(root / "mapper")
     from watermark.core.config import WatermarkConfig
 
-    WatermarkConfig(mapper="mapper", generator="gen", measurement_model="gen",
-                    embedder=str(tiny_embedder_dir), key="k", opening_sentence="River city.",
-                    alpha=1.0, opening_steps=3, top_k=10,  # guard off: alpha 0 opens every step
-                    context_guard=0).save(root / "wm.json")  # fmt: skip
+    WatermarkConfig(
+        mapper="mapper",
+        generator="gen",
+        measurement_model="gen",
+        embedder=str(tiny_embedder_dir),
+        key="k",
+        opening_sentence="River city.",
+        alpha=1.0,
+        opening_steps=3,
+        top_k=10,  # guard off: alpha 0 opens every step
+        context_guard=0,
+    ).save(root / "wm.json")
     rng = random.Random(0)
     with gzip.open(root / "heldout.jsonl.gz", "wt") as f:
         for d in range(6):
-            sents = [" ".join([rng.choice(WORDS[:40]).capitalize()] + rng.choices(WORDS[:60], k=9))
-                     + " ." for _ in range(6)]  # fmt: skip
+            sents = [
+                " ".join([rng.choice(WORDS[:40]).capitalize()] + rng.choices(WORDS[:60], k=9))
+                + " ."
+                for _ in range(6)
+            ]
             rec = {"doc": f"d{d}", "source": "news" if d % 2 else "wiki", "text": " ".join(sents)}
             f.write(json.dumps(rec) + "\n")
     cfg = {
-        "name": "tiny", "out_dir": str(root / "out"), "watermark_config": "wm.json",
-        "generator": "gen", "oracle": "oracle", "paraphraser": "gen",
-        "heldout": "heldout.jsonl.gz", "num_prompts": 6, "human_tokens": 24, "new_tokens": 30,
-        "min_new_tokens": 20, "batch_size": 4, "kgw_delta": 4.0,
-        "attacks": [{"kind": k, "strength": 0.3} for k in
-                    ("deletion", "synonym", "paraphrase", "copy_paste")],
-        "paraphrase_limit": 2, "spoof_texts": 4, "spoof_tokens": 16, "steal_texts": 4,
-        "spoof_prompts": 2, "curve_prompts": 4, "curve_attacked": 2, "curve_negatives": 6,
+        "name": "tiny",
+        "out_dir": str(root / "out"),
+        "watermark_config": "wm.json",
+        "generator": "gen",
+        "oracle": "oracle",
+        "paraphraser": "gen",
+        "heldout": "heldout.jsonl.gz",
+        "num_prompts": 6,
+        "human_tokens": 24,
+        "new_tokens": 30,
+        "min_new_tokens": 20,
+        "batch_size": 4,
+        "kgw_delta": 4.0,
+        "attacks": [
+            {"kind": k, "strength": 0.3}
+            for k in ("deletion", "synonym", "paraphrase", "copy_paste")
+        ],
+        "paraphrase_limit": 2,
+        "spoof_texts": 4,
+        "spoof_tokens": 16,
+        "steal_texts": 4,
+        "spoof_prompts": 2,
+        "curve_prompts": 4,
+        "curve_attacked": 2,
+        "curve_negatives": 6,
         "curve_methods": ["unwatermarked", "ours", "kgw0", "ours-a0", "kgw0-d1"],
         "variants": {"ours-a0": {"alpha": 0.0}, "kgw0-d1": {"base": "kgw0", "kgw_delta": 1.0}},
         "similarity_embedder": str(tiny_embedder_dir),
-        "curve_attacks": [{"kind": "paraphrase", "strength": 1.0, "passes": 2},
-                          {"kind": "paraphrase_synonym", "strength": 0.5}],
-        "frontier_prompts": 4, "frontier_baselines": ["unwatermarked", "kgw1", "synthid"],
-        "synthid_layers": 4, "synthid_ngram_len": 3,
-        "frontier": [{"scaling": "additive", "bias": [1.0, 3.0]},
-                     {"scaling": "tournament", "layers": 2, "filter_first": True,
-                      "context_guard": 2}],
-        "quick": {"num_prompts": 4, "green_share_texts": 2, "ablation_prompts": 4,
-                  "ablations": {"alpha": [0.0, 1.0], "delta": [1.5, {"delta": 1.0, "alpha": 0.0}]},
-                  "ablation_attack": {"kind": "deletion", "strength": 0.3}},
-    }  # fmt: skip
+        "curve_attacks": [
+            {"kind": "paraphrase", "strength": 1.0, "passes": 2},
+            {"kind": "paraphrase_synonym", "strength": 0.5},
+        ],
+        "frontier_prompts": 4,
+        "frontier_baselines": ["unwatermarked", "kgw1", "synthid"],
+        "synthid_layers": 4,
+        "synthid_ngram_len": 3,
+        "frontier": [
+            {"scaling": "additive", "bias": [1.0, 3.0]},
+            {"scaling": "tournament", "layers": 2, "filter_first": True, "context_guard": 2},
+        ],
+        "quick": {
+            "num_prompts": 4,
+            "green_share_texts": 2,
+            "ablation_prompts": 4,
+            "ablations": {"alpha": [0.0, 1.0], "delta": [1.5, {"delta": 1.0, "alpha": 0.0}]},
+            "ablation_attack": {"kind": "deletion", "strength": 0.3},
+        },
+    }
     (root / "eval.yaml").write_text(yaml.safe_dump(cfg))
     return root / "eval.yaml"
 
@@ -79,11 +116,20 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     out = tmp_path / "out"
     results = json.loads((out / "results.json").read_text())
     assert results["units"] == 4 and set(results["methods"]) == {
-        "unwatermarked", "ours", "kgw0", "kgw1", "kgw2"
-    }  # fmt: skip
+        "unwatermarked",
+        "ours",
+        "kgw0",
+        "kgw1",
+        "kgw2",
+    }
     ours = results["methods"]["ours"]
-    assert set(ours["attacks"]) == {"none", "deletion@0.3", "synonym@0.3", "paraphrase@0.3",
-                                    "copy_paste@0.3"}  # fmt: skip
+    assert set(ours["attacks"]) == {
+        "none",
+        "deletion@0.3",
+        "synonym@0.3",
+        "paraphrase@0.3",
+        "copy_paste@0.3",
+    }
     assert ours["attacks"]["paraphrase@0.3"]["positives"] == 2  # paraphrase_limit
     assert 0 <= ours["attacks"]["none"]["roc_auc"] <= 1 and len(ours["human_z"]) == 4
     for res in results["methods"].values():  # the stored metrics follow from the stored z-scores
@@ -100,9 +146,10 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
     curves = results["curves"]["rows"]
     assert [(r["method"], r["attack"]) for r in curves] == [("unwatermarked", "none")] + [
-        (m, a) for m in ("ours", "kgw0", "ours-a0", "kgw0-d1")
+        (m, a)
+        for m in ("ours", "kgw0", "ours-a0", "kgw0-d1")
         for a in ("none", "paraphrase@1.0x2", "paraphrase_synonym@0.5")
-    ]  # fmt: skip
+    ]
     assert "roc_auc" not in curves[0] and curves[0]["ppl_median"] > 0  # the quality reference
     assert all(r["ppl_median"] > 0 and 0 <= r["rep4"] <= 1 for r in curves if r["attack"] == "none")
     assert [r["family"] for r in curves[1::3]] == ["ours", "kgw0", "ours", "kgw0"]
@@ -123,15 +170,20 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
         assert steal[name]["best"] == max(steal[name]["width0"], steal[name]["width1"])
     rows = results["frontier"]["rows"]
     assert [r["label"] for r in rows] == [
-        "Unwatermarked", "KGW-1", "SynthID-Text", "additive, bias=1.0", "additive, bias=3.0",
+        "Unwatermarked",
+        "KGW-1",
+        "SynthID-Text",
+        "additive, bias=1.0",
+        "additive, bias=3.0",
         "tournament, layers=2, filter first, guard=2",
-    ]  # fmt: skip
+    ]
     assert "detected@p<0.01" not in rows[0] and results["frontier"]["prompts"] == 4
     for r in rows[1:]:
         assert 0 <= r["detected@p<0.01"] <= 1 and 0 <= r["fpr@p<0.01"] <= 1 and r["rep4"] >= 0
     # the frontier's first units are the main table's: same generations, read from the cache
-    assert rows[0]["ppl_median"] == pytest.approx(median(results["methods"]["unwatermarked"]
-                                                         ["quality"]["ppl"]))  # fmt: skip
+    assert rows[0]["ppl_median"] == pytest.approx(
+        median(results["methods"]["unwatermarked"]["quality"]["ppl"])
+    )
     detections = [json.loads(x)["key"] for x in (out / "cache/detections.jsonl").open()]
     ours_keys = {k.split("|")[0] for k in detections if k.startswith("ours-det-")}
     # the main config (6 lists); both additive cells share one (one list); the guarded
@@ -140,8 +192,13 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     report = (out / "report.md").read_text()
     assert "| Ours (adaptive) |" in report and "## Security (spoofing)" in report
     assert "## Quality / power frontier (4 prompts)" in report
-    for png in ("roc_none.png", "roc_paraphrase_0.3.png", "ppl_box.png", "frontier_ppl.png",
-                "frontier_rep4.png"):  # fmt: skip
+    for png in (
+        "roc_none.png",
+        "roc_paraphrase_0.3.png",
+        "ppl_box.png",
+        "frontier_ppl.png",
+        "frontier_rep4.png",
+    ):
         assert (out / png).stat().st_size > 1000 and f"]({png})" in report
     assert summary["report"] == str(out / "report.md")
     # a second run computes nothing new: every cache table keeps its size

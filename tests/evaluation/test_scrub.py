@@ -38,8 +38,15 @@ def test_scrub_counts_queries_and_stops_at_the_target(tiny: SimpleNamespace) -> 
 
     for guided in (True, False):
         calls.clear()
-        out = scrub(text, detect, NoSynonyms(), guided, target=max(start * 10, 0.05),
-                    max_queries=40, proposals=3)  # fmt: skip
+        out = scrub(
+            text,
+            detect,
+            NoSynonyms(),
+            guided,
+            target=max(start * 10, 0.05),
+            max_queries=40,
+            proposals=3,
+        )
         assert out["queries"] == sum(calls) <= 40 + 3
         assert out["scrubbed"] == (out["p_value"] >= max(start * 10, 0.05))
         assert 0 <= out["words_kept"] <= 1

@@ -13,8 +13,14 @@ from tests.helpers import PROMPTS, fused_watermark
 def test_speed_runs_generate_equal_token_counts(tiny: SimpleNamespace) -> None:
     wm = fused_watermark(tiny)
     res = speed(wm, tiny.gen, PROMPTS, new_tokens=12)
-    runs = [res[k] for k in ("generate_without_watermark", "generate_with_watermark",
-                             "generate_with_watermark_unfused")]  # fmt: skip
+    runs = [
+        res[k]
+        for k in (
+            "generate_without_watermark",
+            "generate_with_watermark",
+            "generate_with_watermark_unfused",
+        )
+    ]
     assert [r["tokens"] for r in runs] == [12 * len(PROMPTS)] * 3  # EOS blocked in every run
     plain, fused, unfused = (r["tokens_per_s"] for r in runs)
     assert res["generate_ratio"] == pytest.approx(fused / plain)

@@ -19,8 +19,16 @@ def test_synthid_generation_is_detected_and_text_without_it_is_not() -> None:
     method = SynthIDMethod(list(range(101, 121)), 3, tok, top_k=40, top_p=1.0)
     proc = method.processor()
     assert proc.applies_sampling_filters  # the tournament acts on the filtered distribution
-    outs = generate(model, tok, ["river city", "the bank"], proc, max_new_tokens=150, top_k=40,
-                    seed=0, min_new_tokens=140)  # fmt: skip
+    outs = generate(
+        model,
+        tok,
+        ["river city", "the bank"],
+        proc,
+        max_new_tokens=150,
+        top_k=40,
+        seed=0,
+        min_new_tokens=140,
+    )
     marked = method.detect([o.text for o in outs])
     plain = method.detect([" ".join(random.Random(i).choices(WORDS, k=150)) for i in range(3)])
     assert all(d.score > 0.53 and d.z_score > 3 for d in marked), marked

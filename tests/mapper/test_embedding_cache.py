@@ -30,9 +30,14 @@ def test_embedding_cache_rebuilt_on_change_and_checked(tmp_path, tiny_embedder_d
 
 @pytest.mark.parametrize(
     "device",
-    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                          reason="needs a CUDA GPU"))],
-)  # fmt: skip
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+        ),
+    ],
+)
 def test_embeddings_come_back_on_the_cpu(tmp_path, tiny_embedder_dir, device):
     """Fresh and cached embeddings are CPU tensors wherever they were computed."""
     texts = ["one small sentence.", "another sentence here."]

@@ -17,8 +17,19 @@ def test_simhash_mapper_signs_equal_simhash_codes(tmp_path: Path, capsys) -> Non
     like = tiny_mapper(16, 40)
     like.center.normal_()
     emb = torch.randn(200, 16)
-    assert main(["--like", str(like.save_pretrained(tmp_path / "m")), "--out",
-                 str(tmp_path / "s"), "--seed", "3"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--like",
+                str(like.save_pretrained(tmp_path / "m")),
+                "--out",
+                str(tmp_path / "s"),
+                "--seed",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["seed"] == 3
     loaded = SemanticMapper.from_pretrained(tmp_path / "s")
     assert torch.equal(loaded.signs(emb), simhash_codes(emb, like.center, 40, seed=3))

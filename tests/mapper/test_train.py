@@ -88,8 +88,9 @@ def test_fit_exports_loadable_mapper(tmp_path, tiny_corpus, tiny_embedder_dir, c
 
 
 def digests(folder: Path) -> dict[str, str]:
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*")
-            if p.is_file()}  # fmt: skip
+    return {
+        str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()
+    }
 
 
 def test_training_never_touches_the_shipped_mapper(
@@ -98,8 +99,11 @@ def test_training_never_touches_the_shipped_mapper(
     shipped = PACKAGE_DIR / "checkpoints"
     before = digests(shipped)
     monkeypatch.chdir(tmp_path)  # the default config exports to runs/mapper-minilm here
-    args = [a for a in cli_args(tmp_path, tiny_corpus, tiny_embedder_dir, epochs=1)
-            if not a.startswith("--export_dir")]  # fmt: skip
+    args = [
+        a
+        for a in cli_args(tmp_path, tiny_corpus, tiny_embedder_dir, epochs=1)
+        if not a.startswith("--export_dir")
+    ]
     main(args)
     assert (tmp_path / "runs" / "mapper-minilm" / "model.safetensors").is_file()
     assert digests(shipped) == before
@@ -116,8 +120,10 @@ def test_ship_compares_keeps_the_old_mapper_and_pins_the_new_one(
 
     for seed in (1, 2):
         (tmp_path / str(seed)).mkdir()
-        main(cli_args(tmp_path / str(seed), tiny_corpus, tiny_embedder_dir, epochs=1)
-             + [f"--seed_everything={seed}"])  # fmt: skip
+        main(
+            cli_args(tmp_path / str(seed), tiny_corpus, tiny_embedder_dir, epochs=1)
+            + [f"--seed_everything={seed}"]
+        )
     package = tmp_path / "package"
     shutil.copytree(tmp_path / "1" / "export", package / "checkpoints" / "mapper-minilm")
     (package / "default_config.json").write_text(json.dumps({"mapper_digest": "old"}))

@@ -74,13 +74,16 @@ def test_watermark_without_a_generator(tiny: SimpleNamespace) -> None:
     fields = dict(mapper="m", generator="g", key="k", opening_sentence="o")
     fields["vocab_size"] = len(tiny.gtok)
     parts = dict(tokenizer=tiny.gtok, embedder=tiny.emb, mapper=tiny.mapper)
-    same = Watermark.load(WatermarkConfig(**fields, measurement_model="g"),
-                          measurement_model=tiny.mm, **parts)  # fmt: skip
+    same = Watermark.load(
+        WatermarkConfig(**fields, measurement_model="g"), measurement_model=tiny.mm, **parts
+    )
     assert same.generator is tiny.mm
     cross = Watermark.load(
         WatermarkConfig(**fields, measurement_model="x"),
-        measurement_model=tiny.mmx, mm_tokenizer=tiny.mtok, **parts,
-    )  # fmt: skip
+        measurement_model=tiny.mmx,
+        mm_tokenizer=tiny.mtok,
+        **parts,
+    )
     assert cross.generator is None
     with pytest.raises(ValueError, match="holds no generator"):
         cross.generate(PROMPTS, max_new_tokens=2)

@@ -53,9 +53,15 @@ def test_score_uses_the_active_rule_strength(tiny: SimpleNamespace) -> None:
 
 @pytest.mark.parametrize(
     "cross,null,guard,layers,fresh",
-    [(False, "vocab", 0, 1, False), (False, "mm", 0, 1, False), (True, "vocab", 0, 1, False),
-     (False, "vocab", 2, 3, False), (False, "mm", 1, 2, True), (True, "vocab", 3, 1, True)],
-)  # fmt: skip
+    [
+        (False, "vocab", 0, 1, False),
+        (False, "mm", 0, 1, False),
+        (True, "vocab", 0, 1, False),
+        (False, "vocab", 2, 3, False),
+        (False, "mm", 1, 2, True),
+        (True, "vocab", 3, 1, True),
+    ],
+)
 def test_fast_detection_matches_reference(
     tiny: SimpleNamespace,
     cross: bool,
@@ -66,8 +72,15 @@ def test_fast_detection_matches_reference(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     scaling = "tournament" if layers > 1 else "floor"
-    wm = tiny.make(cross=cross, null_model=null, context_guard=guard, layers=layers,
-                   scaling=scaling, fresh_only=fresh, window_sizes=[6])  # fmt: skip
+    wm = tiny.make(
+        cross=cross,
+        null_model=null,
+        context_guard=guard,
+        layers=layers,
+        scaling=scaling,
+        fresh_only=fresh,
+        window_sizes=[6],
+    )
     texts = sentences(3, seed=7, length=20) + ["river"]
     mm, full_forwards = wm.core.measurement, []  # a full forward per prefix whose re-encoding
     forward = mm._logits  # changed earlier MM tokens (counted here, not by the runtime class)
@@ -96,9 +109,16 @@ def test_fast_detection_matches_reference(
 def test_worker_processes_give_the_same_results(tiny: SimpleNamespace) -> None:
     """Results assembled in worker processes equal the in-process ones, field for field, under
     the shipped design's rules (tournament, bigram repeats, outputs once, windows, two keys)."""
-    wm = tiny.make(scaling="tournament", layers=3, fresh_only=True, repeats="bigram",
-                   outputs_once=True, context_guard=2, window_sizes=[8, 16],
-                   old_keys=["an-earlier-key"])  # fmt: skip
+    wm = tiny.make(
+        scaling="tournament",
+        layers=3,
+        fresh_only=True,
+        repeats="bigram",
+        outputs_once=True,
+        context_guard=2,
+        window_sizes=[8, 16],
+        old_keys=["an-earlier-key"],
+    )
     texts = sentences(6, seed=21, length=30) + ["", "river bank"]
     alone = wm.detect(texts, batch_size=3)
     try:
@@ -177,8 +197,14 @@ def test_long_text_rules_match_reference(
 ) -> None:
     """The MM window, the SE prefix cap or local context and chunked streaming against the
     reference."""
-    wm = tiny.make(cross=cross, null_model=null, mm_window=8, embed_prefix_tokens=9,
-                   embed_window=local, opening_steps=0 if local else 4)  # fmt: skip
+    wm = tiny.make(
+        cross=cross,
+        null_model=null,
+        mm_window=8,
+        embed_prefix_tokens=9,
+        embed_window=local,
+        opening_steps=0 if local else 4,
+    )
     wm.core.measurement.chunk = 5  # several chunks per window segment
     texts = sentences(2, seed=3, length=40)
     for text, res in zip(texts, wm.detect(texts)):
@@ -219,8 +245,9 @@ def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
     assert empty.window_p_value == 1.0 and not empty.is_watermarked
 
 
-@pytest.mark.parametrize("rule", [{"scaling": "tournament", "layers": 3},
-                                  {"scaling": "additive", "bias": 2.0}])  # fmt: skip
+@pytest.mark.parametrize(
+    "rule", [{"scaling": "tournament", "layers": 3}, {"scaling": "additive", "bias": 2.0}]
+)
 def test_bigram_repeats_match_reference(tiny: SimpleNamespace, rule: dict) -> None:
     """``repeats="bigram"``: repeated tokens read their shifted outputs and each (previous,
     token) pair of a repeat is tested once, in the whole text and in every window."""
@@ -236,8 +263,13 @@ def test_bigram_repeats_match_reference(tiny: SimpleNamespace, rule: dict) -> No
         assert res.expected_green != plain.expected_green
 
 
-@pytest.mark.parametrize("rule", [{"scaling": "tournament", "layers": 3, "repeats": "bigram"},
-                                  {"scaling": "additive", "bias": 2.0}])  # fmt: skip
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"scaling": "tournament", "layers": 3, "repeats": "bigram"},
+        {"scaling": "additive", "bias": 2.0},
+    ],
+)
 def test_outputs_once_matches_reference(tiny: SimpleNamespace, rule: dict) -> None:
     """``outputs_once``: each of the D = 24 mapper outputs enters a span's test at most once (its
     first read), in the whole text and in every window; gates and flags do not change."""

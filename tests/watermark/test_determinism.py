@@ -78,13 +78,33 @@ def test_every_way_of_detecting_gives_the_same_fields(texts, tmp_path) -> None:
     corpus = tmp_path / "in.jsonl"
     corpus.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.run([sys.executable, "-c", CHILD, str(corpus)], cwd=ROOT, env=env,
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(corpus)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert child.stdout.splitlines() == alone
     out = tmp_path / "out.jsonl"
-    argv = [sys.executable, "-m", "watermark", "detect-corpus", "--input", str(corpus),
-            "--output", str(out), "--devices", "2", "--accelerator", "cpu", "--shard-size", "3",
-            "--per-token"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "watermark",
+        "detect-corpus",
+        "--input",
+        str(corpus),
+        "--output",
+        str(out),
+        "--devices",
+        "2",
+        "--accelerator",
+        "cpu",
+        "--shard-size",
+        "3",
+        "--per-token",
+    ]
     subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, check=True)
     assert [json.dumps(json.loads(line)) for line in out.read_text().splitlines()] == alone
     with TestClient(create_app(wm, Limits(max_batch=4, max_texts=8, max_chars=4000))) as client:

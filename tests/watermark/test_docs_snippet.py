@@ -37,9 +37,16 @@ def tiny_default(tiny: SimpleNamespace) -> WatermarkConfig:
     """The shipped default config with the tiny models' names (the MM is the generator)."""
     fields = asdict(WatermarkConfig.default())
     # the tiny mapper and embedder stand in for the shipped ones, so they are not pinned
-    fields.update(mapper="unused", generator="tiny-gen", measurement_model="tiny-gen",
-                  key="docs-test-key", opening_steps=2, temperature=0.8,
-                  mapper_digest=None, embedder_digest=None)  # fmt: skip
+    fields.update(
+        mapper="unused",
+        generator="tiny-gen",
+        measurement_model="tiny-gen",
+        key="docs-test-key",
+        opening_steps=2,
+        temperature=0.8,
+        mapper_digest=None,
+        embedder_digest=None,
+    )
     return WatermarkConfig(**fields)
 
 

@@ -16,11 +16,17 @@ WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}
 
 
 @pytest.mark.parametrize(
-    "cross,rule", [(False, RULE_CASES[1]), (True, RULE_CASES[1]), (False, RULE_CASES[4]),
-                   (True, RULE_CASES[6]), (False, {**RULE_CASES[1], **WINDOW}),
-                   (True, {**RULE_CASES[8], **WINDOW}),
-                   (False, {**RULE_CASES[8], "embed_window": 3, "opening_steps": 0})]
-)  # fmt: skip
+    "cross,rule",
+    [
+        (False, RULE_CASES[1]),
+        (True, RULE_CASES[1]),
+        (False, RULE_CASES[4]),
+        (True, RULE_CASES[6]),
+        (False, {**RULE_CASES[1], **WINDOW}),
+        (True, {**RULE_CASES[8], **WINDOW}),
+        (False, {**RULE_CASES[8], "embed_window": 3, "opening_steps": 0}),
+    ],
+)
 def test_greedy_batch_generation_matches_reference(
     tiny: SimpleNamespace, cross: bool, rule: dict
 ) -> None:
@@ -45,8 +51,10 @@ def test_greedy_batch_generation_matches_reference(
     assert closed > 0  # the entropy gate closed at some steps
 
 
-@pytest.mark.parametrize("cross,rule", [(False, RULE_CASES[1]), (True, RULE_CASES[1])] + [
-    (False, rule) for rule in RULE_CASES[2:]])  # fmt: skip
+@pytest.mark.parametrize(
+    "cross,rule",
+    [(False, RULE_CASES[1]), (True, RULE_CASES[1])] + [(False, rule) for rule in RULE_CASES[2:]],
+)
 def test_round_trip_positions(tiny: SimpleNamespace, cross: bool, rule: dict) -> None:
     wm = tiny.make(cross=cross, **rule)
     prompts = PROMPTS + ["the price of water", "police said"]
@@ -71,8 +79,9 @@ def test_fused_generation_matches_reference_and_model_generate(
 
     calls = []
     fused_generate = generation.fused_generate
-    monkeypatch.setattr(generation, "fused_generate", lambda *a, **k: calls.append(1) or
-                        fused_generate(*a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        generation, "fused_generate", lambda *a, **k: calls.append(1) or fused_generate(*a, **k)
+    )
     wm = fused_watermark(tiny, **rule)
     proc = wm.logits_processor(record=True)
     assert can_fuse(tiny.gen, proc, 24, {}) and not can_fuse(tiny.mm, proc, 24, {})
@@ -87,10 +96,18 @@ def test_fused_generation_matches_reference_and_model_generate(
             t for t, s in enumerate(steps, 1) if s.gated and t <= len(ids)
         ]
     for kwargs in ({"seed": 3}, {"seed": 4, "min_new_tokens": 20}):
-        fused = generate(tiny.gen, tiny.gtok, PROMPTS, wm.logits_processor(),
-                         max_new_tokens=24, **kwargs)  # fmt: skip
-        plain = generate(tiny.gen, tiny.gtok, PROMPTS, wm.logits_processor(),
-                         max_new_tokens=24, fuse=False, **kwargs)  # fmt: skip
+        fused = generate(
+            tiny.gen, tiny.gtok, PROMPTS, wm.logits_processor(), max_new_tokens=24, **kwargs
+        )
+        plain = generate(
+            tiny.gen,
+            tiny.gtok,
+            PROMPTS,
+            wm.logits_processor(),
+            max_new_tokens=24,
+            fuse=False,
+            **kwargs,
+        )
         assert [o.token_ids for o in fused] == [o.token_ids for o in plain]
         if "min_new_tokens" in kwargs:
             assert all(len(o.token_ids) >= 20 for o in fused)
@@ -121,4 +138,6 @@ def test_unwatermarked_generation_samples_at_the_config_temperature(
     monkeypatch.setattr(tiny.gen, "generate", lambda **kw: seen.append(kw) or generate(**kw))
     tiny.make(top_k=10, top_p=0.9).generate(PROMPTS, max_new_tokens=2, watermark=False)
     assert [type(p).__name__ for p in seen[0]["logits_processor"]] == [
-        "TopKLogitsWarper", "TopPLogitsWarper"]  # fmt: skip
+        "TopKLogitsWarper",
+        "TopPLogitsWarper",
+    ]

@@ -42,8 +42,15 @@ def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: di
     enc = tiny.gtok(PROMPTS, return_tensors="pt", padding=True, padding_side="left")
     enc = {k: v.to(tiny.device) for k, v in enc.items()}
     torch.manual_seed(0)
-    out = tiny.gen.generate(**enc, logits_processor=processors, do_sample=True, top_k=0,
-                            top_p=1.0, max_new_tokens=24, suppress_tokens=SPECIAL_IDS)  # fmt: skip
+    out = tiny.gen.generate(
+        **enc,
+        logits_processor=processors,
+        do_sample=True,
+        top_k=0,
+        top_p=1.0,
+        max_new_tokens=24,
+        suppress_tokens=SPECIAL_IDS,
+    )
     gen = out[:, enc["input_ids"].shape[1] :]
     eos = tiny.gtok.eos_token_id
     gated = guarded = 0
@@ -108,9 +115,12 @@ SECOND_FILTERS = [  # (call arguments besides the processor, generation_config f
 
 @pytest.mark.parametrize("call,model_config,found", SECOND_FILTERS)
 def test_second_filter_is_refused(
-    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, call: dict, model_config: dict,
+    tiny: SimpleNamespace,
+    monkeypatch: pytest.MonkeyPatch,
+    call: dict,
+    model_config: dict,
     found: str,
-) -> None:  # fmt: skip
+) -> None:
     """A warper that would filter the processor's output again raises before any sampling."""
     wm = tiny.make()
     for name, value in model_config.items():
@@ -119,8 +129,9 @@ def test_second_filter_is_refused(
     call = dict(call)
     processors = LogitsProcessorList([*call.pop("extra", []), proc])
     with pytest.raises(ValueError, match=f"second sampling filter.*{found}.*generation_kwargs"):
-        tiny.gen.generate(**_encoded(tiny), logits_processor=processors, do_sample=True,
-                          max_new_tokens=4, **call)  # fmt: skip
+        tiny.gen.generate(
+            **_encoded(tiny), logits_processor=processors, do_sample=True, max_new_tokens=4, **call
+        )
     assert proc.record.decisions == []  # refused on the first step, before any work
 
 
@@ -144,7 +155,11 @@ def test_generation_kwargs_override_the_model_config(
     assert tokens() == plain
     kwargs = wm.generation_kwargs()
     assert {k: kwargs[k] for k in ("do_sample", "temperature", "top_k", "top_p")} == {
-        "do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}  # fmt: skip
+        "do_sample": True,
+        "temperature": 1.0,
+        "top_k": 0,
+        "top_p": 1.0,
+    }
     with pytest.raises(TypeError, match="multiple values for keyword argument 'top_k'"):
         tiny.gen.generate(**enc, **wm.generation_kwargs(), top_k=50)
     kwargs["logits_processor"].insert(0, TemperatureLogitsWarper(1.0))

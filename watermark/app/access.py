@@ -93,8 +93,9 @@ def parse_tokens(text: str, source: str) -> list[Client]:
         where = f"{source}:{n}"
         parts = line.split()
         if len(parts) < 2:
-            raise UserError(f"{where}: expected 'NAME TOKEN [texts_per_minute=N] "
-                            "[chars_per_day=N]'")  # fmt: skip
+            raise UserError(
+                f"{where}: expected 'NAME TOKEN [texts_per_minute=N] [chars_per_day=N]'"
+            )
         name, token, options = parts[0], parts[1], parts[2:]
         if name in names:
             raise UserError(f"{where}: client {name!r} is listed twice")
@@ -106,16 +107,19 @@ def parse_tokens(text: str, source: str) -> list[Client]:
             if len(digest) != 32:
                 raise UserError(f"{where}: a hashed token is sha256: and 64 hex digits")
         elif len(token) < MIN_TOKEN_CHARS:
-            raise UserError(f"{where}: the token of {name!r} is shorter than "
-                            f"{MIN_TOKEN_CHARS} characters")  # fmt: skip
+            raise UserError(
+                f"{where}: the token of {name!r} is shorter than {MIN_TOKEN_CHARS} characters"
+            )
         else:
             digest = token_hash(token)
         quotas = {}
         for option in options:
             key, _, value = option.partition("=")
             if key not in QUOTA_FIELDS or not value.isdigit() or int(value) < 1:
-                raise UserError(f"{where}: unknown option {option!r}; use "
-                                "texts_per_minute=N or chars_per_day=N (N >= 1)")  # fmt: skip
+                raise UserError(
+                    f"{where}: unknown option {option!r}; use "
+                    "texts_per_minute=N or chars_per_day=N (N >= 1)"
+                )
             quotas[key] = int(value)
         clients.append(Client(name, digest, **quotas))
         names.add(name)
@@ -129,8 +133,10 @@ def read_tokens_file(path: str | os.PathLike[str]) -> list[Client]:
     path = Path(path).expanduser()
     mode = path.stat().st_mode  # FileNotFoundError: a user mistake on the command line
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise UserError(f"tokens file {path} is readable by group or others (mode "
-                        f"{stat.S_IMODE(mode):04o}); run chmod 600 {path}")  # fmt: skip
+        raise UserError(
+            f"tokens file {path} is readable by group or others (mode "
+            f"{stat.S_IMODE(mode):04o}); run chmod 600 {path}"
+        )
     return parse_tokens(path.read_text(encoding="utf-8"), str(path))
 
 
@@ -194,8 +200,10 @@ class Clients:
                         f"request is larger than {client.name}'s quota of {which}",
                         retry_after=86400,
                     )
-                raise QuotaExceededError(f"over the quota of {which} of client {client.name}",
-                                         retry_after=math.ceil(max(waits)))  # fmt: skip
+                raise QuotaExceededError(
+                    f"over the quota of {which} of client {client.name}",
+                    retry_after=math.ceil(max(waits)),
+                )
             per_minute.level -= texts
             per_day.level -= chars
 

@@ -117,8 +117,9 @@ class ShardWriter(BasePredictionWriter):
         super().__init__(write_interval="batch")
         self.parts = parts
 
-    def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch,
-                           batch_idx, dataloader_idx=0) -> None:  # fmt: skip
+    def write_on_batch_end(
+        self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx=0
+    ) -> None:
         path = part_file(self.parts, prediction["shard"])
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with tmp.open("w", encoding="utf-8") as f:

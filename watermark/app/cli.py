@@ -39,8 +39,15 @@ logger = logging.getLogger("watermark.app.cli")
 
 INTERNAL_ERROR = 1
 # mistakes the user can fix: our own checks, and files or packages that are missing or unreadable
-USER_ERRORS = (UserError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-               PermissionError, FileExistsError, ImportError)  # fmt: skip
+USER_ERRORS = (
+    UserError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+    FileExistsError,
+    ImportError,
+)
 
 
 class UsageError(UserError):
@@ -160,8 +167,11 @@ def _fingerprint_check(rows: list[dict], mine: str) -> list[bool | None]:
             "%d input text(s) (line %s%s) carry another config fingerprint than this detector's "
             "%s: they were made with another mapper, embedder or rule, and a watermark made "
             "that way does not test as watermarked here; detect them with their own config",
-            len(other), other[0], " ..." if len(other) > 1 else "", mine,
-        )  # fmt: skip
+            len(other),
+            other[0],
+            " ..." if len(other) > 1 else "",
+            mine,
+        )
     return found
 
 
@@ -229,8 +239,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not human:
         raise UsageError(f"--human {args.human} holds no texts")
     wm, _ = _load(_config(args), args)
-    rows = calibrate(wm, human, marked, args.lengths, args.expect_key,
-                     args.human_by_length, progress=True)  # fmt: skip
+    rows = calibrate(
+        wm, human, marked, args.lengths, args.expect_key, args.human_by_length, progress=True
+    )
     for row in rows:
         _emit(row)
     return 0
@@ -283,14 +294,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "reaches an open service can use the secret key as an oracle), or pass "
                 "--insecure-no-auth"
             )
-        print(f"warning: serving on {args.host} without authentication: anyone who reaches it "
-              "can query the secret key as an oracle", file=sys.stderr)  # fmt: skip
+        print(
+            f"warning: serving on {args.host} without authentication: anyone who reaches it "
+            "can query the secret key as an oracle",
+            file=sys.stderr,
+        )
     if clients is not None:
         _audit_to(args.audit_log)
     wm, _ = _load(_config(args), args)
     max_batch = args.max_batch or wm.detector.default_chunk_size
-    limits = Limits(max_batch=max_batch, max_queue=args.max_queue, max_texts=args.max_texts,
-                    max_chars=args.max_chars, max_work=args.max_work)  # fmt: skip
+    limits = Limits(
+        max_batch=max_batch,
+        max_queue=args.max_queue,
+        max_texts=args.max_texts,
+        max_chars=args.max_chars,
+        max_work=args.max_work,
+    )
     auth = f"{len(clients.clients)} clients" if clients else "no authentication"
     print(f"serving on http://{args.host}:{args.port}/ ({auth}; Ctrl-C stops)", file=sys.stderr)
     serve(wm, args.host, args.port, limits, clients)
@@ -305,11 +324,19 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
         raise UsageError(
             f"detect-corpus needs lightning and datasets ({err}); pip install '.[bulk]'"
         ) from err
-    summary = detect_corpus(args.input, args.output, field=args.field, config=args.config,
-                            accelerator=args.accelerator, devices=args.devices,
-                            num_nodes=args.num_nodes, shard_size=args.shard_size,
-                            dtype=args.dtype, per_token=args.per_token,
-                            workers=args.workers)  # fmt: skip
+    summary = detect_corpus(
+        args.input,
+        args.output,
+        field=args.field,
+        config=args.config,
+        accelerator=args.accelerator,
+        devices=args.devices,
+        num_nodes=args.num_nodes,
+        shard_size=args.shard_size,
+        dtype=args.dtype,
+        per_token=args.per_token,
+        workers=args.workers,
+    )
     if summary:
         _emit(summary)
     return 0
@@ -318,10 +345,16 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m watermark``."""
     return _build_parser(
-        {"generate": cmd_generate, "detect": cmd_detect, "show": cmd_show,
-         "detect-corpus": cmd_detect_corpus, "keygen": cmd_keygen, "calibrate": cmd_calibrate,
-         "serve": cmd_serve}
-    )  # fmt: skip
+        {
+            "generate": cmd_generate,
+            "detect": cmd_detect,
+            "show": cmd_show,
+            "detect-corpus": cmd_detect_corpus,
+            "keygen": cmd_keygen,
+            "calibrate": cmd_calibrate,
+            "serve": cmd_serve,
+        }
+    )
 
 
 def _first_line(err: BaseException) -> str:
@@ -352,6 +385,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # a bug, or the machine (memory, disk): not the user's input
         if args.verbose:
             raise
-        print(f"error: internal failure ({type(err).__name__}: {_first_line(err)}); run again "
-              "with -v for the traceback", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: internal failure ({type(err).__name__}: {_first_line(err)}); run again "
+            "with -v for the traceback",
+            file=sys.stderr,
+        )
         return INTERNAL_ERROR

@@ -77,20 +77,19 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def _subparser(sub, name: str, helptext: str, func) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        name,
-        help=helptext,
-        description=helptext,
-        formatter_class=HelpFormatter,
-    )
+    p = sub.add_parser(name, help=helptext, description=helptext, formatter_class=HelpFormatter)
     p.epilog = f"example:\n  {EXAMPLES[name]}"
     p.set_defaults(func=func)
     return p
 
 
 def _key_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--key-file", action="append", help="file whose first line is a key "
-                   "(repeatable: the first is the current key, the rest earlier keys)")  # fmt: skip
+    p.add_argument(
+        "--key-file",
+        action="append",
+        help="file whose first line is a key "
+        "(repeatable: the first is the current key, the rest earlier keys)",
+    )
 
 
 def _device_options(p: argparse.ArgumentParser) -> None:
@@ -138,13 +137,21 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         _device_options(p)
         if name == "detect":
             p.add_argument("--per-token", action="store_true", help="add per-token flags")
-            p.add_argument("--windows", type=window_list, help="windowed test for partly "
-                           "watermarked text: span sizes in tokens (default: the config's, "
-                           "128,256 shipped); off: the whole-text test only")  # fmt: skip
+            p.add_argument(
+                "--windows",
+                type=window_list,
+                help="windowed test for partly "
+                "watermarked text: span sizes in tokens (default: the config's, "
+                "128,256 shipped); off: the whole-text test only",
+            )
         else:
             p.add_argument("--out", default="watermark.html", help="HTML file to write")
-    bulk = _subparser(sub, "detect-corpus", "detect a whole corpus on several devices or nodes "
-                      "(Lightning), resumable", commands["detect-corpus"])  # fmt: skip
+    bulk = _subparser(
+        sub,
+        "detect-corpus",
+        "detect a whole corpus on several devices or nodes (Lightning), resumable",
+        commands["detect-corpus"],
+    )
     bulk.add_argument("--input", required=True, help="JSONL or Parquet file")
     bulk.add_argument("--output", required=True, help="JSONL file, one result per input row")
     bulk.add_argument("--field", default="text", help="column holding the texts")
@@ -153,58 +160,111 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     bulk.add_argument("--devices", type=positive_int, default=1, help="processes per node")
     bulk.add_argument("--num-nodes", type=positive_int, default=1, help="nodes")
     bulk.add_argument("--shard-size", type=positive_int, default=64, help="rows per shard")
-    bulk.add_argument("--dtype", choices=COMPUTE_DTYPES,
-                      help="compute dtype (default: the config's)")  # fmt: skip
+    bulk.add_argument(
+        "--dtype", choices=COMPUTE_DTYPES, help="compute dtype (default: the config's)"
+    )
     bulk.add_argument("--per-token", action="store_true", help="add per-token flags")
-    bulk.add_argument("--workers", type=count, default=0,
-                      help="processes per device assembling results from the models' outputs "
-                      "(0: none; on a GPU the host's work bounds throughput)")  # fmt: skip
-    keygen = _subparser(sub, "keygen", "write a config with a fresh secret key (mode 0600)",
-                        commands["keygen"])  # fmt: skip
+    bulk.add_argument(
+        "--workers",
+        type=count,
+        default=0,
+        help="processes per device assembling results from the models' outputs "
+        "(0: none; on a GPU the host's work bounds throughput)",
+    )
+    keygen = _subparser(
+        sub, "keygen", "write a config with a fresh secret key (mode 0600)", commands["keygen"]
+    )
     keygen.add_argument("--out", required=True, help="config JSON to write")
     keygen.add_argument("--config", help="config to start from (default: the shipped one)")
-    keygen.add_argument("--key-file", help="write the key to this file (mode 0600) and name it "
-                        "in the config instead of the key itself")  # fmt: skip
-    keygen.add_argument("--rotate", action="store_true", help="keep the starting config's keys "
-                        "as old_keys, so detection still finds texts made under them")  # fmt: skip
+    keygen.add_argument(
+        "--key-file",
+        help="write the key to this file (mode 0600) and name it "
+        "in the config instead of the key itself",
+    )
+    keygen.add_argument(
+        "--rotate",
+        action="store_true",
+        help="keep the starting config's keys "
+        "as old_keys, so detection still finds texts made under them",
+    )
     keygen.add_argument("--force", action="store_true", help="overwrite existing files")
-    cal = _subparser(sub, "calibrate", "FPR and TPR by length on your own human and "
-                     "watermarked texts", commands["calibrate"])  # fmt: skip
+    cal = _subparser(
+        sub,
+        "calibrate",
+        "FPR and TPR by length on your own human and watermarked texts",
+        commands["calibrate"],
+    )
     cal.add_argument("--human", required=True, help="JSONL of unwatermarked texts ('text')")
     cal.add_argument("--watermarked", help="JSONL of watermarked texts ('text')")
-    cal.add_argument("--lengths", type=window_list, default=list(LENGTHS),
-                     help="length bins in generator tokens")  # fmt: skip
-    cal.add_argument("--expect-key", type=int, default=0, help="index of the key the "
-                     "watermarked texts were made with (0: key; k: old_keys[k-1])")  # fmt: skip
-    cal.add_argument("--human-by-length", action="store_true", help="also cut the human "
-                     "texts to each length bin")  # fmt: skip
+    cal.add_argument(
+        "--lengths", type=window_list, default=list(LENGTHS), help="length bins in generator tokens"
+    )
+    cal.add_argument(
+        "--expect-key",
+        type=int,
+        default=0,
+        help="index of the key the watermarked texts were made with (0: key; k: old_keys[k-1])",
+    )
+    cal.add_argument(
+        "--human-by-length", action="store_true", help="also cut the human texts to each length bin"
+    )
     cal.add_argument("--config", help="watermark config JSON (default: the shipped one)")
     _key_option(cal)
     _device_options(cal)
-    srv = _subparser(sub, "serve", "detection over HTTP: a JSON API and a page (needs the "
-                     "serve extra)", commands["serve"])  # fmt: skip
+    srv = _subparser(
+        sub,
+        "serve",
+        "detection over HTTP: a JSON API and a page (needs the serve extra)",
+        commands["serve"],
+    )
     srv.add_argument("--config", help="watermark config JSON (default: the shipped one)")
     _key_option(srv)
     _device_options(srv)
-    srv.add_argument("--windows", type=window_list, help="default windowed-test span sizes "
-                     "(default: the config's); off: the whole-text test only")  # fmt: skip
+    srv.add_argument(
+        "--windows",
+        type=window_list,
+        help="default windowed-test span sizes "
+        "(default: the config's); off: the whole-text test only",
+    )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on")
     srv.add_argument("--port", type=positive_int, default=8000, help="port to listen on")
-    srv.add_argument("--max-batch", type=positive_int, help="texts per detector call "
-                     "(default: 8 on a CPU, 64 on an accelerator)")  # fmt: skip
-    srv.add_argument("--max-queue", type=positive_int, default=256,
-                     help="texts waiting for the detector; past it requests get 503")  # fmt: skip
+    srv.add_argument(
+        "--max-batch",
+        type=positive_int,
+        help="texts per detector call (default: 8 on a CPU, 64 on an accelerator)",
+    )
+    srv.add_argument(
+        "--max-queue",
+        type=positive_int,
+        default=256,
+        help="texts waiting for the detector; past it requests get 503",
+    )
     srv.add_argument("--max-texts", type=positive_int, default=64, help="texts per request")
-    srv.add_argument("--max-chars", type=positive_int, default=20_000,
-                     help="characters per text (longer: 413)")  # fmt: skip
-    srv.add_argument("--max-work", type=positive_int, default=256 * 512 * 3,
-                     help="queued work (tokens x tests) past which requests get 503")  # fmt: skip
-    srv.add_argument("--tokens-file", help="admit only the clients listed here (NAME TOKEN "
-                     "[texts_per_minute=N] [chars_per_day=N] per line, mode 600; SIGHUP "
-                     "re-reads it)")  # fmt: skip
-    srv.add_argument("--audit-log", help="append the audit log (one JSON line per request, "
-                     "no texts or tokens) to this file instead of stderr")  # fmt: skip
-    srv.add_argument("--insecure-no-auth", action="store_true", help="allow a non-loopback "
-                     "--host without --tokens-file: anyone who reaches it can use the key as an "
-                     "oracle")  # fmt: skip
+    srv.add_argument(
+        "--max-chars", type=positive_int, default=20_000, help="characters per text (longer: 413)"
+    )
+    srv.add_argument(
+        "--max-work",
+        type=positive_int,
+        default=256 * 512 * 3,
+        help="queued work (tokens x tests) past which requests get 503",
+    )
+    srv.add_argument(
+        "--tokens-file",
+        help="admit only the clients listed here (NAME TOKEN "
+        "[texts_per_minute=N] [chars_per_day=N] per line, mode 600; SIGHUP "
+        "re-reads it)",
+    )
+    srv.add_argument(
+        "--audit-log",
+        help="append the audit log (one JSON line per request, "
+        "no texts or tokens) to this file instead of stderr",
+    )
+    srv.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback "
+        "--host without --tokens-file: anyone who reaches it can use the key as an "
+        "oracle",
+    )
     return parser

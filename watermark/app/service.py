@@ -50,16 +50,22 @@ DETECT_SCHEMA = {
     "required": ["texts"],
     "properties": {
         "texts": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "windows": {"type": "array", "maxItems": 4,
-                    "items": {"type": "integer", "minimum": 16, "maximum": 4096},
-                    "description": "windowed-test span sizes ([]: whole-text test only)"},
+        "windows": {
+            "type": "array",
+            "maxItems": 4,
+            "items": {"type": "integer", "minimum": 16, "maximum": 4096},
+            "description": "windowed-test span sizes ([]: whole-text test only)",
+        },
         "per_token": {"type": "boolean", "default": False},
     },
-}  # fmt: skip
+}
 MAX_WINDOWS, WINDOW_RANGE = 4, (16, 4096)  # a request's windowed-test sizes
 OPEN_PATHS = ("/", "/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect")
-HIGHLIGHT_SCHEMA = {"type": "object", "required": ["text"],
-                    "properties": {"text": {"type": "string"}}}  # fmt: skip
+HIGHLIGHT_SCHEMA = {
+    "type": "object",
+    "required": ["text"],
+    "properties": {"text": {"type": "string"}},
+}
 
 
 @dataclass(frozen=True)
@@ -144,8 +150,9 @@ def _texts(data: Any, limits: Limits) -> list[str]:
     if not texts:
         raise BadRequestError(422, '"texts" is empty; give at least one text')
     if len(texts) > limits.max_texts:
-        raise BadRequestError(413, f"{len(texts)} texts is over the limit of {limits.max_texts} "
-                              "per request")  # fmt: skip
+        raise BadRequestError(
+            413, f"{len(texts)} texts is over the limit of {limits.max_texts} per request"
+        )
     for i, text in enumerate(texts):
         _check_text(text, f"texts[{i}]", limits)
     return texts
@@ -155,8 +162,9 @@ def _check_text(text: Any, name: str, limits: Limits) -> None:
     if not isinstance(text, str):
         raise BadRequestError(422, f"{name} must be a string, got {type(text).__name__}")
     if len(text) > limits.max_chars:
-        raise BadRequestError(413, f"{name} has {len(text)} characters, over the limit of "
-                              f"{limits.max_chars}")  # fmt: skip
+        raise BadRequestError(
+            413, f"{name} has {len(text)} characters, over the limit of {limits.max_chars}"
+        )
 
 
 def work(texts: list[str], windows: tuple[int, ...]) -> int:
@@ -180,10 +188,13 @@ def _options(data: dict, default_windows: list[int]) -> tuple[tuple[int, ...], b
         or len(windows) > MAX_WINDOWS
         or not all(
             isinstance(w, int) and not isinstance(w, bool) and low <= w <= high for w in windows
-        )  # fmt: skip
+        )
     ):
-        raise BadRequestError(422, f'"windows" must be a list of at most {MAX_WINDOWS} span sizes '
-                              f"in [{low}, {high}] ([]: off)")  # fmt: skip
+        raise BadRequestError(
+            422,
+            f'"windows" must be a list of at most {MAX_WINDOWS} span sizes '
+            f"in [{low}, {high}] ([]: off)",
+        )
     return tuple(windows), per_token
 
 
@@ -233,18 +244,28 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
         if clients is not None and path not in OPEN_PATHS:
             client = clients.authenticate(request.headers.get("authorization"))
             if client is None:
-                response = _json({"error": "missing or invalid bearer token"}, 401,
-                                 {"WWW-Authenticate": "Bearer"})  # fmt: skip
+                response = _json(
+                    {"error": "missing or invalid bearer token"},
+                    401,
+                    {"WWW-Authenticate": "Bearer"},
+                )
             else:
                 request.state.client = client
                 response = await call_next(request)
         else:
             response = await call_next(request)
         if clients is not None and path not in OPEN_PATHS:
-            audit({"time": round(time.time(), 3), "client": client.name if client else None,
-                   "method": request.method, "path": path, "status": response.status_code,
-                   "seconds": round(time.perf_counter() - start, 4),
-                   **request.state.counts})  # fmt: skip
+            audit(
+                {
+                    "time": round(time.time(), 3),
+                    "client": client.name if client else None,
+                    "method": request.method,
+                    "path": path,
+                    "status": response.status_code,
+                    "seconds": round(time.perf_counter() - start, 4),
+                    **request.state.counts,
+                }
+            )
         return response
 
     def charge(request: Request, texts: list[str], windows: tuple[int, ...]) -> None:
@@ -305,18 +326,34 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
     @app.get("/v1/health")
     async def health():
         """Liveness and the queue's state."""
-        return _json({"status": "ok", "auth": clients is not None, "queued_texts": batcher.waiting,
-                      "max_queue": limits.max_queue, "queued_work": batcher.work,
-                      "max_work": limits.max_work})  # fmt: skip
+        return _json(
+            {
+                "status": "ok",
+                "auth": clients is not None,
+                "queued_texts": batcher.waiting,
+                "max_queue": limits.max_queue,
+                "queued_work": batcher.work,
+                "max_work": limits.max_work,
+            }
+        )
 
     @app.get("/v1/config")
     async def public_config_endpoint():
         """The watermark config without its secrets, and the request limits."""
-        return _json({"config": public_config(config), "limits": {
-            "max_texts": limits.max_texts, "max_chars": limits.max_chars,
-            "max_batch": limits.max_batch, "max_queue": limits.max_queue,
-            "max_work": limits.max_work, "max_windows": MAX_WINDOWS,
-            "window_range": list(WINDOW_RANGE)}})  # fmt: skip
+        return _json(
+            {
+                "config": public_config(config),
+                "limits": {
+                    "max_texts": limits.max_texts,
+                    "max_chars": limits.max_chars,
+                    "max_batch": limits.max_batch,
+                    "max_queue": limits.max_queue,
+                    "max_work": limits.max_work,
+                    "max_windows": MAX_WINDOWS,
+                    "window_range": list(WINDOW_RANGE),
+                },
+            }
+        )
 
     marks = legend(config.opening_steps or None, windowed=bool(config.window_sizes))
     page_html = PAGE.read_text().replace("/*STYLE*/", STYLE).replace("<!--LEGEND-->", marks)

@@ -38,8 +38,11 @@ logger = logging.getLogger(__name__)
 # value every config of 0.1.x meant: a file that names its rule but not these fields takes today's
 # defaults, so loading it warns (text made under 0.1's default: configs/watermark-additive.json)
 RULE_FIELDS_BEFORE_0_2 = {
-    "temperature": 1.0, "context_guard": 0, "repeats": "neutral", "outputs_once": False
-}  # fmt: skip
+    "temperature": 1.0,
+    "context_guard": 0,
+    "repeats": "neutral",
+    "outputs_once": False,
+}
 
 
 # the kinds of field: each field of WatermarkConfig declares one (``field_kind``)
@@ -261,10 +264,11 @@ class WatermarkConfig:
             logger.warning(
                 "watermark config %s names a rule but not %s: they take the shipped defaults "
                 "(%s); a config written for version 0.1 meant %s",
-                path, ", ".join(missing),
+                path,
+                ", ".join(missing),
                 ", ".join(f"{n}={getattr(cls, n)!r}" for n in missing),
                 ", ".join(f"{n}={RULE_FIELDS_BEFORE_0_2[n]!r}" for n in missing),
-            )  # fmt: skip
+            )
         try:
             return cls.from_dict(data, source=str(path))
         except (TypeError, ValueError) as err:

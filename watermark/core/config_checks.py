@@ -16,8 +16,12 @@ from dataclasses import fields
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 # JSON types of the annotations (bool is not an int here; an int is a float)
 JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "str": (str,), "int": (int,), "float": (float, int), "bool": (bool,), "None": (type(None),)
-}  # fmt: skip
+    "str": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "bool": (bool,),
+    "None": (type(None),),
+}
 
 
 def json_types(annotation: str) -> tuple[type, ...]:

@@ -113,8 +113,11 @@ class GreenLists:
         with ``previous`` (the token before each, (N,)) and repeat shifts, its repeat reads too."""
         fields = [self.contains(token_ids), self.vocab_fraction(), self.dims(token_ids)]
         if previous is not None and self.repeat_shifts is not None:
-            fields += [self.contains_repeat(token_ids, previous), self.repeat_fraction(),
-                       self.repeat_dims(token_ids, previous)]  # fmt: skip
+            fields += [
+                self.contains_repeat(token_ids, previous),
+                self.repeat_fraction(),
+                self.repeat_dims(token_ids, previous),
+            ]
         return TokenReads(*fields).map(torch.Tensor.cpu)
 
     def mask(self) -> torch.Tensor:

@@ -36,10 +36,20 @@ logger = logging.getLogger(__name__)
 
 # the fields, besides the mapper and the embedder, that a text's green bits and gate depend on
 SHARED_FIELDS = (
-    "generator", "measurement_model", "mm_start_token", "alpha", "opening_steps",
-    "context_guard", "fresh_only", "repeats", "token_map", "embed_window",
-    "embed_prefix_tokens", "mm_window", "compute_dtype",
-)  # fmt: skip
+    "generator",
+    "measurement_model",
+    "mm_start_token",
+    "alpha",
+    "opening_steps",
+    "context_guard",
+    "fresh_only",
+    "repeats",
+    "token_map",
+    "embed_window",
+    "embed_prefix_tokens",
+    "mm_window",
+    "compute_dtype",
+)
 
 
 def tensor_digest(module: torch.nn.Module) -> str:
@@ -87,9 +97,13 @@ def check_part(
         if by_name and warn:
             logger.warning(
                 "watermark config does not pin its %s %r: texts are scored with whatever it "
-                "holds now (%s); pin it with \"%s_digest\": \"%s\" (keygen writes it)",
-                part, name, short(found), part, found,
-            )  # fmt: skip
+                'holds now (%s); pin it with "%s_digest": "%s" (keygen writes it)',
+                part,
+                name,
+                short(found),
+                part,
+                found,
+            )
         return
     if expected != found:
         where = "the mapper folder" if part == "mapper" else "the embedder"
@@ -126,7 +140,8 @@ def fingerprint(cfg: WatermarkConfig, vocab_size: int, mapper: str, embedder: st
     """``"wm-<12 hex>"``: digest of the shared fields, the green lists per step, V and the found
     mapper and embedder digests (no key, no opening sentence)."""
     shared = {name: getattr(cfg, name) for name in SHARED_FIELDS}
-    shared.update(green_lists=cfg.green_lists, vocab_size=int(vocab_size), mapper=mapper,
-                  embedder=embedder)  # fmt: skip
+    shared.update(
+        green_lists=cfg.green_lists, vocab_size=int(vocab_size), mapper=mapper, embedder=embedder
+    )
     blob = json.dumps(shared, sort_keys=True).encode()
     return "wm-" + hashlib.sha256(blob).hexdigest()[:12]

@@ -273,8 +273,11 @@ class MeasurementModel:
                     body = [int(i) for i in texts[n][: max(steps[n]) - 1]]
                     x[row, 1 : 1 + len(body)] = torch.tensor(body, dtype=torch.long)
                     mask[row, : 1 + len(body)] = 1
-                logits = self.model(input_ids=x.to(self.device), attention_mask=mask.to(
-                    self.device), use_cache=False).logits  # fmt: skip
+                logits = self.model(
+                    input_ids=x.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    use_cache=False,
+                ).logits
                 # row by row (bounded memory), with one transfer of the positions and of the
                 # entropies: no host sync per text on an accelerator
                 sizes = [len(steps[n]) for n in group]

@@ -162,8 +162,10 @@ def atoms(members: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[tuple]]
     for a, sig in enumerate(order):
         for w, c in sig:
             found[w].append((a, c))
-    windows = [(np.array([a for a, _ in f], dtype=np.int64), np.array([c for _, c in f],
-               dtype=np.int64)) for f in found]  # fmt: skip
+    windows = [
+        (np.array([a for a, _ in f], dtype=np.int64), np.array([c for _, c in f], dtype=np.int64))
+        for f in found
+    ]
     return [np.array(groups[sig], dtype=np.int64) for sig in order], windows
 
 

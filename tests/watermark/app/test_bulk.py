@@ -31,8 +31,9 @@ def setup(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) -> S
     corpus.write_text("".join(json.dumps({"id": i, "body": t}) + "\n" for i, t in enumerate(texts)))
     expected = root / "expected.jsonl"
     expected.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
-    return SimpleNamespace(root=root, config=str(config), corpus=str(corpus), texts=texts,
-                           expected_file=str(expected))  # fmt: skip
+    return SimpleNamespace(
+        root=root, config=str(config), corpus=str(corpus), texts=texts, expected_file=str(expected)
+    )
 
 
 def detect_lines(setup: SimpleNamespace, capsys) -> list[str]:
@@ -51,8 +52,15 @@ def test_one_process_matches_detect_and_skips_finished_shards(
     parts = tmp_path / "out.jsonl.parts"
     parts.mkdir()
     part_file(parts, 1).write_text('{"marker": 1}\n' * 8)  # a finished shard is not redone
-    summary = detect_corpus(setup.corpus, str(out), field="body", config=setup.config,
-                            accelerator="cpu", shard_size=8, workers=workers)  # fmt: skip
+    summary = detect_corpus(
+        setup.corpus,
+        str(out),
+        field="body",
+        config=setup.config,
+        accelerator="cpu",
+        shard_size=8,
+        workers=workers,
+    )
     assert summary == {"rows": 40, "shards": 5, "output": str(out)}
     lines = out.read_text().splitlines()
     assert lines[8:16] == ['{"marker": 1}'] * 8
@@ -70,11 +78,35 @@ def test_input_mistakes(setup, tmp_path, capsys) -> None:
 
 def run_cli(setup: SimpleNamespace, corpus: Path, out: Path, shard_size: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "watermark", "detect-corpus", "--config", setup.config,
-            "--input", str(corpus), "--field", "body", "--output", str(out), "--devices", "2",
-            "--accelerator", "cpu", "--shard-size", str(shard_size)]  # fmt: skip
-    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "watermark",
+        "detect-corpus",
+        "--config",
+        setup.config,
+        "--input",
+        str(corpus),
+        "--field",
+        "body",
+        "--output",
+        str(out),
+        "--devices",
+        "2",
+        "--accelerator",
+        "cpu",
+        "--shard-size",
+        str(shard_size),
+    ]
+    return subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.slow
@@ -100,8 +132,14 @@ def test_two_cpu_processes_match_detect_and_survive_a_kill(setup, tmp_path, caps
     done = {p.name: p.stat().st_mtime_ns for p in parts.glob("shard-*.jsonl")}
     assert 4 <= len(done) < 60 and not out.exists()
     with caplog.at_level("INFO", logger="watermark.app.bulk"):
-        summary = detect_corpus(str(corpus), str(out), field="body", config=setup.config,
-                                accelerator="cpu", shard_size=2)  # fmt: skip
+        summary = detect_corpus(
+            str(corpus),
+            str(out),
+            field="body",
+            config=setup.config,
+            accelerator="cpu",
+            shard_size=2,
+        )
     assert f"resuming: {len(done)} of 60 shards already done" in caplog.text
     assert summary["rows"] == 120
     assert out.read_text().splitlines() == expected

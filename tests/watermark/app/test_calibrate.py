@@ -23,8 +23,14 @@ def test_calibration_rows_by_length(tiny) -> None:
     made = tiny.make(key="key-B")
     outs = generate(tiny.gen, tiny.gtok, PROMPTS, made.logits_processor(), max_new_tokens=30)
     human = sentences(6, seed=2, length=25)
-    rows = calibrate(wm, human, [o.text for o in outs], lengths=[10, 20, 1000], expect_key=1,
-                     human_by_length=True)  # fmt: skip
+    rows = calibrate(
+        wm,
+        human,
+        [o.text for o in outs],
+        lengths=[10, 20, 1000],
+        expect_key=1,
+        human_by_length=True,
+    )
     assert [r["tokens"] for r in rows] == ["all", 10, 20, 1000]
     assert rows[0]["human_texts"] == 6 and rows[0]["watermarked_texts"] == 3
     assert rows[-1]["human_texts"] == 0 and "fpr@p<0.01" not in rows[-1]  # none that long

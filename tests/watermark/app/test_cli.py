@@ -16,8 +16,24 @@ def test_cli_generate_detect_show(
 
     save_tiny_watermark(tiny, tiny_embedder_dir, tmp_path, key="cli-key")  # relative paths
     cfg = tmp_path / "wm.json"
-    assert main(["generate", "--config", str(cfg), "--prompt", "river city", "--prompt", "bank",
-                 "--max-new-tokens", "10", "--seed", "1"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "generate",
+                "--config",
+                str(cfg),
+                "--prompt",
+                "river city",
+                "--prompt",
+                "bank",
+                "--max-new-tokens",
+                "10",
+                "--seed",
+                "1",
+            ]
+        )
+        == 0
+    )
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["prompt"] for x in lines] == ["river city", "bank"] and all(
         "text" in x for x in lines
@@ -65,16 +81,42 @@ def test_cli_key_files_and_rotation(
     for name in ("b", "a", "c"):
         (tmp_path / f"{name}.key").write_text(f"secret-{name}\n")
         files += ["--key-file", str(tmp_path / f"{name}.key")]
-    assert main(["generate", "--config", cfg, "--prompt", "river city", "--max-new-tokens",
-                 "30", "--key-file", str(tmp_path / "a.key")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "generate",
+                "--config",
+                cfg,
+                "--prompt",
+                "river city",
+                "--max-new-tokens",
+                "30",
+                "--key-file",
+                str(tmp_path / "a.key"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr()
     assert "secret-" not in out.out + out.err
     gen_file = tmp_path / "gen.jsonl"
     gen_file.write_text(out.out)
     assert main(["detect", "--config", cfg, "--file", str(gen_file), *files]) == 0
     rotated = json.loads(capsys.readouterr().out)
-    assert main(["detect", "--config", cfg, "--file", str(gen_file), "--key-file",
-                 str(tmp_path / "a.key")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "detect",
+                "--config",
+                cfg,
+                "--file",
+                str(gen_file),
+                "--key-file",
+                str(tmp_path / "a.key"),
+            ]
+        )
+        == 0
+    )
     alone = json.loads(capsys.readouterr().out)
     assert rotated["key_index"] == 1 and alone["key_index"] == 0
     assert rotated["p_value"] == min(1.0, 3 * alone["p_value"])

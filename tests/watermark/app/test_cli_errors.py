@@ -69,12 +69,18 @@ def test_config_mistakes_are_reported_before_models_load(
     monkeypatch.setattr(wm_module.Watermark, "load", no_load)
     text = ["detect", "--text", "some text"]
     fails(capsys, [*text, "--config", str(tmp_path / "none.json")], "none.json not found")
-    fails(capsys, [*text, "--config", write_config(folders, "a.json", alpha="two")],
-          "alpha must be float or int, got 'two'")  # fmt: skip
+    fails(
+        capsys,
+        [*text, "--config", write_config(folders, "a.json", alpha="two")],
+        "alpha must be float or int, got 'two'",
+    )
     fails(capsys, [*text, "--config", write_config(folders, "d.json", delta=-1)], "delta")
     fails(capsys, [*text, "--config", write_config(folders, "u.json", alhpa=2)], "'alhpa'")
-    fails(capsys, [*text, "--config", write_config(folders, "m.json", mapper="no/such")],
-          "mapper folder 'no/such' not found")  # fmt: skip
+    fails(
+        capsys,
+        [*text, "--config", write_config(folders, "m.json", mapper="no/such")],
+        "mapper folder 'no/such' not found",
+    )
     broken = tmp_path / "broken.json"
     broken.write_text('{"alpha": 2.0,\n "delta": }')
     fails(capsys, [*text, "--config", str(broken)], f"{broken}:2:", "not valid JSON")
@@ -87,8 +93,11 @@ def test_vocab_size_mismatch_refuses_detect_and_generate(folders, capsys) -> Non
 
 
 def test_generator_that_is_not_a_causal_lm_is_refused(folders, tiny_embedder_dir, capsys) -> None:
-    bert = next(p.parent for p in Path(tiny_embedder_dir).rglob("config.json")
-                if "BertModel" in p.read_text())  # fmt: skip
+    bert = next(
+        p.parent
+        for p in Path(tiny_embedder_dir).rglob("config.json")
+        if "BertModel" in p.read_text()
+    )
     config = write_config(folders, "b.json", generator=str(bert), measurement_model=str(bert))
     fails(capsys, ["detect", "--text", "river bank", "--config", config], "not a causal")
     fails(capsys, ["generate", "--prompt", "river", "--config", config], "not a causal")
@@ -99,8 +108,11 @@ def test_bad_generate_arguments(folders, capsys) -> None:
     fails(capsys, ["generate", "--prompt", "", *cfg], "prompt 1 is empty")
     fails(capsys, ["generate", "--prompt", "river", "--prompt", "  ", *cfg], "prompt 2 is empty")
     for bad in ("0", "-5", "ten"):
-        fails(capsys, ["generate", "--prompt", "river", "--max-new-tokens", bad, *cfg],
-              "--max-new-tokens")  # fmt: skip
+        fails(
+            capsys,
+            ["generate", "--prompt", "river", "--max-new-tokens", bad, *cfg],
+            "--max-new-tokens",
+        )
     fails(capsys, ["generate", *cfg], "nothing to do")
     fails(capsys, ["detect", "--bogus"], "unrecognized arguments")
     for bad in ("1,128", "128,x", ""):
@@ -112,10 +124,16 @@ def test_show_checks_the_output_folder_before_detecting(folders, tmp_path, capsy
 
     monkeypatch.setattr(wm_module.Watermark, "load", lambda *a, **k: pytest.fail("loaded"))
     out = tmp_path / "no" / "such" / "page.html"
-    fails(capsys, ["show", "--text", "x", "--out", str(out), "--config", folders.config],
-          "does not exist")  # fmt: skip
-    fails(capsys, ["show", "--text", "x", "--out", str(tmp_path), "--config", folders.config],
-          "is a folder")  # fmt: skip
+    fails(
+        capsys,
+        ["show", "--text", "x", "--out", str(out), "--config", folders.config],
+        "does not exist",
+    )
+    fails(
+        capsys,
+        ["show", "--text", "x", "--out", str(tmp_path), "--config", folders.config],
+        "is a folder",
+    )
 
 
 def test_verbose_shows_the_traceback(folders, tmp_path: Path) -> None:
@@ -154,8 +172,11 @@ def test_missing_package_and_unfit_mapper_are_user_errors(folders, capsys, monke
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_lightning)
-    fails(capsys, ["detect-corpus", "--input", "x.jsonl", "--output", "y.jsonl", "--config",
-                   folders.config], "pip install")  # fmt: skip
+    fails(
+        capsys,
+        ["detect-corpus", "--input", "x.jsonl", "--output", "y.jsonl", "--config", folders.config],
+        "pip install",
+    )
     monkeypatch.setattr(builtins, "__import__", real_import)
     from watermark.core.semantic_mapper import SemanticMapper
 
@@ -214,8 +235,12 @@ def test_library_prompt_checks(tiny: SimpleNamespace) -> None:
 
 def test_unreadable_keys_are_usage_errors(folders, capsys, tmp_path, monkeypatch) -> None:
     missing = str(tmp_path / "none.key")
-    fails(capsys, ["detect", "--text", "river city", "--config", folders.config, "--key-file",
-                   missing], "cannot be read", "none.key")  # fmt: skip
+    fails(
+        capsys,
+        ["detect", "--text", "river city", "--config", folders.config, "--key-file", missing],
+        "cannot be read",
+        "none.key",
+    )
     monkeypatch.delenv("WM_NOPE", raising=False)
     cfg = write_config(folders, "envkey.json", key="env:WM_NOPE")
     fails(capsys, ["detect", "--text", "river city", "--config", cfg], "WM_NOPE")

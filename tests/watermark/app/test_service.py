@@ -183,8 +183,9 @@ def test_batches_keep_groups_apart() -> None:
     async def scenario() -> list:
         batcher = Batcher(detect, max_batch=8, max_queue=16)
         batcher.start()
-        out = await asyncio.gather(batcher.submit(["a", "b"], (4,)), batcher.submit(["c"], ()),
-                                   batcher.submit(["d"], (4,)))  # fmt: skip
+        out = await asyncio.gather(
+            batcher.submit(["a", "b"], (4,)), batcher.submit(["c"], ()), batcher.submit(["d"], (4,))
+        )
         await batcher.stop()
         return out
 

@@ -42,8 +42,10 @@ def wm(tiny: SimpleNamespace):
 @pytest.fixture()
 def served(wm, tmp_path: Path):
     bob_hash = "sha256:" + token_hash(BOB).hex()
-    path = tokens_file(tmp_path, f"# clients\nalice {ALICE} texts_per_minute=60\n"
-                                 f"bob {bob_hash} chars_per_day=400\n")  # fmt: skip
+    path = tokens_file(
+        tmp_path,
+        f"# clients\nalice {ALICE} texts_per_minute=60\nbob {bob_hash} chars_per_day=400\n",
+    )
     now = [0.0]
     clients = Clients(path, clock=lambda: now[0])
     app = create_app(wm, Limits(max_batch=3, max_queue=64, max_texts=8, max_chars=400), clients)
@@ -58,9 +60,14 @@ def auth(token: str) -> dict[str, str]:
 def test_tokens_file_format_and_mode(tmp_path: Path) -> None:
     clients = parse_tokens(f"a {ALICE}\nb sha256:{'ab' * 32} chars_per_day=5 # note\n", "t")
     assert [c.name for c in clients] == ["a", "b"] and clients[1].chars_per_day == 5
-    cases = ((f"a {ALICE}\na {BOB}", "listed twice"), ("a short", "shorter than 16"),
-             (f"a {ALICE} rate=3", "unknown option"), ("a sha256:12", "64 hex"),
-             ("# nothing", "no clients"), ("lonely", "expected 'NAME TOKEN"))  # fmt: skip
+    cases = (
+        (f"a {ALICE}\na {BOB}", "listed twice"),
+        ("a short", "shorter than 16"),
+        (f"a {ALICE} rate=3", "unknown option"),
+        ("a sha256:12", "64 hex"),
+        ("# nothing", "no clients"),
+        ("lonely", "expected 'NAME TOKEN"),
+    )
     for bad, words in cases:
         with pytest.raises(UserError, match=words):
             parse_tokens(bad, "t")
@@ -128,8 +135,14 @@ def test_audit_log_has_counts_never_texts_tokens_or_keys(served, caplog) -> None
 
 def test_windows_are_bounded_and_detectors_do_not_pile_up(served) -> None:
     c, body = served.client, {"texts": ["river city"]}
-    for windows, status in (([16, 32, 64, 128, 256], 422), ([8], 422), ([5000], 422),
-                            ([16, 4096], 200), ([], 200), ([4, 8], 200)):  # fmt: skip
+    for windows, status in (
+        ([16, 32, 64, 128, 256], 422),
+        ([8], 422),
+        ([5000], 422),
+        ([16, 4096], 200),
+        ([], 200),
+        ([4, 8], 200),
+    ):
         got = c.post("/v1/detect", json={**body, "windows": windows}, headers=auth(BOB))
         assert got.status_code == status, (windows, got.text)
     assert (
@@ -139,14 +152,17 @@ def test_windows_are_bounded_and_detectors_do_not_pile_up(served) -> None:
     served.clients.clients[0].texts_per_minute = 10_000  # room for many requests
     for n in range(40):
         windows = [16 + n, 200 + n]
-        assert c.post("/v1/detect", json={**body, "windows": windows},
-                      headers=auth(ALICE)).status_code == 200  # fmt: skip
+        assert (
+            c.post("/v1/detect", json={**body, "windows": windows}, headers=auth(ALICE)).status_code
+            == 200
+        )
     assert len(served.app.state.detectors) <= Limits().cached_detectors
 
 
 def test_work_bound_answers_503(wm) -> None:
-    app = create_app(wm, Limits(max_batch=1, max_queue=64, max_texts=8, max_chars=4000,
-                                max_work=1000))  # fmt: skip
+    app = create_app(
+        wm, Limits(max_batch=1, max_queue=64, max_texts=8, max_chars=4000, max_work=1000)
+    )
     with TestClient(app) as c:
         long = {"texts": ["river " * 300], "windows": [16, 32]}  # 450 tokens x 3 tests
         assert c.post("/v1/detect", json=long).status_code == 503
@@ -158,8 +174,10 @@ def test_a_slow_client_does_not_block_others(wm) -> None:
     with serving(app) as base:
         port = int(base.rsplit(":", 1)[1])
         slow = socket.create_connection(("127.0.0.1", port))
-        slow.sendall(b"POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 200\r\n\r\n{\"te")  # fmt: skip
+        slow.sendall(
+            b"POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 200\r\n\r\n{"te'
+        )
         answers: list[str] = []
 
         def read_all() -> None:  # the answer may come in several segments

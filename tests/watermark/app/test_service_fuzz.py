@@ -42,8 +42,11 @@ def from_schema(schema: dict) -> st.SearchStrategy:
         optional = {k: v for k, v in props.items() if k not in need}
         return st.fixed_dictionaries(required, optional=optional)
     if kind == "array":
-        return st.lists(from_schema(schema["items"]), min_size=schema.get("minItems", 0),
-                        max_size=schema.get("maxItems", 6))  # fmt: skip
+        return st.lists(
+            from_schema(schema["items"]),
+            min_size=schema.get("minItems", 0),
+            max_size=schema.get("maxItems", 6),
+        )
     if kind == "integer":
         return st.integers(schema.get("minimum"), schema.get("maximum"))
     if kind == "boolean":
@@ -58,8 +61,13 @@ METHODS = ["POST"] * 6 + ["GET", "GET", "PUT", "DELETE"]
 SCALARS = (
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40)
 )
-JSON = st.deferred(lambda: SCALARS | st.lists(JSON, max_size=4)
-                   | st.dictionaries(st.text(max_size=8), JSON, max_size=3))  # fmt: skip
+JSON = st.deferred(
+    lambda: (
+        SCALARS
+        | st.lists(JSON, max_size=4)
+        | st.dictionaries(st.text(max_size=8), JSON, max_size=3)
+    )
+)
 SHORT_TEXT = st.text(max_size=120)
 BODIES = st.one_of(
     from_schema(DETECT_SCHEMA).map(json.dumps),
@@ -96,8 +104,13 @@ def test_fuzzed_requests_never_get_a_server_error(tiny: SimpleNamespace, tmp_pat
     seen: dict = {"cases": 0, "codes": {}, "sent": []}
     with TestClient(app) as client:
 
-        @settings(max_examples=CASES, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=CASES,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(REQUESTS)
         def one(request: tuple) -> None:
             method, path, body, kind, auth = request
@@ -121,5 +134,12 @@ def test_fuzzed_requests_never_get_a_server_error(tiny: SimpleNamespace, tmp_pat
     assert seen["cases"] >= CASES
     assert {200, 401, 422} <= set(seen["codes"]), seen["codes"]  # every kind of answer reached
     assert grown < 20, f"RSS grew by {grown:.1f} MB replaying {seen['cases']} requests"
-    print(json.dumps({"fuzz_cases": seen["cases"], "codes": seen["codes"],
-                      "rss_mb_per_replay": [round(x, 1) for x in rss]}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "fuzz_cases": seen["cases"],
+                "codes": seen["codes"],
+                "rss_mb_per_replay": [round(x, 1) for x in rss],
+            }
+        )
+    )

@@ -35,8 +35,11 @@ def test_config_rule_strengths_and_range_checks() -> None:
     # the biasing rules read one green list whatever ``layers`` says (the tournament's strength)
     assert replace(base, layers=8).green_lists == 1
     assert WatermarkConfig(opening_sentence="x", scaling="tournament", layers=4).green_lists == 4
-    for bad, match in (({"layers": 0}, "layers"), ({"bias": -1.0}, "bias"),
-                       ({"context_guard": -1}, "context_guard")):  # fmt: skip
+    for bad, match in (
+        ({"layers": 0}, "layers"),
+        ({"bias": -1.0}, "bias"),
+        ({"context_guard": -1}, "context_guard"),
+    ):
         with pytest.raises(ValueError, match=match):
             WatermarkConfig(opening_sentence="x", **bad)
 
@@ -52,8 +55,18 @@ def test_default_config_points_at_the_packaged_mapper(tmp_path: Path, monkeypatc
     assert (cfg.filter_first, cfg.fresh_only, cfg.repeats) == (True, True, "bigram")
     # the dataclass defaults are the shipped rule (secrets and paths aside)
     plain = WatermarkConfig(opening_sentence="x")
-    rule = ("scaling", "bias", "delta", "layers", "filter_first", "context_guard", "fresh_only",
-            "temperature", "repeats", "outputs_once")  # fmt: skip
+    rule = (
+        "scaling",
+        "bias",
+        "delta",
+        "layers",
+        "filter_first",
+        "context_guard",
+        "fresh_only",
+        "temperature",
+        "repeats",
+        "outputs_once",
+    )
     assert all(getattr(plain, f) == getattr(cfg, f) for f in rule)
     monkeypatch.chdir(tmp_path)  # resolution does not depend on the working directory
     expected = PACKAGE_DIR / "checkpoints" / "mapper-minilm"  # package data of `watermark`

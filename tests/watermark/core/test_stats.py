@@ -44,8 +44,15 @@ def test_window_spans_cover_the_text_with_a_quarter_stride() -> None:
 
     assert window_spans(10, []) == [(0, 10)]
     assert window_spans(10, [4]) == [
-        (0, 10), (0, 4), (1, 5), (2, 6), (3, 7), (4, 8), (5, 9), (6, 10)
-    ]  # fmt: skip
+        (0, 10),
+        (0, 4),
+        (1, 5),
+        (2, 6),
+        (3, 7),
+        (4, 8),
+        (5, 9),
+        (6, 10),
+    ]
     assert window_spans(10, [8, 12]) == [(0, 10), (0, 8), (2, 10)]  # 12 >= n: whole text only
     assert window_spans(0, [4]) == [(0, 0)]
 
