@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from watermark.core.config import DETECTION, RUNTIME, SAMPLING, WatermarkConfig, fields_of
-from watermark.core.rules import STRENGTH_FIELD
+from watermark.core.schemes import SCHEMES
 
 # fields added after results were cached, at the values that leave those results unchanged
 # (fresh_only off; the long-text limits never reached by texts of <= 512 tokens; neutral tokens
@@ -59,7 +59,8 @@ def digest(obj: Any) -> str:
 
 def generation_view(cfg: WatermarkConfig) -> dict[str, Any]:
     """The fields generation depends on (all but the other rules' strengths and the windows)."""
-    unused = set(STRENGTH_FIELD.values()) - {STRENGTH_FIELD[cfg.scaling]} | set(DETECTION_ONLY)
+    strengths = {cls.strength_field for cls in SCHEMES.values()}
+    unused = strengths - {cfg.scheme.strength_field} | set(DETECTION_ONLY)
     return {k: v for k, v in _cache_view(cfg).items() if k not in unused}
 
 

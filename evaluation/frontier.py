@@ -17,7 +17,7 @@ from pathlib import Path
 
 from evaluation.detection import share_flagged
 from evaluation.metrics import TAIL_KEYS, median
-from watermark.core.rules import STRENGTH_FIELD
+from watermark.core.schemes import scheme_class
 
 SHORT = {
     "scaling": "",
@@ -70,7 +70,7 @@ def rule_label(wm: dict) -> str:
     """The strength-rule settings of a watermark config dict as a cell label."""
     keys = (
         "scaling",
-        STRENGTH_FIELD[wm["scaling"]],
+        scheme_class(wm["scaling"]).strength_field,
         "filter_first",
         "context_guard",
         "fresh_only",

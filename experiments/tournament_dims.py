@@ -37,6 +37,7 @@ from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import as_config  # noqa: E402
 from watermark.core.green_lists import GreenLists  # noqa: E402
 from watermark.core.models import load_lm  # noqa: E402
+from watermark.core.schemes import Tournament  # noqa: E402
 from watermark.core.stats import green_test  # noqa: E402
 from watermark.core.units import first_reads  # noqa: E402
 
@@ -112,7 +113,7 @@ def main() -> None:
     model, tokenizer = load_lm(cfg.generator)
     GreenLists.contains, GreenLists.contains_repeat = _contains, _contains_repeat
     assembly.green_test = _green_test
-    assembly.paper_score = lambda *a: 0.0
+    Tournament.score = lambda self, green: 0.0
     heldout = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
     human = [u["human"] for u in heldout[: args.human]]
     for key in args.keys.split(",") if args.keys else [cfg.key]:

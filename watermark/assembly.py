@@ -20,18 +20,7 @@ from watermark.core.green_lists import TokenReads
 from watermark.core.stats import green_test, window_spans, windowed_test
 from watermark.core.text import decode_ids, decode_many
 from watermark.core.units import first_reads, repeat_indices, tested_indices
-from watermark.detection_result import DetectionResult
-
-
-def paper_score(rule: str, strength: float, green: torch.Tensor) -> float:
-    """The score of the scored tokens' green bits ``green`` (N, L): ``strength`` times the share
-    green in the first list, or under the tournament the share of all N * L bits that are green
-    (0 when N = 0)."""
-    if green.shape[0] == 0:
-        return 0.0
-    if rule == "tournament":
-        return int(green.sum()) / green.numel()
-    return strength * int(green[:, 0].sum()) / green.shape[0]
+from watermark.detection_result import DetectionResult, verdict_p_value
 
 
 def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> list[str]:
@@ -78,8 +67,9 @@ def assemble(
     T = len(ids)
     green_scored, vocab = reads.green, reads.vocab  # (N, L)
     gammas = vocab if null is None else null
-    bigram = cfg.fresh_only and cfg.repeats == "bigram"
-    rule = (cfg.unique_tokens, cfg.fresh_only)
+    policy = cfg.repeat_policy
+    bigram = policy.bigram
+    rule = (policy.unique_tokens, policy.fresh_only)
     # candidate units: each scored step as a first occurrence (row i), and with "bigram"
     # as a repeat too (steps t >= 2), in the order (step, repeat) of the reference
     rows = {(i, False): i for i in range(len(steps))}
@@ -152,7 +142,7 @@ def assemble(
     num_green = int(shown_bits[:, 0].sum()) if steps else 0
     entropy = [None if math.isnan(h) else float(h) for h in entropy.tolist()]
     return DetectionResult(
-        score=paper_score(cfg.scaling, cfg.strength, shown_bits),
+        score=cfg.scheme.score(shown_bits),
         green_fraction=num_green / num_scored if num_scored else 0.0,
         num_scored=num_scored,
         num_tokens=T,
@@ -162,7 +152,7 @@ def assemble(
         expected_green=float(sum(test_gamma)),
         z_score=z,
         p_value=p,
-        is_watermarked=bool((p if window_p is None else window_p) < cfg.target_fpr),
+        is_watermarked=bool(verdict_p_value(p, window_p) < cfg.target_fpr),
         window_p_value=window_p,
         window=window,
         reason=None if num_scored else "no scored tokens",

@@ -29,6 +29,12 @@ SUMMARY_FIELDS = (
 )
 
 
+def verdict_p_value(p_value: float, window_p_value: float | None) -> float:
+    """The p-value a verdict compares with ``target_fpr``: the windowed test's where the config
+    tests windows (``window_p_value`` set), else the whole text's."""
+    return p_value if window_p_value is None else window_p_value
+
+
 @dataclass
 class DetectionResult:
     """Detection result for one text.
@@ -36,7 +42,7 @@ class DetectionResult:
     Attributes:
         score: Paper's score: mean of strength * v_hat over the scored tokens, with the rule's
             strength (``delta`` or ``bias``); under the tournament the mean green bit over its
-            lists (0 if nothing is scored; see :func:`watermark.assembly.paper_score`).
+            lists (0 if nothing is scored; see :meth:`watermark.core.schemes.Scheme.score`).
         green_fraction: Fraction of scored tokens that are green.
         num_scored: |W|, the number of scored tokens.
         num_tokens: T, the number of generator tokens of the text.
@@ -103,7 +109,7 @@ class DetectionResult:
     def verdict_p_value(self) -> float:
         """The p-value ``is_watermarked`` compares with ``target_fpr``: the windowed one where the
         config tests windows, else the whole-text one."""
-        return self.p_value if self.window_p_value is None else self.window_p_value
+        return verdict_p_value(self.p_value, self.window_p_value)
 
     def scored_steps(self) -> list[int]:
         """1-based steps in W."""

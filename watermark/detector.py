@@ -11,7 +11,7 @@ in worker processes (``workers``).
   the configured rule (``delta`` for ``paper`` / ``floor``, ``bias`` for ``additive``). The
   tournament has no logit scale (its strength, ``layers``, is a count of green lists): its score
   is the mean green bit over its ``layers`` lists, SynthID-Text's mean g-value, in [0, 1]
-  (:func:`watermark.assembly.paper_score`). ``green_fraction`` is the share of scored tokens
+  (:meth:`watermark.core.schemes.Scheme.score`). ``green_fraction`` is the share of scored tokens
   green in the first list; ``awr`` = |W| / T.
 * The z-test uses the scored tokens' green bits (one per green list: L = ``layers`` bits per
   token for the tournament, else 1), each token id counted once (its first scored occurrence)
@@ -47,7 +47,7 @@ import torch
 from watermark.assembly import AssemblyPool, assemble_keys
 from watermark.core.scoring import WatermarkCore
 from watermark.core.text import encode_text, unsupported_reason
-from watermark.detection_result import DetectionResult
+from watermark.detection_result import DetectionResult, verdict_p_value
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 
@@ -79,7 +79,7 @@ class Detector:
     @property
     def default_chunk_size(self) -> int:
         """Texts per batch when none is given: 8 on a CPU, 64 on an accelerator."""
-        return 8 if self.core.measurement.device.type == "cpu" else 64
+        return 8 if self.core.device.type == "cpu" else 64
 
     def detect(
         self,
@@ -170,10 +170,9 @@ class Detector:
             gates = dict(zip(todo, core.text_gates([ids_list[n] for n in todo])))
         steps = {n: torch.nonzero(gates[n].gated).flatten().add(1).tolist() for n in todo}
         lists, reads = {}, {}  # per text: its steps' green lists, and their reads per key
-        bigram = self.config.fresh_only and self.config.repeats == "bigram"
         # Texts that share padded MM forwards (batch_logits, opted in) share SE batches too;
         # otherwise each text's spans are embedded alone: its bits cannot depend on others.
-        groups = [todo] if core.measurement.logit_budget > 0 else [[n] for n in todo]
+        groups = [todo] if core.shares_batches else [[n] for n in todo]
         for group in groups:
             found = core.green_lists(
                 [t for n in group for t in steps[n]],
@@ -186,11 +185,7 @@ class Detector:
                 for t in steps[n]
             ]
             tokens, previous = torch.tensor(drawn, dtype=torch.long).reshape(-1, 2).T
-            before = previous if bigram else None
-            per_key = [
-                core.semantic.from_signs(found.signs, key).read(tokens, before)
-                for key in range(core.semantic.num_keys)
-            ]
+            per_key = core.reads(found, tokens, previous)
             at = 0
             for n in group:
                 rows = slice(at, at + len(steps[n]))
@@ -207,9 +202,9 @@ class Detector:
                     )
                 )
                 continue
-            nulls = [None] * core.semantic.num_keys
+            nulls = [None] * core.num_keys
             if self.config.null_model == "mm" and steps[n]:
-                under = [core.semantic.from_signs(lists[n].signs, k) for k in range(len(nulls))]
+                under = core.under_keys(lists[n])
                 nulls = [core.null_green_mass(ids, steps[n], kl).cpu() for kl in under]
             job = (ids, gates[n].entropy, steps[n], reads[n], nulls)
             if pool is not None:
@@ -225,7 +220,7 @@ class Detector:
         found, k = per_key[best], len(per_key)
         p = min(1.0, k * found.p_value)
         window_p = None if found.window_p_value is None else min(1.0, k * found.window_p_value)
-        watermarked = (p if window_p is None else window_p) < self.config.target_fpr
+        watermarked = verdict_p_value(p, window_p) < self.config.target_fpr
         return replace(
             found,
             p_value=p,

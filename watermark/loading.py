@@ -164,7 +164,7 @@ def load_semantic(
     except ValueError as err:
         raise UserError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
     shifts = []
-    if cfg.repeats == "bigram":
+    if cfg.repeat_policy.bigram:
         shifts = [build_repeat_shifts(k, vocab, D, cfg.green_lists) for k in keys]
     return SemanticScorer(
         embedder,

@@ -40,9 +40,10 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.generation import logits_process
 
+from watermark.core.decisions import StepDecision
 from watermark.core.errors import UserError
 from watermark.core.mm_states import start_state
-from watermark.core.scoring import StepDecision, WatermarkCore
+from watermark.core.scoring import WatermarkCore
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from watermark.core.config_checks import COMPUTE_DTYPES, problems
 from watermark.core.errors import UserError
 from watermark.core.keys import DEMO_KEY, resolve_key
 from watermark.core.paths import DEFAULT_MAPPER, PACKAGE_DIR, resolve_path, search_dirs
-from watermark.core.rules import RULES, STRENGTH_FIELD
+from watermark.core.schemes import RULES, RepeatPolicy, Scheme, Tournament, scheme_for
 
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 
@@ -123,9 +123,9 @@ class WatermarkConfig:
         compute_dtype: dtype of the MM and the SE (``float32``, ``bfloat16``, ``float16``); it
             moves entropies and embeddings slightly, so detect with the generation's dtype.
     Sampling (generation only):
-        scaling: The strength rule (:mod:`watermark.core.rules`): ``"paper"``
-            ``l * (1 + delta * v_hat)``, ``"floor"`` the same from the smallest top-k logit,
-            ``"additive"`` ``l + bias * v_hat``, ``"tournament"`` tournament sampling over
+        scaling: The scheme, one of :data:`watermark.core.schemes.SCHEMES`: ``paper``
+            ``l * (1 + delta * v_hat)``, ``floor`` the same from the smallest top-k logit,
+            ``additive`` ``l + bias * v_hat``, ``tournament`` tournament sampling over
             ``layers`` green lists.
         delta: Strength of ``paper`` and ``floor``.
         bias: Strength of ``additive``.
@@ -176,7 +176,7 @@ class WatermarkConfig:
     embed_window: int = setting(SHARED, 32)
     compute_dtype: str = setting(SHARED, "float32", choices=COMPUTE_DTYPES)
     # sampling: the rule and the filters (generation only)
-    scaling: str = setting(SAMPLING, "tournament", choices=RULES)
+    scaling: str = setting(SAMPLING, Tournament.name, choices=RULES)
     delta: float = setting(SAMPLING, 1.5)
     bias: float = setting(SAMPLING, 2.0)
     temperature: float = setting(SAMPLING, 1.02)
@@ -202,14 +202,25 @@ class WatermarkConfig:
             raise UserError("invalid watermark config: " + "; ".join(found))
 
     @property
+    def scheme(self) -> Scheme:
+        """The strength rule :attr:`scaling` names, with its strength
+        (:func:`watermark.core.schemes.scheme_for`)."""
+        return scheme_for(self)
+
+    @property
+    def repeat_policy(self) -> RepeatPolicy:
+        """How repeats are treated, by generation and detection alike."""
+        return RepeatPolicy.of(self)
+
+    @property
     def strength(self) -> float:
         """The strength parameter of the configured rule (``delta``, ``bias`` or ``layers``)."""
-        return getattr(self, STRENGTH_FIELD[self.scaling])
+        return self.scheme.strength
 
     @property
     def green_lists(self) -> int:
         """Green lists per step: ``layers`` for the tournament, 1 for the biasing rules."""
-        return self.layers if self.scaling == "tournament" else 1
+        return self.scheme.lists(self.layers)
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the JSON-able fields (including the secrets; keep the file private)."""

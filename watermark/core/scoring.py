@@ -24,12 +24,12 @@ is embedded.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
 from watermark.core.config import WatermarkConfig
-from watermark.core.green_lists import GreenLists
+from watermark.core.decisions import StepDecision, TextGate
+from watermark.core.green_lists import GreenLists, TokenReads
 from watermark.core.identity import fingerprint
 from watermark.core.measurement import MeasurementModel
 from watermark.core.mm_states import MMGenerationState
@@ -38,43 +38,6 @@ from watermark.core.rules.logits import apply_rule
 from watermark.core.semantic import SemanticScorer
 from watermark.core.text import decode_many
 from watermark.core.timer import StageTimer
-
-
-@dataclass
-class StepDecision:
-    """What the core decided for one generation step of a batch.
-
-    Attributes:
-        step: The 1-based step t.
-        gated: Bool (B,): rows watermarked at this step.
-        entropy: Float (B,): MM entropy (NaN where not computed, e.g. t <= M).
-        green: Green lists of the B rows (meaningful for gated rows only).
-        neutral: Bool (B, V): tokens whose v_hat is 1/2 (``fresh_only``), else None.
-        repeated: Bool (B, V): tokens read at a shifted dimension (``repeats="bigram"``), else
-            None.
-        repeat_shift: Long (L, B): each row's shift per list (the previous token's), else None.
-    """
-
-    step: int
-    gated: torch.Tensor
-    entropy: torch.Tensor
-    green: GreenLists
-    neutral: torch.Tensor | None = None
-    repeated: torch.Tensor | None = None
-    repeat_shift: torch.Tensor | None = None
-
-
-@dataclass
-class TextGate:
-    """Gate of every step of one text (detection path).
-
-    Attributes:
-        entropy: Float (T,): MM entropy per step (NaN where not needed).
-        gated: Bool (T,): steps in the scored set W.
-    """
-
-    entropy: torch.Tensor
-    gated: torch.Tensor
 
 
 class WatermarkCore:
@@ -119,6 +82,33 @@ class WatermarkCore:
     @property
     def opening_steps(self) -> int:
         return int(self.config.opening_steps)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the measurement model runs."""
+        return self.measurement.device
+
+    @property
+    def shares_batches(self) -> bool:
+        """Texts scored together share padded MM forwards (``batch_logits``, opted in)."""
+        return self.measurement.logit_budget > 0
+
+    @property
+    def num_keys(self) -> int:
+        """Keys tried: the config's ``key``, then its ``old_keys``."""
+        return self.semantic.num_keys
+
+    def under_keys(self, lists: GreenLists) -> list[GreenLists]:
+        """The green lists of the same signs under each key."""
+        return [self.semantic.from_signs(lists.signs, key) for key in range(self.num_keys)]
+
+    def reads(
+        self, lists: GreenLists, tokens: torch.Tensor, previous: torch.Tensor
+    ) -> list[TokenReads]:
+        """Per key, the reads of the drawn ``tokens`` (N,) after ``previous`` (N,) in ``lists``
+        of N steps (the previous token matters under the bigram repeat policy only)."""
+        before = previous if self.config.repeat_policy.bigram else None
+        return [under.read(tokens, before) for under in self.under_keys(lists)]
 
     def gate(
         self, steps: torch.Tensor, entropies: torch.Tensor, repeated: torch.Tensor
@@ -221,7 +211,8 @@ class WatermarkCore:
             rows = [int(r) for r in torch.nonzero(active).flatten()]
             entropy = state.entropies(gen, rows)
         steps = torch.full((batch,), step, dtype=torch.long)
-        repeated = repeated_context(gen, self.config.context_guard).cpu()
+        policy = self.config.repeat_policy
+        repeated = repeated_context(gen, policy.guard).cpu()
         gated = self.gate(steps, entropy, repeated) & active.cpu()
         rows = [int(r) for r in torch.nonzero(gated).flatten()]
         signs = self.semantic.no_signs(batch)
@@ -231,10 +222,10 @@ class WatermarkCore:
             signs[rows] = lists.signs
         neutral, repeated, shift = None, None, None
         lists = self.semantic.from_signs(signs)
-        if self.config.fresh_only:
+        if policy.fresh_only:
             seen = torch.zeros(batch, self.vocab_size, dtype=torch.bool, device=gen.device)
             seen.scatter_(1, gen.long(), True)
-            if self.config.repeats == "bigram" and gen.shape[1] > 0:
+            if policy.bigram and gen.shape[1] > 0:
                 repeated = seen
                 shift = lists.repeat_shifts[:, gen[:, -1].long().to(lists.repeat_shifts.device)]
                 neutral = followers(gen, self.vocab_size)  # pairs already in the text
@@ -251,13 +242,12 @@ class WatermarkCore:
             decision.green.signs.to(scores.device),
             decision.green.token_maps.to(scores.device),
             decision.gated,
-            rule=cfg.scaling,
-            strength=cfg.strength,
+            scheme=cfg.scheme,
             top_k=cfg.top_k,
             top_p=cfg.top_p,
             filter_first=cfg.filter_first,
             temperature=cfg.temperature,
-            keep_neutral=cfg.neutral == "kept",
+            keep_neutral=cfg.repeat_policy.keep_neutral,
             neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
             repeated=None if decision.repeated is None else decision.repeated.to(scores.device),
             repeat_shift=None
@@ -288,7 +278,7 @@ class WatermarkCore:
         entropy = torch.full((T,), float("nan"))
         if found is not None:
             entropy[self.opening_steps :] = found
-        repeated = repeated_steps(ids, self.config.context_guard)
+        repeated = repeated_steps(ids, self.config.repeat_policy.guard)
         gated = self.gate(torch.arange(1, T + 1), entropy, repeated)
         return TextGate(entropy=entropy, gated=gated)
 

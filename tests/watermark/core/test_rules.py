@@ -11,9 +11,16 @@ from transformers import TopKLogitsWarper, TopPLogitsWarper
 
 from tests.reference import repeated
 from watermark.core.repeats import repeated_context, repeated_steps
-from watermark.core.rules.logits import apply_rule, filter_logits, logit_floor, tournament
+from watermark.core.rules.logits import apply_rule as marked_logits
+from watermark.core.rules.logits import filter_logits, logit_floor, tournament
+from watermark.core.schemes import scheme_class
 
 INF = float("inf")
+
+
+def apply_rule(logits, green, maps, gated, rule, strength, *args, **kw):
+    """The scheme named ``rule`` with ``strength`` on a batch (``apply_rule`` of the core)."""
+    return marked_logits(logits, green, maps, gated, scheme_class(rule)(strength), *args, **kw)
 
 
 def one_list(size: int) -> torch.Tensor:

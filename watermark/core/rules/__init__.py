@@ -1,12 +1,4 @@
-"""The strength rules: their names and the config field that sets each rule's strength.
+"""The strength rules' tensor formulas (:mod:`watermark.core.rules.logits`).
 
-``paper`` and ``floor`` scale green logits by ``delta``, ``additive`` adds ``bias`` to them and
-``tournament`` samples over ``layers`` green lists. How each rule turns logits into the logits that
-are sampled from is in :mod:`watermark.core.rules.logits`; this registry imports nothing, so that a
-config can be checked (and the command line can report a mistake) without loading torch.
+The schemes that use them, one class per rule, are in :mod:`watermark.core.schemes`.
 """
-
-from __future__ import annotations
-
-STRENGTH_FIELD = {"paper": "delta", "floor": "delta", "additive": "bias", "tournament": "layers"}
-RULES = tuple(STRENGTH_FIELD)

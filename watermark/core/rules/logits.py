@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import torch
 
-from watermark.core.rules import RULES
+from watermark.core.schemes import Scheme
 
 
 def logit_floor(logits: torch.Tensor, top_k: int) -> torch.Tensor:
@@ -157,7 +157,8 @@ def keep_mass(base: torch.Tensor, marked: torch.Tensor, kept: torch.Tensor) -> t
     return torch.where(kept, probs, rest.clamp_min(0.0) * free).log().to(base.dtype)
 
 
-def _tournament_on_candidates(
+def _mark_candidates(
+    scheme: Scheme,
     base: torch.Tensor,
     green_dims: torch.Tensor,
     token_maps: torch.Tensor,
@@ -167,7 +168,7 @@ def _tournament_on_candidates(
     repeat_shift: torch.Tensor | None,
     keep_neutral: bool,
 ) -> torch.Tensor:
-    """The tournament on each row's top-k tokens only (the others are -inf after filtering)."""
+    """The scheme on each row's top-k tokens only (the others are -inf after filtering)."""
     cand = torch.topk(base, k, dim=-1).indices  # (B, k)
     mask = None if neutral is None else neutral.gather(1, cand)
     again = None if repeated is None else repeated.gather(1, cand)
@@ -175,25 +176,11 @@ def _tournament_on_candidates(
     logits = base.gather(1, cand)
     if keep_neutral and mask is not None:
         free = logits.masked_fill(mask, float("-inf"))
-        logp = keep_mass(logits, tournament(free, green_values(green_dims, maps, None)), mask)
+        marked = scheme.mark(free, green_values(green_dims, maps, None), k)
+        logp = keep_mass(logits, marked, mask)
     else:
-        logp = tournament(logits, green_values(green_dims, maps, mask))
+        logp = scheme.mark(logits, green_values(green_dims, maps, mask), k)
     return torch.full_like(base, float("-inf")).scatter(1, cand, logp)
-
-
-def _bias(
-    logits: torch.Tensor, green: torch.Tensor, rule: str, strength: float, top_k: int
-) -> torch.Tensor:
-    """One rule on logits (B, V) with green values (B, L, V); biasing rules read list 0."""
-    if rule == "tournament":
-        return tournament(logits, green)
-    g0 = green[:, 0].to(logits.dtype)
-    if rule == "paper":
-        return logits * (1.0 + strength * g0)
-    if rule == "floor":
-        floor = logit_floor(logits, top_k)
-        return (logits - floor) * (1.0 + strength * g0) + floor
-    return logits + strength * g0
 
 
 def apply_rule(
@@ -201,8 +188,7 @@ def apply_rule(
     green_dims: torch.Tensor,
     token_maps: torch.Tensor,
     gated: torch.Tensor,
-    rule: str,
-    strength: float,
+    scheme: Scheme,
     top_k: int = 50,
     top_p: float = 1.0,
     filter_first: bool = False,
@@ -220,8 +206,7 @@ def apply_rule(
         token_maps: Long tensor (L, V): token -> dimension, per green list; token i is green in
             list l iff ``green_dims[:, token_maps[l, i]]`` (biasing rules read list 0).
         gated: Bool tensor (B,): rows to watermark.
-        rule: One of :data:`RULES`.
-        strength: ``delta`` (paper, floor) or ``bias`` (additive); unused by the tournament.
+        scheme: The strength rule with its strength (:mod:`watermark.core.schemes`).
         top_k: Top-k of the sampling filters (also the floor's k).
         top_p: Top-p of the sampling filters.
         filter_first: Filter before the rule instead of after it.
@@ -235,26 +220,32 @@ def apply_rule(
     Returns:
         New float tensor (B, V).
     """
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
     if temperature != 1.0:
         logits = logits / temperature
     base = filter_logits(logits, top_k, top_p) if filter_first else logits
     batch, vocab = logits.shape
-    if rule == "tournament" and filter_first and 0 < top_k < vocab:
-        marked = _tournament_on_candidates(
-            base, green_dims, token_maps, neutral, top_k, repeated, repeat_shift, keep_neutral
+    if scheme.on_candidates and filter_first and 0 < top_k < vocab:
+        marked = _mark_candidates(
+            scheme,
+            base,
+            green_dims,
+            token_maps,
+            neutral,
+            top_k,
+            repeated,
+            repeat_shift,
+            keep_neutral,
         )
     else:
         kept = neutral if keep_neutral else None
         free = base if kept is None else base.masked_fill(kept, float("-inf"))
         neutral = None if keep_neutral else neutral
-        n_lists = token_maps.shape[0] if rule == "tournament" else 1
+        n_lists = scheme.lists(token_maps.shape[0])
         maps = token_maps[:n_lists, None, :].expand(-1, batch, -1)
         shift = None if repeat_shift is None else repeat_shift[:n_lists]
         maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
         green = green_values(green_dims, maps, neutral)
-        marked = _bias(free, green, rule, strength, top_k)
+        marked = scheme.mark(free, green, top_k)
         if kept is not None:
             marked = keep_mass(base, marked, kept)
     out = torch.where(gated.to(logits.device)[:, None], marked, base)
