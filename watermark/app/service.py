@@ -24,13 +24,11 @@ and the schema needs ``Authorization: Bearer <token>`` (401 without a valid one)
 quotas (429 with ``Retry-After``), and every request is written to the audit log.
 """
 
-import asyncio
 import json
 import logging
 import time
 from collections import OrderedDict
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,63 +39,23 @@ from fastapi.responses import HTMLResponse, Response
 from watermark.app.access import Clients, QuotaExceededError, audit
 from watermark.app.batcher import Batcher, QueueFullError
 from watermark.app.page import STYLE, legend, summary_html, text_html
+from watermark.app.requests import (
+    MAX_WINDOWS,
+    WINDOW_RANGE,
+    BadRequestError,
+    DetectAnswer,
+    HighlightAnswer,
+    Limits,
+    body_schema,
+    read_json,
+    request_models,
+    validate,
+)
 
 logger = logging.getLogger(__name__)
 
 PAGE = Path(__file__).with_name("service_page.html")
-DETECT_SCHEMA = {
-    "type": "object",
-    "required": ["texts"],
-    "properties": {
-        "texts": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "windows": {
-            "type": "array",
-            "maxItems": 4,
-            "items": {"type": "integer", "minimum": 16, "maximum": 4096},
-            "description": "windowed-test span sizes ([]: whole-text test only)",
-        },
-        "per_token": {"type": "boolean", "default": False},
-    },
-}
-MAX_WINDOWS, WINDOW_RANGE = 4, (16, 4096)  # a request's windowed-test sizes
 OPEN_PATHS = ("/", "/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect")
-HIGHLIGHT_SCHEMA = {
-    "type": "object",
-    "required": ["text"],
-    "properties": {"text": {"type": "string"}},
-}
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Request limits of the service."""
-
-    max_batch: int = 8  # texts per detector call
-    max_queue: int = 256  # texts waiting for the detector; past it: 503
-    max_texts: int = 64  # texts per request
-    max_chars: int = 20_000  # characters per text
-    max_work: int = 256 * 512 * 3  # queued work: tokens (chars / 4) x tests (whole text + windows)
-    body_timeout: float = 30.0  # seconds a client may take to send its request body
-    cached_detectors: int = 8  # detectors kept for window sizes other than the configured ones
-
-    @property
-    def max_body(self) -> int:
-        """Bytes a request body may have (every text at its limit, 4 bytes per character)."""
-        return self.max_texts * (4 * self.max_chars + 16) + 4096
-
-
-class BadRequestError(Exception):
-    """A request the client must fix: an HTTP status and a one-line message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _body(schema: dict) -> dict:
-    """OpenAPI extra of an endpoint that reads its JSON body itself."""
-    content = {"application/json": {"schema": schema}}
-    return {"requestBody": {"required": True, "content": content}}
 
 
 def public_config(config: Any) -> dict[str, Any]:
@@ -111,91 +69,36 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None):
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
-async def _read_json(request: Any, limit: int, timeout: float) -> Any:
-    """The request body parsed as JSON, checking its content type and size."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/json":
-        got = kind or "none"
-        raise BadRequestError(415, f"expected Content-Type application/json, got {got!r}")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BadRequestError(413, f"request body of {declared} bytes is over the limit of {limit}")
-    body = bytearray()
-
-    async def receive() -> None:
-        async for chunk in request.stream():
-            body.extend(chunk)
-            if len(body) > limit:
-                raise BadRequestError(413, f"request body is over the limit of {limit} bytes")
-
-    try:
-        await asyncio.wait_for(receive(), timeout)
-    except asyncio.TimeoutError:
-        raise BadRequestError(408, f"request body not received within {timeout:g} s") from None
-    try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        message = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8"
-        raise BadRequestError(400, f"malformed JSON body ({message})") from None
-
-
-def _texts(data: Any, limits: Limits) -> list[str]:
-    if not isinstance(data, dict):
-        raise BadRequestError(422, 'expected a JSON object like {"texts": ["..."]}')
-    texts = data.get("texts")
-    if texts is None:
-        raise BadRequestError(422, 'missing field "texts" (a list of strings)')
-    if not isinstance(texts, list):
-        raise BadRequestError(422, '"texts" must be a list of strings')
-    if not texts:
-        raise BadRequestError(422, '"texts" is empty; give at least one text')
-    if len(texts) > limits.max_texts:
-        raise BadRequestError(
-            413, f"{len(texts)} texts is over the limit of {limits.max_texts} per request"
-        )
-    for i, text in enumerate(texts):
-        _check_text(text, f"texts[{i}]", limits)
-    return texts
-
-
-def _check_text(text: Any, name: str, limits: Limits) -> None:
-    if not isinstance(text, str):
-        raise BadRequestError(422, f"{name} must be a string, got {type(text).__name__}")
-    if len(text) > limits.max_chars:
-        raise BadRequestError(
-            413, f"{name} has {len(text)} characters, over the limit of {limits.max_chars}"
-        )
-
-
 def work(texts: list[str], windows: tuple[int, ...]) -> int:
     """A request's queued work: about its tokens (characters / 4) times its tests."""
     return sum(max(1, len(t) // 4) for t in texts) * (1 + len(windows))
 
 
-def _options(data: dict, default_windows: list[int]) -> tuple[tuple[int, ...], bool]:
-    unknown = sorted(set(data) - {"texts", "windows", "per_token"})
-    if unknown:
-        raise BadRequestError(422, f"unknown fields {unknown}; known: texts, windows, per_token")
-    per_token = data.get("per_token", False)
-    if not isinstance(per_token, bool):
-        raise BadRequestError(422, '"per_token" must be true or false')
-    windows = data.get("windows", default_windows)
-    if windows is None:
-        windows = default_windows
-    low, high = WINDOW_RANGE
-    if windows != default_windows and (
-        not isinstance(windows, list)
-        or len(windows) > MAX_WINDOWS
-        or not all(
-            isinstance(w, int) and not isinstance(w, bool) and low <= w <= high for w in windows
-        )
-    ):
-        raise BadRequestError(
-            422,
-            f'"windows" must be a list of at most {MAX_WINDOWS} span sizes '
-            f"in [{low}, {high}] ([]: off)",
-        )
-    return tuple(windows), per_token
+class Detectors:
+    """The watermark's detector for its configured window sizes, and an LRU cache of detectors
+    for other sizes a request asks for."""
+
+    def __init__(self, watermark: Any, limits: Limits) -> None:
+        from watermark.detector import Detector
+
+        self.watermark, self.limits, self.make = watermark, limits, Detector
+        self.configured = tuple(watermark.config.window_sizes)
+        self.others: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+
+    def get(self, windows: tuple[int, ...]) -> Any:
+        """The detector testing ``windows``."""
+        if windows == self.configured:
+            return self.watermark.detector
+        if windows not in self.others:
+            self.others[windows] = self.make(self.watermark.core, window_sizes=windows)
+            while len(self.others) > self.limits.cached_detectors:
+                self.others.popitem(last=False)
+        self.others.move_to_end(windows)
+        return self.others[windows]
+
+    def detect(self, texts: list[str], windows: tuple[int, ...]) -> list[Any]:
+        """The results of ``texts`` under ``windows`` (the batcher's detector call)."""
+        return self.get(windows).detect(texts, chunk_size=self.limits.max_batch)
 
 
 def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | None = None):
@@ -204,27 +107,9 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
     ``clients``: the admitted clients (tokens, quotas, audit log); ``None`` admits anyone (a
     loopback service for its own user).
     """
-    from watermark.detector import Detector
-
     limits = limits or Limits()
-    config = watermark.config
-    configured = tuple(config.window_sizes)
-    others: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # LRU of other window sizes
-
-    def detector(windows: tuple[int, ...]) -> Any:
-        if windows == configured:
-            return watermark.detector
-        if windows not in others:
-            others[windows] = Detector(watermark.core, window_sizes=windows)
-            while len(others) > limits.cached_detectors:
-                others.popitem(last=False)
-        others.move_to_end(windows)
-        return others[windows]
-
-    def detect(texts: list[str], windows: tuple[int, ...]) -> list[Any]:
-        return detector(windows).detect(texts, chunk_size=limits.max_batch)
-
-    batcher = Batcher(detect, limits.max_batch, limits.max_queue, limits.max_work)
+    detectors = Detectors(watermark, limits)
+    batcher = Batcher(detectors.detect, limits.max_batch, limits.max_queue, limits.max_work)
 
     @asynccontextmanager
     async def lifespan(_app: Any):
@@ -234,27 +119,31 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
 
     app = FastAPI(title="Adaptive watermark detection", version="1", lifespan=lifespan)
     app.state.batcher, app.state.limits, app.state.clients = batcher, limits, clients
-    app.state.detectors = others
+    app.state.detectors = detectors.others
+    _guard(app, clients)
+    _error_handlers(app)
+    _detection_endpoints(app, watermark.config, limits, clients, batcher)
+    _info_endpoints(app, watermark.config, limits, clients, batcher)
+    return app
+
+
+def _guard(app: FastAPI, clients: Clients | None) -> None:
+    """Admits listed clients only (with a tokens file) and writes each request's audit line."""
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
-        """Admits listed clients only (with a tokens file) and writes the audit line."""
         path, start, client = request.url.path, time.perf_counter(), None
         request.state.counts = {}
-        if clients is not None and path not in OPEN_PATHS:
+        guarded = clients is not None and path not in OPEN_PATHS
+        if guarded:
             client = clients.authenticate(request.headers.get("authorization"))
-            if client is None:
-                response = _json(
-                    {"error": "missing or invalid bearer token"},
-                    401,
-                    {"WWW-Authenticate": "Bearer"},
-                )
-            else:
-                request.state.client = client
-                response = await call_next(request)
+        if guarded and client is None:
+            refused = {"error": "missing or invalid bearer token"}
+            response = _json(refused, 401, {"WWW-Authenticate": "Bearer"})
         else:
+            request.state.client = client
             response = await call_next(request)
-        if clients is not None and path not in OPEN_PATHS:
+        if guarded:
             audit(
                 {
                     "time": round(time.time(), 3),
@@ -268,12 +157,9 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
             )
         return response
 
-    def charge(request: Request, texts: list[str], windows: tuple[int, ...]) -> None:
-        """Counts the request for the audit line and takes it from the client's quotas."""
-        chars = sum(len(t) for t in texts)
-        request.state.counts = {"texts": len(texts), "chars": chars, "windows": list(windows)}
-        if clients is not None:
-            clients.charge(request.state.client, len(texts), chars)
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error as one JSON line ``{"error": ...}`` with its status."""
 
     @app.exception_handler(QuotaExceededError)
     async def over_quota(_request: Request, err: QuotaExceededError):
@@ -285,8 +171,7 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
 
     @app.exception_handler(QueueFullError)
     async def queue_full(_request: Request, err: QueueFullError):
-        headers = {"Retry-After": str(err.retry_after)}
-        return _json({"error": str(err)}, 503, headers)
+        return _json({"error": str(err)}, 503, {"Retry-After": str(err.retry_after)})
 
     @app.exception_handler(404)
     async def not_found(request: Request, _err: Exception):
@@ -296,32 +181,56 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
     async def wrong_method(request: Request, _err: Exception):
         return _json({"error": f"{request.method} is not allowed on {request.url.path}"}, 405)
 
-    @app.post("/v1/detect", openapi_extra=_body(DETECT_SCHEMA))
-    async def detect_endpoint(request: Request):
-        """Detects the watermark in each text; results as ``python -m watermark detect``."""
-        data = await _read_json(request, limits.max_body, limits.body_timeout)
-        texts = _texts(data, limits)
-        windows, per_token = _options(data, list(configured))
-        charge(request, texts, windows)
+
+def _detection_endpoints(
+    app: FastAPI, config: Any, limits: Limits, clients: Clients | None, batcher: Batcher
+) -> None:
+    """``POST /v1/detect`` and ``POST /v1/highlight``."""
+    configured = tuple(config.window_sizes)
+    detect_request, highlight_request = request_models(limits)
+
+    async def read(request: Request, model: type) -> Any:
+        data = await read_json(request, limits.max_body, limits.body_timeout)
+        if isinstance(data, dict) and data.get("windows") == list(configured):
+            data = {k: v for k, v in data.items() if k != "windows"}  # the configured sizes
+        return validate(model, data, limits)
+
+    async def run(request: Request, texts: list[str], windows: tuple[int, ...]) -> list[Any]:
+        """Counts the request for the audit line, takes it from the client's quotas and
+        queues its texts."""
+        chars = sum(len(t) for t in texts)
+        request.state.counts = {"texts": len(texts), "chars": chars, "windows": list(windows)}
+        if clients is not None:
+            clients.charge(request.state.client, len(texts), chars)
         results = await batcher.submit(texts, windows, work(texts, windows))
         request.state.counts["watermarked"] = sum(bool(r.is_watermarked) for r in results)
-        return _json({"results": [r.to_dict(per_token=per_token) for r in results]})
+        return results
 
-    @app.post("/v1/highlight", openapi_extra=_body(HIGHLIGHT_SCHEMA))
+    answer = {200: {"model": DetectAnswer}}
+
+    @app.post("/v1/detect", openapi_extra=body_schema(detect_request), responses=answer)
+    async def detect_endpoint(request: Request):
+        """Detects the watermark in each text; results as ``python -m watermark detect``."""
+        body = await read(request, detect_request)
+        windows = configured if body.windows is None else tuple(body.windows)
+        results = await run(request, body.texts, windows)
+        return _json({"results": [r.to_dict(per_token=body.per_token) for r in results]})
+
+    shown = {200: {"model": HighlightAnswer}}
+
+    @app.post("/v1/highlight", openapi_extra=body_schema(highlight_request), responses=shown)
     async def highlight_endpoint(request: Request):
         """One text's detection, its tokens highlighted as ``python -m watermark show``."""
-        data = await _read_json(request, limits.max_body, limits.body_timeout)
-        if not isinstance(data, dict) or "text" not in data:
-            raise BadRequestError(422, 'expected a JSON object like {"text": "..."}')
-        _check_text(data["text"], "text", limits)
-        charge(request, [data["text"]], configured)
-        (result,) = await batcher.submit(
-            [data["text"]], configured, work([data["text"]], configured)
-        )
-        request.state.counts["watermarked"] = int(bool(result.is_watermarked))
-        opening = config.opening_steps or None
-        html = text_html(result, opening) + summary_html(result)
+        body = await read(request, highlight_request)
+        (result,) = await run(request, [body.text], configured)
+        html = text_html(result, config.opening_steps or None) + summary_html(result)
         return _json({"result": result.to_dict(), "html": html})
+
+
+def _info_endpoints(
+    app: FastAPI, config: Any, limits: Limits, clients: Clients | None, batcher: Batcher
+) -> None:
+    """``GET /v1/health``, ``GET /v1/config`` and the page at ``/``."""
 
     @app.get("/v1/health")
     async def health():
@@ -337,23 +246,20 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
             }
         )
 
+    request_limits = {
+        "max_texts": limits.max_texts,
+        "max_chars": limits.max_chars,
+        "max_batch": limits.max_batch,
+        "max_queue": limits.max_queue,
+        "max_work": limits.max_work,
+        "max_windows": MAX_WINDOWS,
+        "window_range": list(WINDOW_RANGE),
+    }
+
     @app.get("/v1/config")
     async def public_config_endpoint():
         """The watermark config without its secrets, and the request limits."""
-        return _json(
-            {
-                "config": public_config(config),
-                "limits": {
-                    "max_texts": limits.max_texts,
-                    "max_chars": limits.max_chars,
-                    "max_batch": limits.max_batch,
-                    "max_queue": limits.max_queue,
-                    "max_work": limits.max_work,
-                    "max_windows": MAX_WINDOWS,
-                    "window_range": list(WINDOW_RANGE),
-                },
-            }
-        )
+        return _json({"config": public_config(config), "limits": request_limits})
 
     marks = legend(config.opening_steps or None, windowed=bool(config.window_sizes))
     page_html = PAGE.read_text().replace("/*STYLE*/", STYLE).replace("<!--LEGEND-->", marks)
@@ -362,8 +268,6 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
     async def page():
         """The detection page: paste a text, read the verdict and the highlighted tokens."""
         return HTMLResponse(page_html)
-
-    return app
 
 
 def serve(

@@ -131,6 +131,22 @@ def test_bad_input_gets_a_one_line_4xx(client, body, headers, status, words) -> 
     assert client.get("/v1/health").json()["status"] == "ok"  # still serving
 
 
+def test_the_published_schema_states_the_limits(client) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    body = paths["/v1/detect"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    texts = body["properties"]["texts"]
+    assert (texts["minItems"], texts["maxItems"], texts["items"]["maxLength"]) == (1, 5, 400)
+    windows = body["properties"]["windows"]["anyOf"][0]
+    assert (windows["maxItems"], windows["items"]["minimum"], windows["items"]["maximum"]) == (
+        4,
+        16,
+        4096,
+    )
+    one = paths["/v1/highlight"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert one["properties"]["text"]["maxLength"] == 400
+    assert "200" in paths["/v1/detect"]["post"]["responses"]
+
+
 def test_unknown_paths_and_methods(client) -> None:
     assert client.get("/v1/nope").status_code == 404
     assert "no such endpoint" in client.get("/v1/nope").json()["error"]

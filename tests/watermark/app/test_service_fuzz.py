@@ -25,16 +25,20 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from watermark.app.access import Clients  # noqa: E402
-from watermark.app.service import DETECT_SCHEMA, HIGHLIGHT_SCHEMA, Limits, create_app  # noqa: E402
+from watermark.app.service import Limits, create_app  # noqa: E402
 
 CASES = int(os.environ.get("WM_FUZZ_CASES", "300"))
 
 
 def from_schema(schema: dict) -> st.SearchStrategy:
     """Values valid under the JSON-schema subset the service's request schemas use (objects
-    with required and optional properties, arrays with bounds, strings, integers with bounds,
-    booleans)."""
+    with required and optional properties, alternatives, arrays with bounds, strings with a
+    length bound, integers with bounds, booleans, null)."""
+    if "anyOf" in schema:
+        return st.one_of([from_schema(option) for option in schema["anyOf"]])
     kind = schema.get("type")
+    if kind == "null":
+        return st.none()
     if kind == "object":
         props = {k: from_schema(v) for k, v in schema.get("properties", {}).items()}
         need = set(schema.get("required", []))
@@ -51,7 +55,18 @@ def from_schema(schema: dict) -> st.SearchStrategy:
         return st.integers(schema.get("minimum"), schema.get("maximum"))
     if kind == "boolean":
         return st.booleans()
-    return st.text(max_size=120)
+    return st.text(max_size=min(120, schema.get("maxLength", 120)))
+
+
+def published_bodies(app: object) -> st.SearchStrategy:
+    """JSON bodies valid under the request schemas the app's OpenAPI document publishes."""
+    paths = app.openapi()["paths"]
+    schemas = [
+        paths[path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        for path in ("/v1/detect", "/v1/highlight")
+    ]
+    assert all(schema["properties"] for schema in schemas)
+    return st.one_of([from_schema(schema) for schema in schemas]).map(json.dumps)
 
 
 TOKEN = "fuzz-client-token-0123456789"
@@ -69,9 +84,7 @@ JSON = st.deferred(
     )
 )
 SHORT_TEXT = st.text(max_size=120)
-BODIES = st.one_of(
-    from_schema(DETECT_SCHEMA).map(json.dumps),
-    from_schema(HIGHLIGHT_SCHEMA).map(json.dumps),
+OTHER_BODIES = st.one_of(
     st.fixed_dictionaries(
         {"texts": st.lists(SHORT_TEXT, min_size=1, max_size=4)},
         optional={"windows": st.lists(st.integers(-5, 5000), max_size=6), "per_token": JSON},
@@ -80,13 +93,17 @@ BODIES = st.one_of(
     JSON.map(json.dumps),
     st.binary(max_size=200),
 )
-REQUESTS = st.tuples(
-    st.sampled_from(METHODS),
-    st.sampled_from(PATHS),
-    BODIES,
-    st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain", ""]),
-    st.sampled_from([f"Bearer {TOKEN}", f"Bearer {TOKEN}", "Bearer nope", "", "Basic abc"]),
-)
+
+
+def requests(bodies: st.SearchStrategy) -> st.SearchStrategy:
+    """(method, path, body, content type, authorization) tuples."""
+    return st.tuples(
+        st.sampled_from(METHODS),
+        st.sampled_from(PATHS),
+        st.one_of(bodies, OTHER_BODIES),
+        st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain", ""]),
+        st.sampled_from([f"Bearer {TOKEN}", f"Bearer {TOKEN}", "Bearer nope", "", "Basic abc"]),
+    )
 
 
 def rss_mb() -> float:
@@ -111,7 +128,7 @@ def test_fuzzed_requests_never_get_a_server_error(tiny: SimpleNamespace, tmp_pat
             database=None,
             suppress_health_check=list(HealthCheck),
         )
-        @given(REQUESTS)
+        @given(requests(published_bodies(app)))
         def one(request: tuple) -> None:
             method, path, body, kind, auth = request
             headers = {k: v for k, v in (("content-type", kind), ("authorization", auth)) if v}
