@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -43,6 +44,134 @@ def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> li
     return pieces
 
 
+@dataclass
+class Units:
+    """The candidate test units of one text: each scored step as a first occurrence, and under
+    the bigram repeat policy each step t >= 2 as a repeat too, in the (step, repeat) order of
+    the reference. ``bits``, ``gammas`` and ``dims`` are (U, L); the ``shown_*`` values (N, L)
+    are each scored step's own read, the one the per-token flags show."""
+
+    rows: dict[tuple[int, bool], int]
+    bits: torch.Tensor
+    gammas: torch.Tensor
+    dims: torch.Tensor
+    shown_bits: torch.Tensor
+    shown_gammas: torch.Tensor
+    shown_vocab: torch.Tensor
+
+    @classmethod
+    def of(
+        cls,
+        cfg: WatermarkConfig,
+        ids: list[int],
+        reads: TokenReads,
+        steps: list[int],
+        null: torch.Tensor | None,
+    ) -> Units:
+        """The units of a text's reads (``null``: the null of each read, if not the vocab's)."""
+        green, vocab = reads.green, reads.vocab
+        gammas = vocab if null is None else null
+        rows = {(i, False): i for i in range(len(steps))}
+        if not (cfg.repeat_policy.bigram and steps):
+            return cls(rows, green, gammas, reads.dims, green, gammas, vocab)
+        again_bits, again_gammas = reads.repeat_green, reads.repeat_null
+        order = sorted(
+            [(i, False) for i in range(len(steps))]
+            + [(i, True) for i, t in enumerate(steps) if t >= 2]
+        )
+        pick = torch.tensor([i for i, _ in order])
+        again = torch.tensor([a for _, a in order])[:, None]
+        first_at: dict[int, int] = {}  # token id -> its first position
+        for pos, token in enumerate(ids):
+            first_at.setdefault(token, pos)
+        seen = torch.tensor([first_at[ids[t - 1]] < t - 1 for t in steps])[:, None]
+        shown_vocab = torch.where(seen, again_gammas, vocab)  # the vocab null
+        return cls(
+            rows={u: r for r, u in enumerate(order)},
+            bits=torch.where(again, again_bits[pick], green[pick]),
+            gammas=torch.where(again, again_gammas[pick], gammas[pick]),
+            dims=torch.where(again, reads.repeat_dims[pick], reads.dims[pick]),
+            shown_bits=torch.where(seen, again_bits, green),
+            shown_gammas=shown_vocab,
+            shown_vocab=shown_vocab,
+        )
+
+    def tested(
+        self, cfg: WatermarkConfig, ids: list[int], steps: list[int], span: tuple[int, int]
+    ) -> list[int]:
+        """Rows of the units the test counts within ``span`` (0-based, end excluded)."""
+        policy = cfg.repeat_policy
+        rule = (policy.unique_tokens, policy.fresh_only)
+        found = [(i, False) for i in tested_indices(ids, steps, span, *rule)]
+        if policy.bigram:
+            found += [(i, True) for i in repeat_indices(ids, steps, span)]
+        return [self.rows[u] for u in sorted(found)]
+
+
+def token_flags(length: int, steps: list[int], units: Units) -> dict[str, list]:
+    """The per-token lists of a result: scored, green, green_bits, gamma and vocab_green."""
+    flags: dict[str, list] = {
+        "scored": [False] * length,
+        "green": [False] * length,
+        "green_bits": [0] * length,
+        "gamma": [None] * length,
+        "vocab_green": [None] * length,
+    }
+    shown = zip(
+        steps,
+        units.shown_bits.sum(1).tolist(),
+        units.shown_bits[:, 0].tolist(),
+        units.shown_gammas[:, 0].tolist(),
+        units.shown_vocab[:, 0].tolist(),
+    )
+    for t, count, first_bit, step_gamma, step_vocab in shown:
+        flags["scored"][t - 1] = True
+        flags["green"][t - 1] = bool(first_bit)
+        flags["green_bits"][t - 1] = int(count)
+        flags["gamma"][t - 1] = float(step_gamma)
+        flags["vocab_green"][t - 1] = float(step_vocab)
+    return flags
+
+
+def run_tests(cfg: WatermarkConfig, ids: list[int], steps: list[int], units: Units) -> dict:
+    """The whole-text test and, with ``window_sizes``, the windowed one: the result's test
+    fields and its ``tested`` flags."""
+    T = len(ids)
+    step_of = {r: i for (i, _), r in units.rows.items()}
+    dims = units.dims.numpy()
+    flat_bits, flat_gammas = units.bits.reshape(-1, 1), units.gammas.reshape(-1, 1)
+    width = units.bits.shape[1]  # L
+    bits = first_reads(dims, units.tested(cfg, ids, steps, (0, T)), cfg.outputs_once)
+    tested = [False] * T
+    for r in {b // width for b in bits}:  # bits: flat indices row * L + list
+        tested[steps[step_of[r]] - 1] = True
+    test_green = flat_bits[bits].flatten().tolist()
+    test_gamma = flat_gammas[bits].flatten().tolist()
+    z, p = green_test(test_green, test_gamma)
+    window_p, window = None, None
+    if cfg.window_sizes:
+        spans = window_spans(T, cfg.window_sizes)[1:]  # after the whole text, done above
+        members = [bits] + [
+            first_reads(dims, units.tested(cfg, ids, steps, span), cfg.outputs_once)
+            for span in spans
+        ]
+        window_p, best = windowed_test(flat_bits.numpy(), flat_gammas.numpy(), members)
+        if members[best]:
+            first, last = members[best][0] // width, members[best][-1] // width
+            window = [steps[step_of[first]], steps[step_of[last]]]
+    return {
+        "num_tested": sum(tested),
+        "num_green_tested": int(sum(test_green)),
+        "expected_green": float(sum(test_gamma)),
+        "z_score": z,
+        "p_value": p,
+        "is_watermarked": bool(verdict_p_value(p, window_p) < cfg.target_fpr),
+        "window_p_value": window_p,
+        "window": window,
+        "tested": tested,
+    }
+
+
 def assemble(
     cfg: WatermarkConfig,
     ids: list[int],
@@ -64,107 +193,21 @@ def assemble(
         null: Float64 (N, L): the null of each read when not the vocabulary's share
             (``null_model="mm"``).
     """
-    T = len(ids)
-    green_scored, vocab = reads.green, reads.vocab  # (N, L)
-    gammas = vocab if null is None else null
-    policy = cfg.repeat_policy
-    bigram = policy.bigram
-    rule = (policy.unique_tokens, policy.fresh_only)
-    # candidate units: each scored step as a first occurrence (row i), and with "bigram"
-    # as a repeat too (steps t >= 2), in the order (step, repeat) of the reference
-    rows = {(i, False): i for i in range(len(steps))}
-    unit_bits, unit_gammas, unit_dims = green_scored, gammas, reads.dims
-    shown_bits, shown_gammas, shown_vocab = green_scored, gammas, vocab
-    if bigram and steps:
-        again_bits, again_gammas = reads.repeat_green, reads.repeat_null
-        order = sorted(
-            [(i, False) for i in range(len(steps))]
-            + [(i, True) for i, t in enumerate(steps) if t >= 2]
-        )
-        rows = {u: r for r, u in enumerate(order)}
-        pick = torch.tensor([i for i, _ in order])
-        again = torch.tensor([a for _, a in order])[:, None]
-        unit_bits = torch.where(again, again_bits[pick], green_scored[pick])
-        unit_gammas = torch.where(again, again_gammas[pick], gammas[pick])
-        unit_dims = torch.where(again, reads.repeat_dims[pick], unit_dims[pick])
-        first_at: dict[int, int] = {}  # token id -> its first position
-        for pos, token in enumerate(ids):
-            first_at.setdefault(token, pos)
-        seen = torch.tensor([first_at[ids[t - 1]] < t - 1 for t in steps])[:, None]
-        shown_bits = torch.where(seen, again_bits, green_scored)
-        shown_gammas = shown_vocab = torch.where(seen, again_gammas, vocab)  # vocab null
-
-    def units(span: tuple[int, int]) -> list[int]:
-        found = [(i, False) for i in tested_indices(ids, steps, span, *rule)]
-        if bigram:
-            found += [(i, True) for i in repeat_indices(ids, steps, span)]
-        return [rows[u] for u in sorted(found)]
-
-    scored = [False] * T
-    green = [False] * T
-    green_bits = [0] * T
-    tested = [False] * T
-    gamma: list[float | None] = [None] * T
-    vocab_green: list[float | None] = [None] * T
-    rows_shown = zip(
-        steps,
-        shown_bits.sum(1).tolist(),
-        shown_bits[:, 0].tolist(),
-        shown_gammas[:, 0].tolist(),
-        shown_vocab[:, 0].tolist(),
-    )
-    for t, count, first_bit, step_gamma, step_vocab in rows_shown:
-        scored[t - 1] = True
-        green[t - 1] = bool(first_bit)
-        green_bits[t - 1] = int(count)
-        gamma[t - 1] = float(step_gamma)
-        vocab_green[t - 1] = float(step_vocab)
-    chosen = units((0, T))
-    step_of = {r: i for (i, _), r in rows.items()}
-    dims = unit_dims.numpy()
-    flat_bits, flat_gammas = unit_bits.reshape(-1, 1), unit_gammas.reshape(-1, 1)
-    width = unit_bits.shape[1]  # L
-    bits = first_reads(dims, chosen, cfg.outputs_once)  # flat indices row * L + list
-    for r in {b // width for b in bits}:
-        tested[steps[step_of[r]] - 1] = True
-    test_green = flat_bits[bits].flatten().tolist()
-    test_gamma = flat_gammas[bits].flatten().tolist()
-    z, p = green_test(test_green, test_gamma)
-    window_p, window = None, None
-    if cfg.window_sizes:
-        spans = window_spans(T, cfg.window_sizes)[1:]  # after the whole text, done above
-        members = [bits] + [first_reads(dims, units(span), cfg.outputs_once) for span in spans]
-        window_p, best = windowed_test(flat_bits.numpy(), flat_gammas.numpy(), members)
-        if members[best]:
-            first, last = members[best][0] // width, members[best][-1] // width
-            window = [steps[step_of[first]], steps[step_of[last]]]
-    num_scored = len(steps)
-    num_green = int(shown_bits[:, 0].sum()) if steps else 0
-    entropy = [None if math.isnan(h) else float(h) for h in entropy.tolist()]
+    T, num_scored = len(ids), len(steps)
+    units = Units.of(cfg, ids, reads, steps, null)
+    num_green = int(units.shown_bits[:, 0].sum()) if steps else 0
     return DetectionResult(
-        score=cfg.scheme.score(shown_bits),
+        score=cfg.scheme.score(units.shown_bits),
         green_fraction=num_green / num_scored if num_scored else 0.0,
         num_scored=num_scored,
         num_tokens=T,
         awr=num_scored / T if T else 0.0,
-        num_tested=sum(tested),
-        num_green_tested=int(sum(test_green)),
-        expected_green=float(sum(test_gamma)),
-        z_score=z,
-        p_value=p,
-        is_watermarked=bool(verdict_p_value(p, window_p) < cfg.target_fpr),
-        window_p_value=window_p,
-        window=window,
         reason=None if num_scored else "no scored tokens",
         token_ids=list(ids),
         tokens=pieces,
-        scored=scored,
-        green=green,
-        green_bits=green_bits,
-        tested=tested,
-        entropy=entropy,
-        gamma=gamma,
-        vocab_green=vocab_green,
+        entropy=[None if math.isnan(h) else float(h) for h in entropy.tolist()],
+        **run_tests(cfg, ids, steps, units),
+        **token_flags(T, steps, units),
     )
 
 

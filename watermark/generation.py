@@ -130,23 +130,8 @@ def generate(
     Returns:
         One :class:`Generation` per prompt, in order.
     """
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    enc = tokenizer(list(prompts), return_tensors="pt", padding=True, padding_side="left")
-    device = next(model.parameters()).device
-    enc = {k: v.to(device) for k, v in enc.items()}
-    processors = LogitsProcessorList()
-    if processor is not None:
-        if hasattr(processor, "reset"):
-            processor.reset()
-        processors.append(processor)
-    filtered = getattr(processor, "applies_sampling_filters", False)
-    if do_sample and temperature != 1.0 and not filtered:
-        processors.append(TemperatureLogitsWarper(temperature))
-    if do_sample and top_k > 0 and not filtered:
-        processors.append(TopKLogitsWarper(top_k=top_k))
-    if do_sample and top_p < 1.0 and not filtered:
-        processors.append(TopPLogitsWarper(top_p=top_p))
+    enc, pad_id = encode_prompts(tokenizer, prompts, next(model.parameters()).device)
+    processors = sampling_processors(processor, do_sample, temperature, top_k, top_p)
     if seed is not None:
         torch.manual_seed(seed)
     stop = eos_ids(model, tokenizer)
@@ -162,7 +147,7 @@ def generate(
             processor,
             max_new_tokens,
             do_sample,
-            tokenizer.pad_token_id,
+            pad_id,
             stop,
             int(generate_kwargs.get("min_new_tokens", 0)),
         )
@@ -174,10 +159,51 @@ def generate(
         logits_processor=processors,
         do_sample=do_sample,
         max_new_tokens=max_new_tokens,
-        pad_token_id=tokenizer.pad_token_id,
+        pad_token_id=pad_id,
         **generate_kwargs,
     )
     return _results(tokenizer, prompts, processor, out, enc["input_ids"].shape[1], stop)
+
+
+def encode_prompts(
+    tokenizer: object, prompts: Sequence[str], device: torch.device
+) -> tuple[dict[str, torch.Tensor], int]:
+    """The prompts' ids left-padded into one batch (``input_ids``, ``attention_mask``, both
+    (B, P)) and the pad id: the tokenizer's pad token, else its EOS. The tokenizer is not
+    changed."""
+    rows = [tokenizer(prompt).input_ids for prompt in prompts]
+    pad_id = tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = tokenizer.eos_token_id
+    width = max(map(len, rows))
+    ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows], dtype=torch.long)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
+    return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}, int(pad_id)
+
+
+def sampling_processors(
+    processor: LogitsProcessor | None,
+    do_sample: bool,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+) -> LogitsProcessorList:
+    """``processor`` (reset for a new generation), then the sampling warpers unless it applies
+    the sampling filters itself (ours does)."""
+    processors = LogitsProcessorList()
+    if processor is not None:
+        if hasattr(processor, "reset"):
+            processor.reset()
+        processors.append(processor)
+    if not do_sample or getattr(processor, "applies_sampling_filters", False):
+        return processors
+    if temperature != 1.0:
+        processors.append(TemperatureLogitsWarper(temperature))
+    if top_k > 0:
+        processors.append(TopKLogitsWarper(top_k=top_k))
+    if top_p < 1.0:
+        processors.append(TopPLogitsWarper(top_p=top_p))
+    return processors
 
 
 def _results(tokenizer, prompts, processor, out, prompt_len, stop) -> list[Generation]:

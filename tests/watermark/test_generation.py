@@ -141,3 +141,19 @@ def test_unwatermarked_generation_samples_at_the_config_temperature(
         "TopKLogitsWarper",
         "TopPLogitsWarper",
     ]
+
+
+def test_prompts_are_left_padded_without_changing_the_tokenizer(tiny: SimpleNamespace) -> None:
+    import copy
+
+    from watermark.generation import encode_prompts
+
+    tok = copy.deepcopy(tiny.gtok)
+    tok.pad_token = None
+    enc, pad = encode_prompts(tok, PROMPTS, torch.device("cpu"))
+    assert tok.pad_token is None and pad == tok.eos_token_id  # EOS pads; the tokenizer is as it was
+    want = tiny.gtok(list(PROMPTS), return_tensors="pt", padding=True, padding_side="left")
+    assert torch.equal(enc["attention_mask"], want["attention_mask"])
+    kept = want["attention_mask"].bool()
+    assert torch.equal(enc["input_ids"][kept], want["input_ids"][kept])
+    assert (enc["input_ids"][~kept] == pad).all() and (~kept).any()

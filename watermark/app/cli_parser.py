@@ -114,6 +114,12 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
+    for add in (_generate, _detect_and_show, _detect_corpus, _keygen, _calibrate, _serve):
+        add(sub, commands)
+    return parser
+
+
+def _generate(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> None:
     gen = _subparser(sub, "generate", "watermarked continuations of prompts", commands["generate"])
     gen.add_argument("--prompt", action="append", help="a prompt (repeatable)")
     gen.add_argument("--file", help="JSONL file with a 'prompt' field per line ('-' = stdin)")
@@ -125,6 +131,8 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     _key_option(gen)
     _device_options(gen)
 
+
+def _detect_and_show(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> None:
     for name, func, helptext in (
         ("detect", commands["detect"], "detect the watermark in texts"),
         ("show", commands["show"], "write an HTML page highlighting scored and green tokens"),
@@ -146,6 +154,9 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
             )
         else:
             p.add_argument("--out", default="watermark.html", help="HTML file to write")
+
+
+def _detect_corpus(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> None:
     bulk = _subparser(
         sub,
         "detect-corpus",
@@ -171,6 +182,9 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         help="processes per device assembling results from the models' outputs "
         "(0: none; on a GPU the host's work bounds throughput)",
     )
+
+
+def _keygen(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> None:
     keygen = _subparser(
         sub, "keygen", "write a config with a fresh secret key (mode 0600)", commands["keygen"]
     )
@@ -188,6 +202,9 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         "as old_keys, so detection still finds texts made under them",
     )
     keygen.add_argument("--force", action="store_true", help="overwrite existing files")
+
+
+def _calibrate(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> None:
     cal = _subparser(
         sub,
         "calibrate",
@@ -211,6 +228,9 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     cal.add_argument("--config", help="watermark config JSON (default: the shipped one)")
     _key_option(cal)
     _device_options(cal)
+
+
+def _serve(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> None:
     srv = _subparser(
         sub,
         "serve",
@@ -267,4 +287,3 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         "--host without --tokens-file: anyone who reaches it can use the key as an "
         "oracle",
     )
-    return parser
