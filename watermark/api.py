@@ -140,17 +140,7 @@ class Watermark:
             device,
             timer=semantic.timer,
         )
-        logger.info(
-            "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
-            cfg.generator,
-            vocab,
-            semantic.num_dims,
-            cfg.measurement_model,
-            "same" if mm.same_tokenizer else "cross",
-            cfg.embedder,
-            device,
-            cfg.compute_dtype,
-        )
+        _log_loaded(cfg, vocab, semantic.num_dims, mm.same_tokenizer, device)
         core = WatermarkCore(cfg, tokenizer, mm, semantic)
         if generator is None and cfg.measurement_model == cfg.generator and mm.same_tokenizer:
             generator = mm.model  # the generator's weights, loaded once
@@ -226,17 +216,7 @@ class Watermark:
         model = self._generator(model)
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         check_prompts(prompts)
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-            raise UserError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
-        if max_new_tokens < 1:
-            raise UserError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        clash = sorted({"temperature", "top_k", "top_p"} & set(kwargs))
-        if clash:
-            raise UserError(
-                f"{', '.join(clash)} come from the watermark config (temperature="
-                f"{self.config.temperature}, top_k={self.config.top_k}, top_p="
-                f"{self.config.top_p}); change them there"
-            )
+        check_generate_args(self.config, max_new_tokens, kwargs)
         processor = None
         if watermark:
             processor = self.logits_processor(
@@ -301,3 +281,31 @@ class Watermark:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise UserError(f"workers must be an integer >= 0, got {workers!r}")
         return self.detector.detect(texts, progress, batch_size, workers)
+
+
+def _log_loaded(cfg: WatermarkConfig, vocab: int, dims: int, same: bool, device: object) -> None:
+    logger.info(
+        "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
+        cfg.generator,
+        vocab,
+        dims,
+        cfg.measurement_model,
+        "same" if same else "cross",
+        cfg.embedder,
+        device,
+        cfg.compute_dtype,
+    )
+
+
+def check_generate_args(cfg: WatermarkConfig, max_new_tokens: object, kwargs: dict) -> None:
+    """A clear error for a bad ``max_new_tokens`` or a sampling argument the config sets."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise UserError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+    if max_new_tokens < 1:
+        raise UserError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    clash = sorted({"temperature", "top_k", "top_p"} & set(kwargs))
+    if clash:
+        raise UserError(
+            f"{', '.join(clash)} come from the watermark config (temperature={cfg.temperature}, "
+            f"top_k={cfg.top_k}, top_p={cfg.top_p}); change them there"
+        )

@@ -60,6 +60,42 @@ def can_fuse(model: torch.nn.Module, processor: object, max_new_tokens: int, ext
     return mm.model is model and mm.same_tokenizer and max_new_tokens < mm.window and quiet
 
 
+def with_mm_rows(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int, pad_token_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ids and mask (2B, P) of the doubled batch: the prompts (rows 0..B-1), then the MM's rows
+    (B..2B-1), which hold only its start token, right-aligned."""
+    mm_ids = torch.full_like(input_ids, pad_token_id)
+    mm_ids[:, -1] = start
+    mm_mask = torch.zeros_like(attention_mask)
+    mm_mask[:, -1] = 1
+    return torch.cat([input_ids, mm_ids]), torch.cat([attention_mask, mm_mask])
+
+
+def last_logits(
+    model: torch.nn.Module, cache: object, step_ids: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor, object]:
+    """Float logits (2B, V) after the new ``step_ids`` (2B, n) of the doubled batch whose mask
+    so far is ``mask``, and the updated cache."""
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1] :]
+    out, cache = cached_forward(
+        model,
+        cache,
+        input_ids=step_ids,
+        attention_mask=mask,
+        position_ids=positions,
+        logits_to_keep=1,
+    )
+    return out.logits[:, -1].float(), cache
+
+
+def draw(scores: torch.Tensor, do_sample: bool) -> torch.Tensor:
+    """Next tokens (B,) of logits (B, V): sampled with torch's global RNG, or greedy."""
+    if do_sample:
+        return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+    return scores.argmax(-1)
+
+
 @torch.inference_mode()
 def fused_generate(
     model: torch.nn.Module,
@@ -87,12 +123,7 @@ def fused_generate(
     """
     batch, device = input_ids.shape[0], input_ids.device
     start = processor.core.measurement.start_id
-    mm_ids = torch.full_like(input_ids, pad_token_id)
-    mm_ids[:, -1] = start
-    mm_mask = torch.zeros_like(attention_mask)
-    mm_mask[:, -1] = 1
-    ids = torch.cat([input_ids, mm_ids])  # rows B.. are the MM's: [start] + generated ids
-    mask = torch.cat([attention_mask, mm_mask])
+    ids, mask = with_mm_rows(input_ids, attention_mask, start, pad_token_id)
     given = GivenEntropies(batch)
     processor.reset()
     processor.state_factory = lambda size: given
@@ -101,26 +132,13 @@ def fused_generate(
     sequence, cache, step_ids = input_ids, None, ids
     try:
         for step in range(max_new_tokens):
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1] :]
-            out, cache = cached_forward(
-                model,
-                cache,
-                input_ids=step_ids,
-                attention_mask=mask,
-                position_ids=positions,
-                logits_to_keep=1,
-            )
-            logits = out.logits[:, -1].float()
+            logits, cache = last_logits(model, cache, step_ids, mask)
             given.values = entropy_from_logits(logits[batch:]).cpu()
             scores = logits[:batch]
             if step < min_new_tokens and len(eos):
                 scores[:, eos] = float("-inf")
             scores = processor(sequence, scores)
-            if do_sample:
-                probs = torch.softmax(scores, dim=-1)
-                tokens = torch.multinomial(probs, num_samples=1).squeeze(1)
-            else:
-                tokens = scores.argmax(-1)
+            tokens = draw(scores, do_sample)
             tokens = torch.where(unfinished, tokens, torch.full_like(tokens, pad_token_id))
             sequence = torch.cat([sequence, tokens[:, None]], dim=1)
             if len(eos):

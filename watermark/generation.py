@@ -108,7 +108,7 @@ def generate(
     fuse: bool = True,
     **generate_kwargs: object,
 ) -> list[Generation]:
-    """Generates one continuation per prompt in a single left-padded batch.
+    """One :class:`Generation` per prompt, in order, generated in one left-padded batch.
 
     Args:
         model: A causal LM.
@@ -126,43 +126,32 @@ def generate(
         fuse: Run the MM inside the generator's forward when our processor's MM is the
             generator (:mod:`watermark.fused`); else, or when not possible, ``model.generate``.
         generate_kwargs: Passed to ``model.generate``.
-
-    Returns:
-        One :class:`Generation` per prompt, in order.
     """
     enc, pad_id = encode_prompts(tokenizer, prompts, next(model.parameters()).device)
     processors = sampling_processors(processor, do_sample, temperature, top_k, top_p)
     if seed is not None:
         torch.manual_seed(seed)
     stop = eos_ids(model, tokenizer)
-    if (
-        processor is not None
-        and fuse
-        and can_fuse(model, processor, max_new_tokens, generate_kwargs)
-    ):
+    prompt_length = enc["input_ids"].shape[1]
+    fuse = fuse and processor is not None
+    if fuse and can_fuse(model, processor, max_new_tokens, generate_kwargs):
+        least = int(generate_kwargs.get("min_new_tokens", 0))
+        ids, mask = enc["input_ids"], enc["attention_mask"]
         out = fused_generate(
-            model,
-            enc["input_ids"],
-            enc["attention_mask"],
-            processor,
-            max_new_tokens,
-            do_sample,
-            pad_id,
-            stop,
-            int(generate_kwargs.get("min_new_tokens", 0)),
+            model, ids, mask, processor, max_new_tokens, do_sample, pad_id, stop, least
         )
-        return _results(tokenizer, prompts, processor, out, enc["input_ids"].shape[1], stop)
-    if do_sample:  # switch off the built-in warpers: ours run after the watermark
-        generate_kwargs = {**warpers_off(), **generate_kwargs}
-    out = model.generate(
-        **enc,
-        logits_processor=processors,
-        do_sample=do_sample,
-        max_new_tokens=max_new_tokens,
-        pad_token_id=pad_id,
-        **generate_kwargs,
-    )
-    return _results(tokenizer, prompts, processor, out, enc["input_ids"].shape[1], stop)
+    else:
+        if do_sample:  # switch off the built-in warpers: ours run after the watermark
+            generate_kwargs = {**warpers_off(), **generate_kwargs}
+        out = model.generate(
+            **enc,
+            logits_processor=processors,
+            do_sample=do_sample,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad_id,
+            **generate_kwargs,
+        )
+    return _results(tokenizer, prompts, processor, out, prompt_length, stop)
 
 
 def encode_prompts(

@@ -211,6 +211,30 @@ def windowed_test(
     if len(members) == 1:  # nothing to correct for: the exact p-value
         return float(observed[0]), 0
     smallest = float(observed[best]) * (1.0 + 1e-9)  # as extreme, up to rounding
+    low = null_minima(probs, index, tables, draws, seed)
+    extreme = int((low <= smallest).sum())
+    p = (1 + extreme) / (draws + 1)
+    if extreme == 0:
+        p = min(p, len(members) * float(observed[best]))
+    return float(min(1.0, p)), best
+
+
+def null_minima(
+    probs: np.ndarray,
+    index: list[np.ndarray],
+    tables: list[np.ndarray],
+    draws: int,
+    seed: int,
+) -> np.ndarray:
+    """The smallest window p-value of each of ``draws`` null draws, float (draws,).
+
+    Args:
+        probs: (N, L) null probabilities of the bits.
+        index: Per window, its tokens' indices among the N.
+        tables: Per window, its p-value per green count (:func:`tails`).
+        draws: Null draws.
+        seed: Seed of the draws.
+    """
     rows, windows = atoms(index)
     cdfs = [np.cumsum(pmf) for pmf in count_pmfs([probs[r].ravel() for r in rows])]
     # inverse-CDF draws of all atoms in one search: atom a's CDF is shifted to [2a, 2a + 1]
@@ -226,8 +250,4 @@ def windowed_test(
     low = np.ones(draws)
     for w, table in enumerate(tables):
         low = np.minimum(low, table[window_counts[:, w]])
-    extreme = int((low <= smallest).sum())
-    p = (1 + extreme) / (draws + 1)
-    if extreme == 0:
-        p = min(p, len(members) * float(observed[best]))
-    return float(min(1.0, p)), best
+    return low

@@ -183,6 +183,30 @@ def _mark_candidates(
     return torch.full_like(base, float("-inf")).scatter(1, cand, logp)
 
 
+def _mark_vocabulary(
+    scheme: Scheme,
+    base: torch.Tensor,
+    green_dims: torch.Tensor,
+    token_maps: torch.Tensor,
+    neutral: torch.Tensor | None,
+    top_k: int,
+    repeated: torch.Tensor | None,
+    repeat_shift: torch.Tensor | None,
+    keep_neutral: bool,
+) -> torch.Tensor:
+    """The scheme on every token of each row."""
+    kept = neutral if keep_neutral else None
+    free = base if kept is None else base.masked_fill(kept, float("-inf"))
+    neutral = None if keep_neutral else neutral
+    n_lists = scheme.lists(token_maps.shape[0])
+    maps = token_maps[:n_lists, None, :].expand(-1, base.shape[0], -1)
+    shift = None if repeat_shift is None else repeat_shift[:n_lists]
+    maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
+    green = green_values(green_dims, maps, neutral)
+    marked = scheme.mark(free, green, top_k)
+    return marked if kept is None else keep_mass(base, marked, kept)
+
+
 def apply_rule(
     logits: torch.Tensor,
     green_dims: torch.Tensor,
@@ -223,30 +247,9 @@ def apply_rule(
     if temperature != 1.0:
         logits = logits / temperature
     base = filter_logits(logits, top_k, top_p) if filter_first else logits
-    batch, vocab = logits.shape
-    if scheme.on_candidates and filter_first and 0 < top_k < vocab:
-        marked = _mark_candidates(
-            scheme,
-            base,
-            green_dims,
-            token_maps,
-            neutral,
-            top_k,
-            repeated,
-            repeat_shift,
-            keep_neutral,
-        )
-    else:
-        kept = neutral if keep_neutral else None
-        free = base if kept is None else base.masked_fill(kept, float("-inf"))
-        neutral = None if keep_neutral else neutral
-        n_lists = scheme.lists(token_maps.shape[0])
-        maps = token_maps[:n_lists, None, :].expand(-1, batch, -1)
-        shift = None if repeat_shift is None else repeat_shift[:n_lists]
-        maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
-        green = green_values(green_dims, maps, neutral)
-        marked = scheme.mark(free, green, top_k)
-        if kept is not None:
-            marked = keep_mass(base, marked, kept)
+    on_candidates = scheme.on_candidates and filter_first and 0 < top_k < logits.shape[-1]
+    mark = _mark_candidates if on_candidates else _mark_vocabulary
+    args = (neutral, top_k, repeated, repeat_shift, keep_neutral)
+    marked = mark(scheme, base, green_dims, token_maps, *args)
     out = torch.where(gated.to(logits.device)[:, None], marked, base)
     return out if filter_first else filter_logits(out, top_k, top_p)
