@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import stat
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -211,3 +212,29 @@ class Clients:
 def audit(record: dict) -> None:
     """Writes one audit line (the caller passes counts and names only, never text or tokens)."""
     audit_logger.info(json.dumps(record, sort_keys=True))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (a host name other than localhost is not)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def audit_to(path: str | None) -> None:
+    """Sends the audit log to ``path`` (created mode 0600) or to stderr."""
+    audit = logging.getLogger("watermark.audit")
+    audit.setLevel(logging.INFO)
+    audit.propagate = False
+    if path:
+        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    audit.addHandler(handler)

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from watermark.app.cli_inputs import UsageError, emit, inputs, load, read_config, read_jsonl
 from watermark.app.cli_parser import USAGE_ERROR
 from watermark.app.cli_parser import build_parser as _build_parser
 from watermark.core.errors import UserError
@@ -50,97 +51,14 @@ USER_ERRORS = (
 )
 
 
-class UsageError(UserError):
-    """A mistake in the command line or its inputs."""
-
-
-def _read_jsonl(path: str, field: str) -> list[dict]:
-    """The objects of a JSONL file (``-``: stdin) that must each have ``field``."""
-    name = "<stdin>" if path == "-" else path
-    try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"--file {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"--file {path} is a folder; give a JSONL file") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(
-            f"--file {path} is not UTF-8 text (a binary file?); give a JSONL file with one "
-            f"{{{field!r}: ...}} object per line"
-        ) from None
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise UsageError(
-                f"{name}:{n}: not valid JSON ({err.msg}); each line must be an object with a "
-                f"{field!r} field"
-            ) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get(field), str):
-            raise UsageError(f"{name}:{n}: expected a JSON object with a string {field!r} field")
-        rows.append(obj)
-    return rows
-
-
-def _inputs(values: Sequence[str] | None, path: str | None, field: str) -> list[dict]:
-    """Command-line values and file rows, as ``{field: ..., ...}`` objects in input order."""
-    rows = [{field: v} for v in values or []]
-    if path:
-        rows.extend(_read_jsonl(path, field))
-    if not rows:
-        raise UsageError(f"nothing to do: give --{field} (repeatable) or --file")
-    return rows
-
-
-def _emit(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-
-
-def _config(args: argparse.Namespace):
-    """The config, checked (fields and mapper folder) before anything heavy is imported."""
-    from watermark.core.config import as_config
-
-    cfg = as_config(args.config)
-    if getattr(args, "key_file", None):
-        refs = ["file:" + str(Path(f).expanduser().resolve()) for f in args.key_file]
-        cfg = replace(cfg, key=refs[0], old_keys=refs[1:])
-    cfg.secret_keys()  # an unreadable key file or unset variable is reported now
-    if getattr(args, "windows", None) is not None:
-        cfg = replace(cfg, window_sizes=args.windows)  # checked again
-    cfg.mapper_dir()
-    return cfg
-
-
-def _load(cfg, args: argparse.Namespace, with_generator: bool = False):
-    from watermark.api import Watermark
-    from watermark.core.devices import resolve_device, torch_dtype
-
-    device = resolve_device(args.device)
-    if not with_generator:
-        return Watermark.load(cfg, device=device, dtype=args.dtype), None
-    from watermark.core.models import load_lm
-
-    dtype = torch_dtype(args.dtype or cfg.compute_dtype)
-    model, tokenizer = load_lm(cfg.resolve_path(cfg.generator), dtype=dtype)
-    model = model.to(device)
-    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model, device=device, dtype=args.dtype)
-    return wm, model
-
-
 def cmd_generate(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    prompts = [row["prompt"] for row in _inputs(args.prompt, args.file, "prompt")]
+    prompts = [row["prompt"] for row in inputs(args.prompt, args.file, "prompt")]
     for n, prompt in enumerate(prompts):
         if not prompt.strip():
             raise UsageError(f"prompt {n + 1} is empty; give some text for the model to continue")
-    wm, _ = _load(_config(args), args, with_generator=True)  # wm holds the generator
+    wm, _ = load(read_config(args), args, with_generator=True)  # wm holds the generator
     batches = range(0, len(prompts), args.batch_size)
     for b, start in enumerate(tqdm(batches, desc="generate", unit="batch", file=sys.stderr)):
         batch = prompts[start : start + args.batch_size]
@@ -153,7 +71,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             record=False,
         )
         for out in outs:
-            _emit({"prompt": out.prompt, "text": out.text, "fingerprint": wm.fingerprint})
+            emit({"prompt": out.prompt, "text": out.text, "fingerprint": wm.fingerprint})
     return 0
 
 
@@ -176,12 +94,12 @@ def _fingerprint_check(rows: list[dict], mine: str) -> list[bool | None]:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    rows = _inputs(args.text, args.file, "text")
-    wm, _ = _load(_config(args), args)
+    rows = inputs(args.text, args.file, "text")
+    wm, _ = load(read_config(args), args)
     same = _fingerprint_check(rows, wm.fingerprint)
     for result, matches in zip(wm.detect([row["text"] for row in rows], progress=True), same):
         line = result.to_dict(per_token=args.per_token)
-        _emit(line if matches is None else {**line, "fingerprint_matches": matches})
+        emit(line if matches is None else {**line, "fingerprint_matches": matches})
     return 0
 
 
@@ -191,18 +109,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out}: folder {out.parent} does not exist; create it first")
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder; give an .html file name")
-    rows = _inputs(args.text, args.file, "text")
-    cfg = _config(args)
+    rows = inputs(args.text, args.file, "text")
+    cfg = read_config(args)
     from watermark.app.page import render
 
-    wm, _ = _load(cfg, args)
+    wm, _ = load(cfg, args)
     results = wm.detect([row["text"] for row in rows], progress=True)
     page = render(
         results, prompts=[row.get("prompt") for row in rows], opening_steps=cfg.opening_steps
     )
     out.write_text(page, encoding="utf-8")
     for result in results:
-        _emit(result.to_dict())
+        emit(result.to_dict())
     print(f"wrote {out}", file=sys.stderr)
     return 0
 
@@ -225,58 +143,31 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     old = [base.key, *base.old_keys] if args.rotate else []
     cfg = replace(pinned(base), key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
     write_private(out, json.dumps(cfg.to_dict(), indent=2) + "\n", overwrite=args.force)
-    _emit({**summary, "old_keys": len(old), "mode": "0600"})
+    emit({**summary, "old_keys": len(old), "mode": "0600"})
     return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from watermark.app.calibrate import calibrate
 
-    human = [row["text"] for row in _read_jsonl(args.human, "text")]
+    human = [row["text"] for row in read_jsonl(args.human, "text")]
     marked = (
-        [row["text"] for row in _read_jsonl(args.watermarked, "text")] if args.watermarked else []
+        [row["text"] for row in read_jsonl(args.watermarked, "text")] if args.watermarked else []
     )
     if not human:
         raise UsageError(f"--human {args.human} holds no texts")
-    wm, _ = _load(_config(args), args)
+    wm, _ = load(read_config(args), args)
     rows = calibrate(
         wm, human, marked, args.lengths, args.expect_key, args.human_by_length, progress=True
     )
     for row in rows:
-        _emit(row)
+        emit(row)
     return 0
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name: it may resolve to anything
-        return False
-
-
-def _audit_to(path: str | None) -> None:
-    """Sends the audit log to ``path`` (created mode 0600) or to stderr."""
-    import os
-
-    audit = logging.getLogger("watermark.audit")
-    audit.setLevel(logging.INFO)
-    audit.propagate = False
-    if path:
-        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    audit.addHandler(handler)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
-        from watermark.app.access import Clients
+        from watermark.app.access import Clients, audit_to, is_loopback
         from watermark.app.service import Limits, serve
     except ImportError as err:
         raise UsageError(
@@ -287,7 +178,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.audit_log and not args.tokens_file:
         raise UsageError("--audit-log needs --tokens-file (the log names the client of a request)")
     clients = Clients(args.tokens_file) if args.tokens_file else None  # checked before loading
-    if clients is None and not _loopback(args.host):
+    if clients is None and not is_loopback(args.host):
         if not args.insecure_no_auth:
             raise UsageError(
                 f"--host {args.host} is not a loopback address: give --tokens-file (anyone who "
@@ -300,8 +191,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if clients is not None:
-        _audit_to(args.audit_log)
-    wm, _ = _load(_config(args), args)
+        audit_to(args.audit_log)
+    wm, _ = load(read_config(args), args)
     max_batch = args.max_batch or wm.detector.default_chunk_size
     limits = Limits(
         max_batch=max_batch,
@@ -317,7 +208,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_detect_corpus(args: argparse.Namespace) -> int:
-    _config(args)  # checked before any process starts
+    read_config(args)  # checked before any process starts
     try:
         from watermark.app.bulk import detect_corpus
     except ImportError as err:
@@ -338,7 +229,7 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
         workers=args.workers,
     )
     if summary:
-        _emit(summary)
+        emit(summary)
     return 0
 
 
