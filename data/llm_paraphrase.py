@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+import data.paraphraser_model  # noqa: F401  (registers the 1.5B paraphraser's short name)
 from data.paraphrase import word_key
 
 logger = logging.getLogger(__name__)

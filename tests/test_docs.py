@@ -25,7 +25,7 @@ TOP = (
     "checkpoints/",
     ".ci/",
 )
-GENERATED = ("checkpoints/runs/",)  # training output, ignored by git
+GENERATED = ("runs/mapper-minilm-ckpt/",)  # training output, ignored by git
 MODULE = re.compile(r"^(watermark|mapper|data|evaluation|tests)(\.[A-Za-z_]\w*)+$")
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+(\(\))?$")  # snake_case names
 FOLDERS = (

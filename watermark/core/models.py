@@ -3,10 +3,9 @@
 The machines this project runs on reach package registries but no model hub, so the models ship
 inside PyPI packages. One rule resolves every model name (:func:`resolve_model`):
 
-* a short name from :data:`KNOWN_LMS` (``smollm2-135m``, ``gemma3-270m``,
-  ``qwen2.5-coder-1.5b``) or
-  :data:`KNOWN_EMBEDDERS` (``minilm``, ``mpnet``) gives the packaged copy, prepared once in the
-  cache folder (:func:`cache_root`) on first use;
+* a short name from :data:`KNOWN_LMS` (``smollm2-135m``, ``gemma3-270m``; the evaluation
+  registers ``qwen2.5-coder-1.5b``) or :data:`KNOWN_EMBEDDERS` (``minilm``, ``mpnet``) gives
+  the packaged copy, prepared once in the cache folder (:func:`cache_root`) on first use;
 * an existing local folder is used as it is;
 * a hub id ``org/name`` that is not a local path is passed on unchanged (for online users);
 * anything else is an error naming the known short names.

@@ -50,9 +50,12 @@ does before top-k / top-p. Rows whose gate is closed get the temperature and the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from watermark.core.schemes import Scheme
+if TYPE_CHECKING:
+    from watermark.core.schemes import Scheme
 
 
 def logit_floor(logits: torch.Tensor, top_k: int) -> torch.Tensor:
