@@ -61,7 +61,7 @@ def load(args: argparse.Namespace, mm_null: bool = False) -> tuple[Watermark, to
     nulls' gammas then; the report recomputes variants)."""
     cfg = as_config(args.config)
     if args.generator:
-        cfg = replace(cfg, generator=args.generator, vocab_size=None)
+        cfg = cfg.evolve(generator=args.generator, vocab_size=None)
     if args.mm:
         cfg = replace(cfg, measurement_model=args.mm)
     log(f"mapper {cfg.mapper}; generator {cfg.generator}; MM {cfg.measurement_model}")
@@ -69,7 +69,7 @@ def load(args: argparse.Namespace, mm_null: bool = False) -> tuple[Watermark, to
     if mm_null:
         try:
             return Watermark.load(
-                replace(cfg, null_model="mm"), tokenizer=tokenizer, generator=model
+                cfg.evolve(null_model="mm"), tokenizer=tokenizer, generator=model
             ), model
         except UserError:  # a cross-tokenizer MM: the vocab null only
             pass

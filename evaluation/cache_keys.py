@@ -15,7 +15,8 @@ import hashlib
 import json
 from typing import Any
 
-from watermark.core.config import DETECTION, RUNTIME, SAMPLING, WatermarkConfig, fields_of
+from watermark.core.config import WatermarkConfig, fields_of
+from watermark.core.design import DETECTION, RUNTIME, SAMPLING
 from watermark.core.schemes import SCHEMES
 
 # fields added after results were cached, at the values that leave those results unchanged

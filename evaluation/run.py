@@ -93,7 +93,7 @@ class Evaluation:
         self.model.eval()
         wm_cfg = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
         if wm_cfg.generator != cfg.generator:
-            wm_cfg = replace(wm_cfg, generator=cfg.resolve(cfg.generator), vocab_size=None)
+            wm_cfg = wm_cfg.evolve(generator=cfg.resolve(cfg.generator), vocab_size=None)
         self.wm_config = wm_cfg
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.methods = {name: self._method(name) for name in cfg.methods}
@@ -132,11 +132,11 @@ class Evaluation:
         ``kgw_delta`` for KGW-0/1/2."""
         cfg = self.cfg
         if name in KGW_BASES:
-            cfg = replace(cfg, **overrides)
+            cfg = cfg.evolve(**overrides)
         if name == "unwatermarked":
             return Method()
         if name == "ours":
-            wm_cfg = replace(self.wm_config, **overrides)
+            wm_cfg = self.wm_config.evolve(**overrides)
             wm = Watermark.load(wm_cfg, tokenizer=self.tokenizer, generator=self.model)
             return OursMethod(wm, self.model, generation_key(wm_cfg), detection_key(wm_cfg))
         if name == "kgw1":

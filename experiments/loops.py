@@ -31,7 +31,6 @@ import argparse
 import gzip
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -160,7 +159,7 @@ def run(args: argparse.Namespace) -> None:
             overrides[key] = json.loads(value)
         except json.JSONDecodeError:  # a bare string
             overrides[key] = value
-    cfg = replace(cfg, **overrides)
+    cfg = cfg.evolve(**overrides)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()

@@ -28,7 +28,6 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -117,7 +116,7 @@ def main() -> None:
     for attack in cfg.curve_attacks:
         sets[attack_label(attack)] = ev.attacked(attack, texts, humans[:n])
 
-    wm_cfg = replace(ev.wm_config, window_sizes=[], outputs_once=False)
+    wm_cfg = ev.wm_config.evolve(window_sizes=[], outputs_once=False)
     wm = Watermark.load(wm_cfg, tokenizer=ev.tokenizer, generator=ev.model)
     assembly.first_reads, assembly.green_test = _first_reads, _green_test
     human = detect(wm, humans)

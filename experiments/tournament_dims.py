@@ -101,8 +101,7 @@ def main() -> None:
         "each on its own line (default: the shipped key)",
     )
     args = parser.parse_args()
-    cfg = replace(
-        as_config(None),
+    cfg = as_config(None).evolve(
         scaling="tournament",
         layers=args.layers,
         temperature=args.temperature,

@@ -63,7 +63,7 @@ def ship(new_dir: Path, yes: bool, retired_root: Path, package_dir: Path = PACKA
     for name in (WEIGHTS_NAME, CONFIG_NAME):
         shutil.copy2(new_dir / name, shipped_dir / name)
     data = json.loads(config_path.read_text(encoding="utf-8"))
-    data["mapper_digest"] = digests["new"]
+    data.get("models", data)["mapper_digest"] = digests["new"]  # sections, or a flat file
     config_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return {**report, "replaced": True, "retired_to": str(retired)}
 

@@ -112,7 +112,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
         )
         fields.update(overrides)
         return Watermark.load(
-            WatermarkConfig(**fields),
+            WatermarkConfig.of(**fields),
             tokenizer=ns.gtok,
             generator=ns.gen,
             measurement_model=ns.mmx if cross else ns.mm,

@@ -214,7 +214,7 @@ def save_tiny_watermark(
         top_k=10,
     )
     fields.update(overrides)
-    WatermarkConfig(**fields).save(root / "wm.json")
+    WatermarkConfig.of(**fields).save(root / "wm.json")
     return fields
 
 
@@ -235,7 +235,7 @@ def fused_watermark(tiny: object, **overrides: object) -> object:
         top_p=0.9,
     )
     return Watermark.load(
-        WatermarkConfig(**{**fields, **overrides}),
+        WatermarkConfig.of(**{**fields, **overrides}),
         tokenizer=tiny.gtok,
         generator=tiny.gen,
         embedder=tiny.emb,

@@ -17,7 +17,8 @@ from evaluation.cache_keys import (
     generation_key,
     generation_view,
 )
-from watermark.core.config import RUNTIME, WatermarkConfig, fields_of
+from watermark.core.config import WatermarkConfig, fields_of
+from watermark.core.design import RUNTIME
 
 # the shipped default config's fields when the caches were written
 SHIPPED = {
@@ -87,7 +88,7 @@ PINNED = {
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_cache_digests_are_pinned(name: str) -> None:
     changes, generation, detection = PINNED[name]
-    cfg = WatermarkConfig(**{**SHIPPED, **changes})
+    cfg = WatermarkConfig.of(**{**SHIPPED, **changes})
     assert digest(generation_view(cfg)) == generation
     assert digest(detection_view(cfg)) == detection
     assert generation_key(cfg) == f"ours-{generation}"
@@ -95,7 +96,7 @@ def test_cache_digests_are_pinned(name: str) -> None:
 
 
 def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
-    base = WatermarkConfig(
+    base = WatermarkConfig.of(
         opening_sentence="x",
         scaling="additive",
         bias=3.0,
@@ -104,28 +105,28 @@ def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
         outputs_once=False,
     )
     # generation ignores the strengths of other rules; detection ignores the rule altogether
-    other_delta = WatermarkConfig(**{**base.to_dict(), "delta": 9.0})
+    other_delta = WatermarkConfig.of(**{**base.to_dict(), "delta": 9.0})
     assert generation_view(other_delta) == generation_view(base)
-    other_bias = WatermarkConfig(**{**base.to_dict(), "bias": 1.0})
+    other_bias = WatermarkConfig.of(**{**base.to_dict(), "bias": 1.0})
     assert generation_view(other_bias) != generation_view(base)
-    floor = WatermarkConfig(**{**base.to_dict(), "scaling": "floor", "filter_first": False})
+    floor = WatermarkConfig.of(**{**base.to_dict(), "scaling": "floor", "filter_first": False})
     assert detection_view(floor) == detection_view(base)
     # the embedding batch changes speed only: it never splits a cache
-    batched = WatermarkConfig(**{**base.to_dict(), "embed_batch_size": 7})
+    batched = WatermarkConfig.of(**{**base.to_dict(), "embed_batch_size": 7})
     assert generation_view(batched) == generation_view(base)
     # the windowed test is read at detection only: one generation cache for every window setting
-    windowed = WatermarkConfig(**{**base.to_dict(), "window_sizes": [64]})
+    windowed = WatermarkConfig.of(**{**base.to_dict(), "window_sizes": [64]})
     assert generation_view(windowed) == generation_view(base)
     assert detection_view(windowed) != detection_view(base)
-    once = WatermarkConfig(**{**base.to_dict(), "outputs_once": True})
+    once = WatermarkConfig.of(**{**base.to_dict(), "outputs_once": True})
     assert generation_view(once) == generation_view(base)
     assert detection_view(once) != detection_view(base)
-    guarded = WatermarkConfig(**{**base.to_dict(), "context_guard": 4})
+    guarded = WatermarkConfig.of(**{**base.to_dict(), "context_guard": 4})
     assert detection_view(guarded) != detection_view(base)
 
 
 def test_every_runtime_field_is_held_at_one_value_in_the_views() -> None:
     assert set(SPEED_ONLY) == set(fields_of(RUNTIME))
-    fast = WatermarkConfig(**{**SHIPPED, **dict.fromkeys(SPEED_ONLY, 7)})
-    assert generation_key(fast) == generation_key(WatermarkConfig(**SHIPPED))
-    assert detection_key(fast) == detection_key(WatermarkConfig(**SHIPPED))
+    fast = WatermarkConfig.of(**{**SHIPPED, **dict.fromkeys(SPEED_ONLY, 7)})
+    assert generation_key(fast) == generation_key(WatermarkConfig.of(**SHIPPED))
+    assert detection_key(fast) == detection_key(WatermarkConfig.of(**SHIPPED))

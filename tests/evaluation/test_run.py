@@ -26,7 +26,7 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
     tiny_mapper(16, 24).save_pretrained(root / "mapper")
     from watermark.core.config import WatermarkConfig
 
-    WatermarkConfig(
+    WatermarkConfig.of(
         mapper="mapper",
         generator="gen",
         measurement_model="gen",

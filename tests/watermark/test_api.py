@@ -19,17 +19,19 @@ def test_load_rejects_parts_that_do_not_fit(tiny: SimpleNamespace) -> None:
     )
     with pytest.raises(ValueError, match="16-d embeddings.*input_dim=24"):
         Watermark.load(
-            WatermarkConfig(**cfg, measurement_model="g"), mapper=tiny_mapper(24, 8), **common
+            WatermarkConfig.of(**cfg, measurement_model="g"), mapper=tiny_mapper(24, 8), **common
         )
     with pytest.raises(ValueError, match="D == LM-head width V"):
         Watermark.load(
-            WatermarkConfig(**cfg, measurement_model="g", token_map="identity", scaling="additive"),
+            WatermarkConfig.of(
+                **cfg, measurement_model="g", token_map="identity", scaling="additive"
+            ),
             mapper=tiny.mapper,
             **common,
         )
     with pytest.raises(ValueError, match="vocab_size=999"):
         Watermark.load(
-            WatermarkConfig(**cfg, measurement_model="g", vocab_size=999),
+            WatermarkConfig.of(**cfg, measurement_model="g", vocab_size=999),
             mapper=tiny.mapper,
             **common,
         )
@@ -40,7 +42,7 @@ def test_load_rejects_parts_that_do_not_fit(tiny: SimpleNamespace) -> None:
 def test_token_map_sized_by_lm_head_not_tokenizer(tiny: SimpleNamespace) -> None:
     wide = tiny_llama(len(tiny.gtok) + 7, seed=5)
     wm = Watermark.load(
-        WatermarkConfig(
+        WatermarkConfig.of(
             mapper="m", generator="g", measurement_model="g", key="k", opening_sentence="o"
         ),
         tokenizer=tiny.gtok,
@@ -75,11 +77,11 @@ def test_watermark_without_a_generator(tiny: SimpleNamespace) -> None:
     fields["vocab_size"] = len(tiny.gtok)
     parts = dict(tokenizer=tiny.gtok, embedder=tiny.emb, mapper=tiny.mapper)
     same = Watermark.load(
-        WatermarkConfig(**fields, measurement_model="g"), measurement_model=tiny.mm, **parts
+        WatermarkConfig.of(**fields, measurement_model="g"), measurement_model=tiny.mm, **parts
     )
     assert same.generator is tiny.mm
     cross = Watermark.load(
-        WatermarkConfig(**fields, measurement_model="x"),
+        WatermarkConfig.of(**fields, measurement_model="x"),
         measurement_model=tiny.mmx,
         mm_tokenizer=tiny.mtok,
         **parts,

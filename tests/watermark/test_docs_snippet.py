@@ -10,7 +10,6 @@ must give the tokens of the per-token reference (``tests/reference.py``) for the
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -35,7 +34,7 @@ def python_block(path: Path) -> str:
 
 def tiny_default(tiny: SimpleNamespace) -> WatermarkConfig:
     """The shipped default config with the tiny models' names (the MM is the generator)."""
-    fields = asdict(WatermarkConfig.default())
+    fields = WatermarkConfig.default().to_dict()
     # the tiny mapper and embedder stand in for the shipped ones, so they are not pinned
     fields.update(
         mapper="unused",
@@ -47,7 +46,7 @@ def tiny_default(tiny: SimpleNamespace) -> WatermarkConfig:
         mapper_digest=None,
         embedder_digest=None,
     )
-    return WatermarkConfig(**fields)
+    return WatermarkConfig.of(**fields)
 
 
 @pytest.mark.parametrize("doc", ["README.md", "docs/watermark.md"])

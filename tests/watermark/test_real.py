@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,7 +40,7 @@ def _watermark(lm, rule: str):
 
     model, tokenizer = lm
     # more gated steps in short texts
-    cfg = replace(CONFIGS[rule](), opening_steps=10)
+    cfg = CONFIGS[rule]().evolve(opening_steps=10)
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model
 
 

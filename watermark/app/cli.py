@@ -27,7 +27,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from watermark.app.cli_inputs import UsageError, emit, inputs, load, read_config, read_jsonl
@@ -141,7 +140,7 @@ def cmd_keygen(args: argparse.Namespace) -> int:
         key = "file:" + str(key_path.resolve())
         summary["key_file"] = str(key_path)
     old = [base.key, *base.old_keys] if args.rotate else []
-    cfg = replace(pinned(base), key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
+    cfg = pinned(base).evolve(key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
     write_private(out, json.dumps(cfg.to_dict(), indent=2) + "\n", overwrite=args.force)
     emit({**summary, "old_keys": len(old), "mode": "0600"})
     return 0

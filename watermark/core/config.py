@@ -1,202 +1,148 @@
-"""The watermark configuration: everything generation and detection must share.
+"""The watermark configuration: what a user sets, and what generation and detection share.
 
-A :class:`WatermarkConfig` is a plain dataclass saved and loaded as JSON. Generation and detection
-derive the entropy gate, the green lists and the statistics from the same fields, so a text can
-only be checked with the configuration (and secret key) it was generated with.
-
-Relative paths (the mapper folder, or model folders) follow the project's one rule,
-:func:`watermark.core.paths.resolve_path`: next to the JSON file the config was loaded from, the
-current directory, the installed package, then the repository root of a clone. The default mapper
-``checkpoints/mapper-minilm`` is package data of ``watermark``, so the shipped config finds it
-from an installed wheel or a clone, wherever it is run from.
-
-The secret key and opening sentence never appear in ``repr`` or logs.
+:class:`WatermarkConfig` holds the fields a user sets, in sections (:data:`SECTIONS`), and the
+scheme's :class:`~watermark.core.design.Design` (switches the shipped schemes fix and the
+evaluation varies); all read as one flat namespace (``cfg.alpha``, ``cfg.fresh_only``). Saved as
+JSON in sections, the design only where it differs from the defaults; the flat JSON of 0.1-0.4
+still loads. :meth:`WatermarkConfig.to_dict` is the flat view from which the fingerprint and the
+cache keys are computed. Relative paths resolve by :func:`watermark.core.paths.resolve_path`
+(next to the config file, the current directory, the package, a clone's root). The secret key
+and opening sentence never appear in ``repr`` or logs.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from watermark.core.config_checks import COMPUTE_DTYPES, problems
+from watermark.core.config_checks import (
+    COMPUTE_DTYPES,
+    RULE_FIELDS_BEFORE_0_2,
+    problems,
+    read_config_file,
+    warn_0_1,
+)
+from watermark.core.design import DETECTION, KINDS, RUNTIME, SAMPLING, SHARED, Design, setting
 from watermark.core.errors import UserError
 from watermark.core.keys import DEMO_KEY, resolve_key
 from watermark.core.paths import DEFAULT_MAPPER, PACKAGE_DIR, resolve_path, search_dirs
 from watermark.core.schemes import RULES, RepeatPolicy, Scheme, Tournament, scheme_for
 
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
-
-DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
-
-logger = logging.getLogger(__name__)
-
-# rule fields whose default changed (to the tournament in 0.2.0) or that were added later, with the
-# value every config of 0.1.x meant: a file that names its rule but not these fields takes today's
-# defaults, so loading it warns (text made under 0.1's default: configs/watermark-additive.json)
-RULE_FIELDS_BEFORE_0_2 = {
-    "temperature": 1.0,
-    "context_guard": 0,
-    "repeats": "neutral",
-    "outputs_once": False,
-}
+SECTIONS = ("models", "keys", "scheme", "detection", "runtime")
 
 
-# the kinds of field: each field of WatermarkConfig declares one (``field_kind``)
-SHARED = "shared"  # generation and detection must agree on it (models, secrets, green lists)
-SAMPLING = "sampling"  # generation only: the strength rule and the sampling filters
-DETECTION = "detection"  # detection only: the test and its decision
-RUNTIME = "runtime"  # speed only: never changes a text or a result
-KINDS = (SHARED, SAMPLING, DETECTION, RUNTIME)
+def user_fields() -> tuple[Field, ...]:
+    """The fields a user sets, in declaration order."""
+    return tuple(f for f in fields(WatermarkConfig) if f.name not in ("design", "source"))
 
 
-def setting(kind: str, default: Any, *, choices: tuple[str, ...] = (), secret: bool = False) -> Any:
-    """A config field of ``kind``; ``choices``: the values it may take (checked when a config is
-    made); ``secret``: never shown in ``repr``, logs or error messages. A list default is copied
-    per config."""
-    meta = {"kind": kind, "choices": choices, "secret": secret}
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), repr=not secret, metadata=meta)
-    return field(default=default, repr=not secret, metadata=meta)
+def all_fields() -> tuple[Field, ...]:
+    """Every field: the user's, then the design's."""
+    return user_fields() + fields(Design)
+
+
+def field_names() -> tuple[str, ...]:
+    """The names of :func:`all_fields`: the keys of a flat config."""
+    return tuple(f.name for f in all_fields())
+
+
+def default_of(name: str) -> Any:
+    """The shipped default of a field."""
+    found = {f.name: f for f in all_fields()}[name]
+    return found.default_factory() if callable(found.default_factory) else found.default
 
 
 def fields_of(kind: str) -> tuple[str, ...]:
     """Names of the config fields of one kind, in declaration order."""
     if kind not in KINDS:
         raise ValueError(f"unknown field kind {kind!r}; known: {KINDS}")
-    return tuple(f.name for f in fields(WatermarkConfig) if f.metadata.get("kind") == kind)
+    return tuple(f.name for f in all_fields() if f.metadata.get("kind") == kind)
 
 
 def secret_fields() -> tuple[str, ...]:
     """Names of the fields never shown: the key, the old keys and the opening sentence."""
-    return tuple(f.name for f in fields(WatermarkConfig) if f.metadata.get("secret"))
+    return tuple(f.name for f in all_fields() if f.metadata.get("secret"))
 
 
 @dataclass(frozen=True)
 class WatermarkConfig:
-    """Shared settings of watermarked generation and detection.
+    """What a user sets: the models, the keys, the scheme, detection and runtime.
 
-    Frozen: a changed config is made with ``dataclasses.replace(cfg, field=value)``, which runs
-    the checks again. Each field declares its kind (:data:`SHARED`, :data:`SAMPLING`,
-    :data:`DETECTION`, :data:`RUNTIME`; :func:`fields_of`); the type checks read the annotations
-    and the declared choices, and the evaluation's cache keys read the kinds.
+    Frozen: a changed config is made with :meth:`evolve` (any field, the design's included) or
+    ``dataclasses.replace`` (the user's fields); both run the checks again. Each field declares
+    its kind (:data:`~watermark.core.design.SHARED`, ``SAMPLING``, ``DETECTION``, ``RUNTIME``;
+    :func:`fields_of`) and its section. The defaults are the shipped defaults
+    (``watermark/default_config.json`` holds the same values, including the public demo key:
+    set your own with ``python -m watermark keygen``).
 
-    The defaults are the shipped defaults (``watermark/default_config.json`` holds the same
-    values, including the public demo key and opening sentence: set your own secrets).
-
-    Shared (generation and detection must agree):
-        mapper: Folder of an exported :class:`~watermark.core.semantic_mapper.SemanticMapper`.
+    Models (shared by generation and detection):
         generator: Generator tokenizer / model (short name, folder or hub id); detection
             tokenizes with it, ``python -m watermark generate`` also loads the model.
-        vocab_size: LM-head width V (the token map's length); ``None`` reads it from the model
-            config at load time, a stored value is checked against it.
         measurement_model: Measurement model (MM) of the entropy gate.
-        mm_start_token: Token the MM conditions on before the first generated token; ``None``:
-            the MM tokenizer's BOS, else its EOS.
         embedder: Sentence embedder (SE), see :func:`watermark.core.models.load_embedder`.
+        mapper: Folder of an exported :class:`~watermark.core.semantic_mapper.SemanticMapper`.
         mapper_digest, embedder_digest: ``"sha256:..."`` of the tensors; loading refuses another
             mapper or embedder (:mod:`watermark.core.identity`). ``None``: the shipped digest
             for the shipped part, else unpinned (loading warns).
+    Keys:
         key: Secret key of the token map, or ``"env:NAME"`` / ``"file:PATH"``
             (:mod:`watermark.core.keys`). Never logged.
-        opening_sentence: Secret sentence embedded for the first ``opening_steps`` steps.
+        old_keys: Earlier keys (same forms) that detection also tries; the p-value is corrected
+            for the number of keys.
+    Scheme:
+        scaling: The scheme (:data:`watermark.core.schemes.SCHEMES`): ``tournament``,
+            ``additive``, ``paper`` or ``floor``.
+        layers, bias, delta: The strength of the tournament, additive, paper and floor schemes.
         alpha: Entropy threshold in nats: a step is watermarked iff H(P_MM) >= alpha.
-        layers: Green lists per step of the ``tournament`` rule (its strength).
-        opening_steps: M: steps 1..M use the opening sentence and skip the gate.
-        context_guard: h: a step whose last h tokens already occurred as a run earlier in the
-            text is neither watermarked nor scored (0: off).
-        fresh_only: The rule acts only on tokens not yet in the text; detection tests a token at
-            its first occurrence only. Needs ``unique_tokens``.
-        repeats: A repeated token under ``fresh_only``: ``"neutral"`` (never tested) or
-            ``"bigram"`` (the green bit of a dimension shifted per previous token, tested at
-            the pair's first occurrence; see :mod:`watermark.core.token_map`).
-        token_map: ``"keyed"`` (balanced keyed map of tokens onto the D mapper outputs) or
-            ``"identity"`` (D == V).
-        mm_window: W: the MM sees at most the last W-1 tokens, cut at multiples of W/2
-            (:func:`watermark.core.measurement.window_start`).
-        embed_prefix_tokens: P: the SE embeds at most the first P generated tokens of a prefix.
-        embed_window: W > 0: the SE embeds only the last W tokens (a local context that moves
-            with a pasted passage); 0: the prefix from its start, cut at P.
-        compute_dtype: dtype of the MM and the SE (``float32``, ``bfloat16``, ``float16``); it
-            moves entropies and embeddings slightly, so detect with the generation's dtype.
-    Sampling (generation only):
-        scaling: The scheme, one of :data:`watermark.core.schemes.SCHEMES`: ``paper``
-            ``l * (1 + delta * v_hat)``, ``floor`` the same from the smallest top-k logit,
-            ``additive`` ``l + bias * v_hat``, ``tournament`` tournament sampling over
-            ``layers`` green lists.
-        delta: Strength of ``paper`` and ``floor``.
-        bias: Strength of ``additive``.
-        temperature: Sampling temperature, applied before the filters and the rule.
-        top_k: Top-k of sampling (also the floor of ``floor``).
-        top_p: Nucleus mass of sampling.
-        filter_first: Apply top-k / top-p before the rule (else after it, the paper's order).
-        neutral: Tokens the rule must not favour (``fresh_only``: a pair already in the text,
-            EOS): ``"kept"`` keeps their model probability exactly and runs the rule over the
-            other tokens (no loops; 0.5.0), ``"half"`` gives them v_hat = 1/2 (0.2-0.4).
-    Detection policy:
-        old_keys: Earlier keys (same forms as ``key``) that detection also tries; the p-value is
-            corrected for the number of keys.
-        null_model: gamma_t, the chance a scored token is green under H0: ``"vocab"`` (the green
-            share of the vocabulary) or ``"mm"`` (the MM's green mass; same tokenizer only).
-        unique_tokens: Count each token id once (its first scored occurrence).
-        outputs_once: Count each mapper output once per tested span (two reads of one output
-            agree more often than chance; docs/evaluation.md, "Choosing a tournament default").
+        temperature, top_k, top_p: Sampling, applied with the scheme (generation only).
+    Detection:
         target_fpr: ``is_watermarked`` is ``p_value < target_fpr``.
         window_sizes: Windowed test sizes in tokens (e.g. ``[128, 256]``) for partly watermarked
             text; ``is_watermarked`` then uses the best window's p-value corrected for the
-            number of windows (:func:`watermark.core.stats.windowed_test`). Empty: whole text only.
-        allowed_scripts: Unicode scripts the detector scores; texts mostly in others are not.
+            number of windows (:func:`watermark.core.stats.windowed_test`). Empty: whole text.
     Runtime:
+        compute_dtype: dtype of the MM and the SE (``float32``, ``bfloat16``, ``float16``); it
+            moves entropies and embeddings slightly, so detect with the generation's dtype.
         embed_batch_size: Batch size of the sentence embedder.
+        design: :class:`~watermark.core.design.Design`, the scheme's fixed switches.
     """
 
-    # what generation and detection must share: the models, the secrets and the green lists
-    mapper: str = setting(SHARED, DEFAULT_MAPPER)
-    generator: str = setting(SHARED, "smollm2-135m")
-    vocab_size: int | None = setting(SHARED, None)
-    measurement_model: str = setting(SHARED, "smollm2-135m")
-    mm_start_token: str | None = setting(SHARED, None)
-    embedder: str = setting(SHARED, "minilm")
-    mapper_digest: str | None = setting(SHARED, None)
-    embedder_digest: str | None = setting(SHARED, None)
-    key: str = setting(SHARED, DEMO_KEY, secret=True)
-    opening_sentence: str = setting(SHARED, DEMO_OPENING, secret=True)
-    alpha: float = setting(SHARED, 2.0)
-    layers: int = setting(SHARED, 6)
-    opening_steps: int = setting(SHARED, 0)
-    context_guard: int = setting(SHARED, 4)
-    fresh_only: bool = setting(SHARED, True)
-    repeats: str = setting(SHARED, "bigram", choices=("neutral", "bigram"))
-    token_map: str = setting(SHARED, "keyed", choices=("keyed", "identity"))
-    mm_window: int = setting(SHARED, 2048)
-    embed_prefix_tokens: int = setting(SHARED, 512)
-    embed_window: int = setting(SHARED, 32)
-    compute_dtype: str = setting(SHARED, "float32", choices=COMPUTE_DTYPES)
-    # sampling: the rule and the filters (generation only)
-    scaling: str = setting(SAMPLING, Tournament.name, choices=RULES)
-    delta: float = setting(SAMPLING, 1.5)
-    bias: float = setting(SAMPLING, 2.0)
-    temperature: float = setting(SAMPLING, 1.02)
-    top_k: int = setting(SAMPLING, 50)
-    top_p: float = setting(SAMPLING, 0.9)
-    filter_first: bool = setting(SAMPLING, True)
-    neutral: str = setting(SAMPLING, "kept", choices=("kept", "half"))
-    # detection policy: how the bits are tested and what counts as watermarked
-    old_keys: list[str] = setting(DETECTION, [], secret=True)
-    null_model: str = setting(DETECTION, "vocab", choices=("vocab", "mm"))
-    unique_tokens: bool = setting(DETECTION, True)
-    outputs_once: bool = setting(DETECTION, True)
-    target_fpr: float = setting(DETECTION, 0.01)
-    window_sizes: list[int] = setting(DETECTION, [128, 256])
-    allowed_scripts: list[str] = setting(DETECTION, ["LATIN"])
-    # runtime: speed only, never the result
-    embed_batch_size: int = setting(RUNTIME, 256)
+    generator: str = setting(SHARED, "smollm2-135m", section="models")
+    measurement_model: str = setting(SHARED, "smollm2-135m", section="models")
+    embedder: str = setting(SHARED, "minilm", section="models")
+    mapper: str = setting(SHARED, DEFAULT_MAPPER, section="models")
+    mapper_digest: str | None = setting(SHARED, None, section="models")
+    embedder_digest: str | None = setting(SHARED, None, section="models")
+    key: str = setting(SHARED, DEMO_KEY, secret=True, section="keys")
+    old_keys: list[str] = setting(DETECTION, [], secret=True, section="keys")
+    scaling: str = setting(SAMPLING, Tournament.name, choices=RULES, section="scheme")
+    layers: int = setting(SHARED, 6, section="scheme")
+    bias: float = setting(SAMPLING, 2.0, section="scheme")
+    delta: float = setting(SAMPLING, 1.5, section="scheme")
+    alpha: float = setting(SHARED, 2.0, section="scheme")
+    temperature: float = setting(SAMPLING, 1.02, section="scheme")
+    top_k: int = setting(SAMPLING, 50, section="scheme")
+    top_p: float = setting(SAMPLING, 0.9, section="scheme")
+    target_fpr: float = setting(DETECTION, 0.01, section="detection")
+    window_sizes: list[int] = setting(DETECTION, [128, 256], section="detection")
+    compute_dtype: str = setting(SHARED, "float32", choices=COMPUTE_DTYPES, section="runtime")
+    embed_batch_size: int = setting(RUNTIME, 256, section="runtime")
+    design: Design = field(default_factory=Design)
     source: str | None = field(default=None, repr=False, compare=False)
 
+    def __getattr__(self, name: str) -> Any:
+        """The design's fields read as the config's own (``cfg.fresh_only``)."""
+        if name.startswith("_") or name == "design" or name not in DESIGN_NAMES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self.design, name)
+
     def __post_init__(self) -> None:
+        if isinstance(self.design, dict):  # from JSON: checked like the config's own fields
+            object.__setattr__(self, "design", Design(**self.design))
         found = problems(self)
         if found:
             raise UserError("invalid watermark config: " + "; ".join(found))
@@ -223,30 +169,67 @@ class WatermarkConfig:
         return self.scheme.lists(self.layers)
 
     def to_dict(self) -> dict[str, Any]:
-        """Returns the JSON-able fields (including the secrets; keep the file private)."""
+        """The flat view: every field by name, the design's included (and the secrets; keep a
+        file of it private). The fingerprint and the cache keys are computed from it."""
         data = asdict(self)
         data.pop("source")
-        return data
+        design = data.pop("design")
+        return {**data, **design}
 
     def public_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` without the secret fields (:func:`secret_fields`)."""
         hidden = secret_fields()
         return {k: v for k, v in self.to_dict().items() if k not in hidden}
 
+    def sections(self) -> dict[str, Any]:
+        """The JSON a config is saved as: the user's fields by section, then ``design`` with
+        the values that differ from the shipped design (omitted when none do)."""
+        out: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+        for f in user_fields():
+            out[f.metadata["section"]][f.name] = getattr(self, f.name)
+        changed = {f.name: getattr(self, f.name) for f in fields(Design)}
+        changed = {k: v for k, v in changed.items() if v != default_of(k)}
+        return {**out, **({"design": changed} if changed else {})}
+
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Writes the config as JSON to ``path``."""
+        """Writes the config as JSON (:meth:`sections`) to ``path``."""
         path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        path.write_text(json.dumps(self.sections(), indent=2) + "\n")
         return path
+
+    def evolve(self, **changes: Any) -> WatermarkConfig:
+        """A copy with ``changes`` to any fields by their flat names (checked again)."""
+        unknown = sorted(set(changes) - set(field_names()))
+        if unknown:
+            raise UserError(f"unknown watermark config keys {unknown}")
+        design = {k: v for k, v in changes.items() if k in DESIGN_NAMES}
+        own = {k: v for k, v in changes.items() if k not in DESIGN_NAMES}
+        return replace(self, **own, design=replace(self.design, **design))
+
+    @classmethod
+    def of(cls, **flat: Any) -> WatermarkConfig:
+        """A config from field values by their flat names, the design's included
+        (``WatermarkConfig.of(scaling="additive", context_guard=0)``)."""
+        return cls.from_dict(flat)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str | None = None) -> WatermarkConfig:
-        """Builds a config from a dict; unknown keys are an error (they are usually typos)."""
-        known = {f.name for f in fields(cls)} - {"source"}
-        unknown = sorted(set(data) - known)
+        """Builds a config from its sections (:meth:`sections`) or from flat fields (the files
+        of 0.1-0.4); unknown keys are an error (they are usually typos)."""
+        flat = dict(data)
+        for name, known in SECTION_NAMES.items():
+            part = flat.pop(name) if isinstance(flat.get(name), dict) else {}
+            wrong = sorted(set(part) - set(known))
+            if wrong:
+                what = "design keys" if name == "design" else "keys"
+                raise UserError(f"unknown {what} {wrong} in section {name!r}; known: {known}")
+            flat.update(part)
+        unknown = sorted(set(flat) - set(field_names()))
         if unknown:
-            raise UserError(f"unknown watermark config keys {unknown}; known: {sorted(known)}")
-        return cls(**data, source=source)
+            raise UserError(f"unknown watermark config keys {unknown}; known: {field_names()}")
+        design = {k: v for k, v in flat.items() if k in DESIGN_NAMES}
+        own = {k: v for k, v in flat.items() if k not in DESIGN_NAMES}
+        return cls(**own, design=Design(**design), source=source)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> WatermarkConfig:
@@ -257,29 +240,10 @@ class WatermarkConfig:
             ValueError: If it is not a JSON object of valid fields (the message names the file).
         """
         path = Path(path).expanduser().resolve()
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"watermark config {path} not found; give a JSON file written by "
-                "WatermarkConfig.save (watermark/default_config.json is the shipped one)"
-            )
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as err:
-            raise UserError(f"watermark config {path} is not UTF-8 text") from err
-        except json.JSONDecodeError as err:
-            raise UserError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
-        if not isinstance(data, dict):
-            raise UserError(f"watermark config {path} must hold a JSON object of fields")
+        data = read_config_file(path)
         missing = [name for name in RULE_FIELDS_BEFORE_0_2 if name not in data]
-        if "scaling" in data and missing:
-            logger.warning(
-                "watermark config %s names a rule but not %s: they take the shipped defaults "
-                "(%s); a config written for version 0.1 meant %s",
-                path,
-                ", ".join(missing),
-                ", ".join(f"{n}={getattr(cls, n)!r}" for n in missing),
-                ", ".join(f"{n}={RULE_FIELDS_BEFORE_0_2[n]!r}" for n in missing),
-            )
+        if "scaling" in data and missing:  # a flat file of 0.1
+            warn_0_1(path, missing, RULE_FIELDS_BEFORE_0_2, [default_of(n) for n in missing])
         try:
             return cls.from_dict(data, source=str(path))
         except (TypeError, ValueError) as err:
@@ -300,12 +264,8 @@ class WatermarkConfig:
         return Path(self.source).parent if self.source else None
 
     def secret_keys(self) -> list[str]:
-        """The keys themselves: ``key`` first (generation uses it), then ``old_keys``.
-
-        Raises:
-            ValueError: If an ``env:`` / ``file:`` key cannot be read (the message names the
-                variable or file, not a key).
-        """
+        """The keys themselves: ``key`` first (generation uses it), then ``old_keys``; a
+        ValueError names an ``env:`` / ``file:`` reference that cannot be read, never a key."""
         return [resolve_key(ref, self.resolve_path) for ref in [self.key, *self.old_keys]]
 
     def mapper_dir(self) -> Path:
@@ -314,9 +274,8 @@ class WatermarkConfig:
         if not resolved.is_dir():
             looked = ", ".join(str(d) for d in search_dirs(self._config_dir()))
             raise FileNotFoundError(
-                f"mapper folder {self.mapper!r} not found (looked in {looked}); "
-                "train and export one with "
-                "`python -m mapper.train` or point `mapper` at an exported folder"
+                f"mapper folder {self.mapper!r} not found (looked in {looked}); train and export"
+                " one with `python -m mapper.train` or point `mapper` at an exported folder"
             )
         return resolved
 
@@ -328,3 +287,10 @@ def as_config(config: WatermarkConfig | str | os.PathLike[str] | None) -> Waterm
     if isinstance(config, WatermarkConfig):
         return config
     return WatermarkConfig.load(config)
+
+
+DESIGN_NAMES = frozenset(f.name for f in fields(Design))
+SECTION_NAMES = {
+    **{n: tuple(f.name for f in user_fields() if f.metadata["section"] == n) for n in SECTIONS},
+    "design": tuple(f.name for f in fields(Design)),
+}

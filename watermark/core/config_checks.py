@@ -1,5 +1,5 @@
 """Type, choice and range checks of a :class:`~watermark.core.config.WatermarkConfig`, run when it
-is made.
+is made, and reading a config file (with the warning for a file of 0.1).
 
 Types are checked first, as the fields' annotations say (a JSON ``"two"`` for ``alpha`` is named
 as such, not met later as a ``TypeError`` inside torch); then the choices each field declares and
@@ -9,8 +9,15 @@ config's fields by name.
 
 from __future__ import annotations
 
+import json
+import logging
 import re
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+from watermark.core.errors import UserError
+
+logger = logging.getLogger("watermark.core.config")  # where a config's warnings were logged
 
 # the dtypes the measurement model and the embedder may compute in (torch.<name>)
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
@@ -33,15 +40,33 @@ def json_types(annotation: str) -> tuple[type, ...]:
     return types
 
 
+# rule fields whose default changed (to the tournament in 0.2.0) or that were added later, with the
+# value every config of 0.1.x meant: a file that names its rule but not these fields takes today's
+# defaults, so loading it warns (text made under 0.1's default: configs/watermark-additive.json)
+RULE_FIELDS_BEFORE_0_2 = {
+    "temperature": 1.0,
+    "context_guard": 0,
+    "repeats": "neutral",
+    "outputs_once": False,
+}
+
+
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # a pinned mapper or embedder (watermark.core.identity)
+
+
+def checked_fields(cfg: object) -> list:
+    """The fields a config's checks read: its own (not ``design`` or ``source``), then its
+    design's."""
+    own = [f for f in fields(cfg) if f.name not in ("design", "source")]
+    return own + list(fields(cfg.design))
 
 
 def type_problems(cfg: object) -> list[str]:
     """One message per field whose value has the wrong JSON type."""
     found = []
-    for f in fields(cfg):
-        if f.name == "source":
-            continue
+    if not is_dataclass(cfg.design):
+        return [f"design must be an object of fields, got {type(cfg.design).__name__}"]
+    for f in checked_fields(cfg):
         value, types = getattr(cfg, f.name), json_types(f.type)
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
@@ -55,7 +80,7 @@ def problems(cfg: object) -> list[str]:
     found = type_problems(cfg)
     if found:
         return found
-    for f in fields(cfg):
+    for f in checked_fields(cfg):
         choices = f.metadata.get("choices")
         if choices and getattr(cfg, f.name) not in choices:
             found.append(f"{f.name} must be one of {choices}, got {getattr(cfg, f.name)!r}")
@@ -103,3 +128,34 @@ def problems(cfg: object) -> list[str]:
     if not all(isinstance(w, int) and not isinstance(w, bool) and w >= 2 for w in cfg.window_sizes):
         found.append(f"window_sizes must be integers >= 2, got {cfg.window_sizes}")
     return found
+
+
+def read_config_file(path: Path) -> dict:
+    """The JSON object of a config file; a one-line error for a missing or malformed one."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"watermark config {path} not found; give a JSON file written by "
+            "WatermarkConfig.save (watermark/default_config.json is the shipped one)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise UserError(f"watermark config {path} is not UTF-8 text") from err
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
+    if not isinstance(data, dict):
+        raise UserError(f"watermark config {path} must hold a JSON object of fields")
+    return data
+
+
+def warn_0_1(path: Path, missing: list[str], meant: dict, defaults: list) -> None:
+    """Warns that a flat file of 0.1 names its rule but not the later rule fields ``missing``,
+    which take today's ``defaults`` where 0.1 ``meant`` other values."""
+    logger.warning(
+        "watermark config %s names a rule but not %s: they take the shipped defaults "
+        "(%s); a config written for version 0.1 meant %s",
+        path,
+        ", ".join(missing),
+        ", ".join(f"{n}={d!r}" for n, d in zip(missing, defaults)),
+        ", ".join(f"{n}={meant[n]!r}" for n in missing),
+    )

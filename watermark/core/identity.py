@@ -67,7 +67,7 @@ def tensor_digest(module: torch.nn.Module) -> str:
 @lru_cache(maxsize=1)
 def shipped_pins() -> dict[str, tuple[str, str | None]]:
     """``{"mapper": (name, digest), "embedder": (name, digest)}`` of the shipped config."""
-    data = json.loads(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))
+    data = json.loads(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")).get("models", {})
     return {part: (data[part], data.get(f"{part}_digest")) for part in ("mapper", "embedder")}
 
 

@@ -25,6 +25,7 @@ from watermark.core.errors import UserError
 logger = logging.getLogger(__name__)
 
 DEMO_KEY = "adaptive-watermark-demo-key-not-secret"
+DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
 # words drawn for a fresh secret opening sentence (only embedded when opening_steps > 0)
 WORDS = (
     "amber anchor autumn beacon birch canyon cedar cobalt coral crimson delta ember falcon fern "

@@ -25,7 +25,7 @@ def folders(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) ->
 
 
 def write_config(folders: SimpleNamespace, name: str, **changes: object) -> str:
-    data = {**WatermarkConfig(**folders.fields).to_dict(), **changes}
+    data = {**WatermarkConfig.of(**folders.fields).to_dict(), **changes}
     path = folders.root / name
     path.write_text(json.dumps(data))
     return str(path)

@@ -34,7 +34,7 @@ def test_the_shipped_config_pins_the_packaged_mapper_and_embedder() -> None:
     assert shipped.mapper_digest == tensor_digest(packaged)
     assert shipped_pins()["embedder"] == ("minilm", shipped.embedder_digest)
     # a config without pins that names the shipped parts is held to the shipped digests
-    plain = WatermarkConfig(opening_sentence="x")
+    plain = WatermarkConfig.of(opening_sentence="x")
     assert expected_digest(plain, "mapper", by_name=True) == shipped.mapper_digest
     assert expected_digest(replace(plain, mapper="elsewhere"), "mapper", by_name=True) is None
     assert expected_digest(plain, "mapper", by_name=False) is None  # an object passed in

@@ -53,6 +53,6 @@ def test_repeat_policy_follows_the_config() -> None:
     assert shipped == RepeatPolicy(
         guard=4, fresh_only=True, bigram=True, keep_neutral=True, unique_tokens=True
     )
-    old = replace(WatermarkConfig(), repeats="neutral", neutral="half", context_guard=0)
+    old = WatermarkConfig().evolve(repeats="neutral", neutral="half", context_guard=0)
     assert (old.repeat_policy.bigram, old.repeat_policy.keep_neutral) == (False, False)
     assert old.repeat_policy.guard == 0
