@@ -2,7 +2,7 @@
 
 The tournament tests L bits per token on D mapper outputs, so many bits of a text read the same
 output. ``outputs_once`` keeps only the first read of each output, which calibrates the test
-(docs/evaluation.md, "Choosing a tournament default") but drops about 30% of the bits. This
+(docs/research/evaluation.md, "Choosing a tournament default") but drops about 30% of the bits. This
 script detects the texts of a matched-curves run (``configs/evaluation/matched.yaml``: our
 method's first ``curve_attacked`` generations, unattacked and under each curve attack, against
 the ``curve_prompts`` human texts, all read from the run's cache) once, with every bit kept, and

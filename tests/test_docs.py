@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["README.md", "data/corpus/BUILD.md"] + sorted(
-    str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
 )
 TOP = (
     "watermark/",
@@ -96,3 +96,28 @@ def test_the_check_finds_a_stale_name(source_text: str) -> None:
     assert "green_test" in source_text
     assert not module_exists("watermark.core.scoring.no_such_function")
     assert module_exists("watermark.core.stats.green_test") and module_exists("evaluation")
+
+
+def test_the_guide_names_every_field_a_user_sets() -> None:
+    from watermark.core.config import user_fields
+
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| `(\w+)` \|", guide, flags=re.M)
+    assert [name for _, name in rows] == [f.name for f in user_fields()]
+    assert [section for section, _ in rows] == [f.metadata["section"] for f in user_fields()]
+
+
+def test_the_guides_python_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        exec(compile(block, "docs/guide.md", "exec"), {})
+    assert (tmp_path / "whole-text.json").is_file()
+
+
+def test_each_research_file_says_what_it_shows_and_how_to_reproduce_it() -> None:
+    for path in sorted((ROOT / "docs" / "research").glob("*.md")):
+        head = path.read_text(encoding="utf-8")[:1500]
+        assert "**Shows:**" in head and "**Reproduce:**" in head, path.name

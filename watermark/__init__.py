@@ -8,7 +8,7 @@ Typical use::
     texts = [g.text for g in wm.generate(["The storm hit the coast on Monday."])]
     result = wm.detect(texts)[0]                    # DetectionResult: score, z_score, p_value, ...
     ids = model.generate(**inputs, **wm.generation_kwargs())   # your own generate call
-See ``docs/watermark.md`` for the design decisions and measurements.
+See ``docs/research/design.md`` for the design decisions and measurements.
 
 Layout: each folder is a layer that imports only the layers above it in this list (checked by
 ``tests/test_layers.py``):

@@ -1,4 +1,4 @@
-"""The documented Python snippets (README.md, docs/watermark.md) run and give the reference's
+"""The documented Python snippets (README.md, docs/research/design.md) run and give the reference's
 tokens.
 
 Each document's first ``python`` block is executed as written; only the downloads are swapped for
@@ -49,7 +49,7 @@ def tiny_default(tiny: SimpleNamespace) -> WatermarkConfig:
     return WatermarkConfig.of(**fields)
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/watermark.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/research/design.md"])
 def test_documented_snippet_gives_reference_tokens(
     tiny: SimpleNamespace, doc: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
