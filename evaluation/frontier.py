@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from evaluation.detection import share_flagged
-from evaluation.metrics import TAIL_KEYS, median
+from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median
 from watermark.core.schemes import scheme_class
 
 SHORT = {
@@ -150,14 +150,7 @@ def frontier_table(frontier: dict) -> list[str]:
         "detected @1% human",
         "human FPR p<0.01",
         "median z",
-        "PPL (median)",
-        "rep-1",
-        "rep-2",
-        "rep-3",
-        "rep-4",
-        "rep-4 > 0.2",
-        "rep-4 > 0.4",
-        "longest repeat",
+        *QUALITY_COLUMNS,
         "distinct-2",
         "tokens",
         "AWR",

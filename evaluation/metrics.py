@@ -119,6 +119,13 @@ def longest_repeat(ids: Sequence[int]) -> int:
 
 TAIL_LEVELS = (0.2, 0.4)  # rep-4 above which a text counts as looping
 TAIL_KEYS = tuple(f"rep4>{level}" for level in TAIL_LEVELS)  # the tail's shares, as named
+# the quality columns of the report's tables, in order: PPL, rep-n, the tail, the longest repeat
+QUALITY_COLUMNS = (
+    "PPL (median)",
+    *(f"rep-{n}" for n in (1, 2, 3, 4)),
+    *(f"rep-4 > {level}" for level in TAIL_LEVELS),
+    "longest repeat",
+)
 
 
 def tail_figures(rep4: Sequence[float], longest: Sequence[int]) -> dict:

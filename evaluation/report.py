@@ -18,7 +18,7 @@ from evaluation.curves import (
     matched_table,
 )
 from evaluation.frontier import fmt, frontier_plots, frontier_table, rule_label
-from evaluation.metrics import TAIL_KEYS, median, roc_curve
+from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median, roc_curve
 
 LABELS = {
     "unwatermarked": "Unwatermarked",
@@ -67,14 +67,7 @@ def main_table(results: dict) -> list[str]:
         "TPR@1%FPR",
         "TPR@10%FPR",
         "human FPR@p<0.01",
-        "PPL (median)",
-        "rep-1",
-        "rep-2",
-        "rep-3",
-        "rep-4",
-        "rep-4 > 0.2",
-        "rep-4 > 0.4",
-        "longest repeat",
+        *QUALITY_COLUMNS,
         "AWR",
         "s / text",
         "s / detection",
