@@ -21,7 +21,8 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -39,14 +40,13 @@ INSTRUCTION = (
 )
 MAX_NEW_FACTOR = 1.5  # new tokens allowed: this times the text's tokens, plus 16
 MIN_RATIO, MAX_RATIO = 0.5, 2.0  # accepted length of a paraphrase, in the source's words
-PROMPT_ID = hashlib.sha256(f"{INSTRUCTION}|greedy|{MAX_NEW_FACTOR}".encode()).hexdigest()[:8]
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "</s>")
 
 _OPENER = re.compile(r"^(?:sure|certainly|of course|okay|ok)\b[!,.]*\s*", re.IGNORECASE)
 _INTRO = re.compile(
     r"^(?:here(?:'s| is| are)\b[^:\n]{0,80}:|"
     r"(?:the )?(?:rewritten|paraphrased|reworded|revised)(?: text| version| paragraph)?\s*:|"
-    r"(?:paraphrase|rewrite|text|answer|output)\s*:)\s*",
+    r"(?:the )?(?:french |english )?(?:paraphrase|rewrite|text|answer|output|translation)\s*:)\s*",
     re.IGNORECASE,
 )
 _OUTRO = re.compile(
@@ -86,19 +86,43 @@ def clean_text_paraphrase(output: str, source: str) -> str | None:
     return text if MIN_RATIO <= ratio <= MAX_RATIO else None
 
 
+@dataclass(frozen=True)
+class Task:
+    """A whole-text rewrite: the instruction, the answer label of the plain prompt (for a
+    tokenizer without a chat template) and the judge of a raw output (``None``: rejected)."""
+
+    instruction: str
+    label: str = "Rewritten text:"
+    judge: Callable[[str, str], str | None] = clean_text_paraphrase
+
+    @property
+    def prompt_id(self) -> str:
+        """The digest of the instruction and the decoding settings, part of every cache key."""
+        return hashlib.sha256(f"{self.instruction}|greedy|{MAX_NEW_FACTOR}".encode()).hexdigest()[
+            :8
+        ]
+
+
+PARAPHRASE = Task(INSTRUCTION)  # the llm_paraphrase attack's task
+PROMPT_ID = PARAPHRASE.prompt_id
+
+
 class TextParaphraser:
-    """Batched greedy whole-text paraphrasing with an instruction-tuned causal LM.
+    """Batched greedy whole-text rewriting with an instruction-tuned causal LM.
 
     Args:
         model_name: Anything :func:`watermark.core.models.load_lm` accepts.
         dtype: Model dtype; ``None`` picks :func:`default_dtype`.
+        task: What to ask for (default: the paraphrase).
     """
 
-    def __init__(self, model_name: str, dtype: torch.dtype | None = None) -> None:
+    def __init__(
+        self, model_name: str, dtype: torch.dtype | None = None, task: Task = PARAPHRASE
+    ) -> None:
         from watermark.core.devices import resolve_device
         from watermark.core.models import load_lm
 
-        self.dtype = dtype or default_dtype()
+        self.dtype, self.task = dtype or default_dtype(), task
         self.model, self.tokenizer = load_lm(model_name, dtype=self.dtype)
         self.model = self.model.to(resolve_device("auto"))
         self.tokenizer.padding_side = "left"
@@ -113,9 +137,9 @@ class TextParaphraser:
 
     def prompt(self, text: str) -> str:
         """The prompt for one text: chat-formatted, or plain without a chat template."""
-        request = f"{INSTRUCTION}\n\nText:\n{text}"
+        request = f"{self.task.instruction}\n\nText:\n{text}"
         if not self.chat:
-            return f"{request}\n\nRewritten text:\n"
+            return f"{request}\n\n{self.task.label}\n"
         messages = [{"role": "user", "content": request}]
         return self.tokenizer.apply_chat_template(
             messages, tokenize=False, add_generation_prompt=True
@@ -150,9 +174,9 @@ def default_dtype() -> torch.dtype:
     return torch.bfloat16 if torch.cuda.is_available() else torch.float32
 
 
-def cache_key(model_name: str, text: str) -> str:
-    """The cache key of one text's paraphrase by ``model_name`` under the current prompt."""
-    return f"{model_name}|{PROMPT_ID}|{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+def cache_key(model_name: str, text: str, task: Task = PARAPHRASE) -> str:
+    """The cache key of one text's rewrite by ``model_name`` under ``task``'s prompt."""
+    return f"{model_name}|{task.prompt_id}|{hashlib.sha256(text.encode()).hexdigest()[:24]}"
 
 
 def read_cache(path: Path) -> dict[str, dict]:
@@ -168,11 +192,11 @@ def read_cache(path: Path) -> dict[str, dict]:
     return records
 
 
-def judged(record: dict | None, text: str) -> str | None:
-    """The accepted paraphrase in a cache record of ``text``, or ``None``."""
+def judged(record: dict | None, text: str, task: Task = PARAPHRASE) -> str | None:
+    """The accepted rewrite in a cache record of ``text``, or ``None``."""
     if not record or record["text"] != text or not record["finished"]:
         return None
-    return clean_text_paraphrase(record["output"], text)
+    return task.judge(record["output"], text)
 
 
 def run_text_paraphrases(
@@ -182,8 +206,10 @@ def run_text_paraphrases(
     batch_size: int = 8,
     dtype: torch.dtype | None = None,
     progress: bool = True,
+    task: Task = PARAPHRASE,
 ) -> list[str | None]:
-    """Paraphrase each text whole, reusing and extending the JSONL cache.
+    """Rewrite each text whole (``task``: a paraphrase unless said), reusing and extending the
+    JSONL cache.
 
     The model is loaded only if a text is missing from the cache. Texts are decoded in
     length-sorted batches (fewer pad tokens), each batch appended to the cache when done.
@@ -196,12 +222,13 @@ def run_text_paraphrases(
         dtype: The model's dtype (``None``: :func:`default_dtype`). It is written in each
             record, not in the key: a greedy paraphrase depends on it only through rounding.
         progress: Show a progress bar.
+        task: The instruction and the judge (part of every cache key).
 
     Returns:
-        The accepted paraphrase of each text, ``None`` where it was rejected.
+        The accepted rewrite of each text, ``None`` where it was rejected.
     """
     cache = read_cache(cache_path)
-    wanted = {cache_key(model_name, t): t for t in texts if t.strip()}
+    wanted = {cache_key(model_name, t, task): t for t in texts if t.strip()}
     pending = sorted(
         ((k, t) for k, t in wanted.items() if cache.get(k, {}).get("text") != t),
         key=lambda item: (len(item[1]), item[0]),
@@ -210,7 +237,7 @@ def run_text_paraphrases(
         "LLM paraphrase (%s): %d of %d texts to decode", model_name, len(pending), len(wanted)
     )
     if pending:
-        paraphraser = TextParaphraser(model_name, dtype=dtype)
+        paraphraser = TextParaphraser(model_name, dtype=dtype, task=task)
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         from watermark.core.devices import dtype_name
 
@@ -244,4 +271,5 @@ def run_text_paraphrases(
         logger.info(
             "LLM paraphrase: %d texts in %.0f s (batch %d)", len(pending), elapsed, batch_size
         )
-    return [judged(cache.get(cache_key(model_name, t)), t) if t.strip() else None for t in texts]
+    keys = [cache_key(model_name, t, task) for t in texts]
+    return [judged(cache.get(k), t, task) if t.strip() else None for k, t in zip(keys, texts)]

@@ -18,6 +18,10 @@
   ``passes`` as for ``paraphrase``.
 * ``llm_paraphrase_synonym``: ``llm_paraphrase`` (``passes`` times), then that share of the
   content words replaced by synonyms.
+* ``llm_round_trip``: the whole text translated into French and back by the same LLM, each leg
+  greedy; ``llm_forced``: every sentence restated with other words and structure, reordered where
+  the meaning allows (:mod:`data.llm_rewrites`). Strength 1.0; rejected outputs keep the text;
+  ``paraphrase_after: true`` adds one ``llm_paraphrase``.
 
 Every attack is deterministic given its seed.
 """
@@ -188,3 +192,26 @@ def llm_paraphrase_texts(
         )
         out = [t[: len(t) - len(t.lstrip())] + r if r else t for t, r in zip(out, results)]
     return out
+
+
+def llm_rewrite_texts(
+    texts: Sequence[str],
+    rewrite: str,
+    cache_path: Path,
+    model_name: str,
+    batch_size: int = 8,
+    progress: bool = True,
+) -> list[str]:
+    """Each whole text after ``rewrite``, ``"round_trip"`` (into French and back) or
+    ``"forced"`` (every sentence restated, :mod:`data.llm_rewrites`), cached per text and leg;
+    where a leg's output is rejected the text stays as it was (the count is logged)."""
+    from data import llm_rewrites
+
+    run = {"round_trip": llm_rewrites.round_trip, "forced": llm_rewrites.forced_rewrite}[rewrite]
+    bodies = [t.strip() for t in texts]
+    results = run(bodies, cache_path, model_name, batch_size, progress)
+    sent = [r for r, b in zip(results, bodies) if b]
+    logger.info(
+        "llm %s: %d of %d rewrites rejected, texts kept", rewrite, sent.count(None), len(sent)
+    )
+    return [t[: len(t) - len(t.lstrip())] + r if r else t for t, r in zip(texts, results)]

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from watermark.core.config import WatermarkConfig
+from watermark.core.config import field_names
 from watermark.core.paths import resolve_path
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
@@ -26,7 +26,10 @@ ATTACKS = (
     "paraphrase_synonym",
     "llm_paraphrase",
     "llm_paraphrase_synonym",
+    "llm_round_trip",
+    "llm_forced",
 )
+WHOLE_TEXT = ("llm_paraphrase", "llm_round_trip", "llm_forced")  # rewrite the whole text
 
 
 @dataclass
@@ -64,10 +67,12 @@ class EvalConfig:
         synthid_ngram_len: n of SynthID-Text's hashed n-grams (context of n - 1 tokens).
         attacks: ``{"kind", "strength"}`` mappings, ``kind`` in ``ATTACKS``. Strength: share of
             words deleted / of content words replaced / of sentences paraphrased / of the final
-            text that is watermarked (copy-paste); 1.0 for ``llm_paraphrase`` (the whole text is
-            rewritten; the key is there for symmetry); the synonym share after the LLM
-            paraphrase for ``llm_paraphrase_synonym``. An optional ``passes`` (default 1)
-            repeats the paraphrase of the paraphrase attacks.
+            text that is watermarked (copy-paste); 1.0 for the whole-text rewrites
+            ``llm_paraphrase``, ``llm_round_trip`` and ``llm_forced`` (the key is there for
+            symmetry); the synonym share after the LLM paraphrase for
+            ``llm_paraphrase_synonym``. An optional ``passes`` (default 1) repeats the
+            paraphrase of the paraphrase attacks; ``paraphrase_after: true`` follows a round
+            trip or a forced rewrite with one ``llm_paraphrase``.
         paraphrase_limit: Texts per method given to the paraphrase attack (``None``: all).
         green_share_texts: Our watermarked texts whose every token's greenness is computed for
             |G| / |U + W| (an extra embedding pass over all prefixes; 0 skips it).
@@ -200,12 +205,14 @@ class EvalConfig:
                 )
             if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
                 raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
-            if attack["kind"] == "llm_paraphrase" and float(attack["strength"]) != 1.0:
+            if attack["kind"] in WHOLE_TEXT and float(attack["strength"]) != 1.0:
                 raise ValueError(
-                    f"bad attack {attack!r}: llm_paraphrase rewrites the whole "
+                    f"bad attack {attack!r}: {attack['kind']} rewrites the whole "
                     "text, its strength must be 1.0"
                 )
-        known = {f.name for f in fields(WatermarkConfig)} - {"source"}
+            if not isinstance(attack.get("paraphrase_after", False), bool):
+                raise ValueError(f"bad attack {attack!r}: paraphrase_after must be true or false")
+        known = set(field_names())
         several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
         ours = [v for name, v in self.variants.items() if self.base_method(name) == "ours"]
         for name, spec in self.variants.items():

@@ -251,6 +251,7 @@ class Evaluation:
         if name.startswith("llm_"):  # two paraphrasers never share an entry
             name += f"[{self.cfg.llm_paraphraser}]"
         name += f"x{passes}" if passes > 1 else ""
+        name += "+llm_paraphrase" if attack.get("paraphrase_after") else ""
         table = self.store.table("attacks")
         keys = [f"{name}|{float(attack['strength'])}|{self.cfg.seed}|{text_hash(t)}" for t in texts]
         todo = [i for i, k in enumerate(keys) if k not in table]
@@ -272,6 +273,17 @@ class Evaluation:
                 passes=passes,
                 progress=self.progress,
             )
+        if kind in ("llm_round_trip", "llm_forced"):  # meaning kept, most words changed
+            llm = (
+                self.out / "cache" / "llm_paraphrases.jsonl",
+                self.cfg.resolve(self.cfg.llm_paraphraser),
+            )
+            rewrite = kind.removeprefix("llm_")
+            batch = self.cfg.llm_paraphrase_batch
+            out = atk.llm_rewrite_texts(texts, rewrite, *llm, batch, self.progress)
+            if not attack.get("paraphrase_after"):
+                return out
+            return atk.llm_paraphrase_texts(out, *llm, batch_size=batch, progress=self.progress)
         if kind == "llm_paraphrase":  # the whole text, by the instruction LLM
             return atk.llm_paraphrase_texts(
                 texts,
