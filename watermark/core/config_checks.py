@@ -16,6 +16,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from watermark.core.errors import UserError
+from watermark.core.schemes import SCHEMES
 
 logger = logging.getLogger("watermark.core.config")  # where a config's warnings were logged
 
@@ -88,10 +89,8 @@ def problems(cfg: object) -> list[str]:
         value = getattr(cfg, name)
         if value is not None and not DIGEST.fullmatch(value):
             found.append(f"{name} must be 'sha256:' and 64 hex digits, got {value!r}")
-    if cfg.delta <= 0 or cfg.bias <= 0:
-        found.append(f"delta and bias must be > 0, got {cfg.delta}, {cfg.bias}")
-    if cfg.layers < 1:
-        found.append(f"layers must be >= 1, got {cfg.layers}")
+    for field_name, scheme in {cls.strength_field: cls for cls in SCHEMES.values()}.items():
+        found += scheme.validate(getattr(cfg, field_name))  # each scheme checks its strength
     if cfg.fresh_only and not cfg.unique_tokens:
         found.append("fresh_only needs unique_tokens=true (repeats are never tested)")
     if cfg.repeats == "bigram" and (not cfg.fresh_only or cfg.null_model != "vocab"):

@@ -37,6 +37,13 @@ class Scheme:
     def __init__(self, strength: float) -> None:
         self.strength = strength
 
+    @classmethod
+    def validate(cls, strength: float) -> list[str]:
+        """The problems of a value of :attr:`strength_field` (empty: valid)."""
+        if strength > 0:
+            return []
+        return [f"{cls.strength_field} must be > 0, got {strength}"]
+
     def lists(self, layers: int) -> int:
         """Green lists per step under a config's ``layers``."""
         return layers if self.multi_list else 1
@@ -94,6 +101,10 @@ class Tournament(Scheme):
 
     name, strength_field = "tournament", "layers"
     multi_list = on_candidates = True
+
+    @classmethod
+    def validate(cls, strength: float) -> list[str]:
+        return [] if strength >= 1 else [f"layers must be >= 1, got {strength}"]
 
     def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
         from watermark.core.rules.logits import tournament
