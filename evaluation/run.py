@@ -132,7 +132,7 @@ class Evaluation:
         ``kgw_delta`` for KGW-0/1/2."""
         cfg = self.cfg
         if name in KGW_BASES:
-            cfg = cfg.evolve(**overrides)
+            cfg = replace(cfg, **overrides)
         if name == "unwatermarked":
             return Method()
         if name == "ours":
