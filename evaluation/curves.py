@@ -48,14 +48,14 @@ def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
     keys = [f"{name}|{text_hash(a)}|{text_hash(b)}" for a, b in zip(originals, attacked)]
     todo = [i for i, k in enumerate(keys) if k not in table]
     if todo:
-        a = _embed(name, [originals[i] for i in todo])
-        b = _embed(name, [attacked[i] for i in todo])
+        a = embed_texts(name, [originals[i] for i in todo])
+        b = embed_texts(name, [attacked[i] for i in todo])
         sims = [float((x * y).sum()) for x, y in zip(a, b)]
         ev.store.put("similarity", [{"key": keys[i], "cos": s} for i, s in zip(todo, sims)])
     return [table[k]["cos"] for k in keys]
 
 
-def _embed(name: str, texts: list[str]) -> list:
+def embed_texts(name: str, texts: list[str]) -> list:
     """Normalised embeddings of ``texts`` under embedder ``name``, computing only new texts."""
     new = list(dict.fromkeys(t for t in texts if (name, text_hash(t)) not in _EMBEDDED))
     if new:
