@@ -18,12 +18,12 @@ FACTS_KEPT = 0.8  # the share of facts a rewrite must keep to pass
 
 
 def facts(text: str) -> set[str]:
-    """The numbers (digits only, separators dropped) and the capitalised words that do not open
-    a sentence, lowercased."""
+    """The numbers (digits only, separators dropped) and the capitalised words (acronyms too)
+    that do not open a sentence, lowercased."""
     found = {re.sub(r"[.,]", "", n) for n in NUMBER.findall(text)}
     for sentence in split_sentences(text):
         words = WORD.findall(sentence)
-        found |= {w.lower() for w in words[1:] if w[0].isupper() and not w.isupper()}
+        found |= {w.lower() for w in words[1:] if w[0].isupper() and (len(w) > 1 or w != "I")}
     return found
 
 

@@ -86,6 +86,7 @@ def test_the_harness_runs_the_rewrites_and_a_paraphrase_after(tmp_path: Path, le
 def test_facts_are_numbers_and_names_and_a_rewrite_must_keep_them() -> None:
     text = "The council voted 7 to 2 on Tuesday. Mayor Anne Price said 1,200 cars use it."
     assert facts(text) == {"7", "2", "tuesday", "anne", "price", "1200"}
+    assert facts("The NSW crews and I went.") == {"nsw"}  # acronyms count; "I" does not
     kept = "By 7 votes to 2 on Tuesday the council agreed; 1200 cars use it, said Anne Price."
     assert facts_kept(text, kept) == 1.0 and keeps_facts(text, kept)
     lost = "The council voted on Tuesday. The mayor said many cars use it."
