@@ -89,18 +89,20 @@ def clean_text_paraphrase(output: str, source: str) -> str | None:
 @dataclass(frozen=True)
 class Task:
     """A whole-text rewrite: the instruction, the answer label of the plain prompt (for a
-    tokenizer without a chat template) and the judge of a raw output (``None``: rejected)."""
+    tokenizer without a chat template), the judge of a raw output (``None``: rejected) and the
+    decoding: greedy at temperature 0, else sampled at that temperature (seeded per batch)."""
 
     instruction: str
     label: str = "Rewritten text:"
     judge: Callable[[str, str], str | None] = clean_text_paraphrase
+    temperature: float = 0.0
 
     @property
     def prompt_id(self) -> str:
         """The digest of the instruction and the decoding settings, part of every cache key."""
-        return hashlib.sha256(f"{self.instruction}|greedy|{MAX_NEW_FACTOR}".encode()).hexdigest()[
-            :8
-        ]
+        decoding = "greedy" if self.temperature == 0 else f"t{self.temperature:g}"
+        settings = f"{self.instruction}|{decoding}|{MAX_NEW_FACTOR}"
+        return hashlib.sha256(settings.encode()).hexdigest()[:8]
 
 
 PARAPHRASE = Task(INSTRUCTION)  # the llm_paraphrase attack's task
@@ -156,9 +158,13 @@ class TextParaphraser:
             padding=True,
             add_special_tokens=not self.chat,  # a chat template writes its own special tokens
         ).to(self.model.device)
+        sample = self.task.temperature > 0
+        if sample:  # the same batch gives the same draws
+            torch.manual_seed(int(hashlib.sha256("".join(texts).encode()).hexdigest()[:8], 16))
         out = self.model.generate(
             **batch,
-            do_sample=False,
+            do_sample=sample,
+            **({"temperature": self.task.temperature, "top_k": 0, "top_p": 1.0} if sample else {}),
             max_new_tokens=int(MAX_NEW_FACTOR * longest) + 16,
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.stop_ids,

@@ -35,6 +35,8 @@ FORCED = Task(
     "with other words and another sentence structure, and put the sentences in another order "
     "wherever the meaning allows. " + KEEP_FACTS + " Reply with the rewritten text only."
 )
+# the forced rewrite sampled: decoded greedily it keeps most of the words (the pilot: 96%)
+FORCED_WARM = Task(FORCED.instruction, temperature=0.7)
 # words that make up a large share of any English text and of almost no French one
 ENGLISH = frozenset("the and of to is was are were in that with for it this from by be".split())
 ENGLISH_SHARE = 0.12  # above this share of such words, a "translation" is still English
@@ -86,8 +88,10 @@ def forced_rewrite(
     model_name: str,
     batch_size: int = 8,
     progress: bool = True,
+    task: Task = FORCED,
 ) -> list[str | None]:
-    """Each text rewritten under :data:`FORCED` (``None`` where the output was rejected)."""
+    """Each text rewritten under :data:`FORCED` (or ``task``, e.g. :data:`FORCED_WARM`;
+    ``None`` where the output was rejected)."""
     return run_text_paraphrases(
-        texts, cache_path, model_name, batch_size, progress=progress, task=FORCED
+        texts, cache_path, model_name, batch_size, progress=progress, task=task
     )

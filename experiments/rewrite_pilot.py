@@ -2,8 +2,9 @@
 much meaning, before the full curves run (configs/evaluation/rewrites.yaml).
 
 Takes the first ``--texts`` texts of a JSONL file (``text`` field, e.g. the loops run's
-watermarked texts), rewrites each by the round trip through French and by the forced rewrite
-(:mod:`data.llm_rewrites`, cached in ``--cache``), and prints per rewrite the median share of
+watermarked texts), rewrites each by the round trip through French (also followed by the
+paraphrase) and by the forced rewrite, greedy and at temperature 0.7 (:mod:`data.llm_rewrites`,
+cached in ``--cache``), and prints per rewrite the median share of
 words kept (as the evaluation's curves count it), the median MPNet similarity to the original,
 the share of texts keeping at least 80% of their facts (:mod:`evaluation.meaning`), and the share
 rejected; then three examples of each.
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from data import llm_rewrites  # noqa: E402
+from data.llm_paraphrase import run_text_paraphrases  # noqa: E402
 from evaluation.curves import embed_texts  # noqa: E402
 from evaluation.meaning import keeps_facts  # noqa: E402
 from evaluation.run import words_kept  # noqa: E402
@@ -52,15 +54,29 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--embedder", default="mpnet")
+    parser.add_argument(
+        "--rewrites",
+        default="round_trip,forced,forced_t0.7,round_trip+paraphrase",
+        help="comma-separated: round_trip, forced, forced_t0.7, round_trip+paraphrase",
+    )
     args = parser.parse_args()
     lines = Path(args.input).read_text(encoding="utf-8").splitlines()[: args.texts]
     texts = [json.loads(line)["text"].strip() for line in lines]
     cache = Path(args.cache)
-    for name, run in (
-        ("round_trip", llm_rewrites.round_trip),
-        ("forced", llm_rewrites.forced_rewrite),
-    ):
-        out = run(texts, cache, args.model, args.batch)
+
+    def round_trip_then_paraphrase(texts, cache, model, batch):
+        back = llm_rewrites.round_trip(texts, cache, model, batch)
+        again = run_text_paraphrases([b or "" for b in back], cache, model, batch)
+        return [a if b else None for a, b in zip(again, back)]
+
+    rewrites = {
+        "round_trip": llm_rewrites.round_trip,
+        "forced": llm_rewrites.forced_rewrite,
+        "forced_t0.7": lambda *a: llm_rewrites.forced_rewrite(*a, task=llm_rewrites.FORCED_WARM),
+        "round_trip+paraphrase": round_trip_then_paraphrase,
+    }
+    for name in args.rewrites.split(","):
+        out = rewrites[name](texts, cache, args.model, args.batch)
         print(json.dumps({"rewrite": name, **figures(texts, out, args.embedder)}), flush=True)
         for original, rewrite in list(zip(texts, out))[:3]:
             print(json.dumps({"rewrite": name, "original": original, "output": rewrite}))

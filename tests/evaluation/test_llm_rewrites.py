@@ -106,3 +106,12 @@ def test_the_rewrites_run_from_yaml() -> None:
     ]
     assert cfg.curve_negatives == 256 and cfg.curve_attacked >= 64
     assert {"ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"} <= set(cfg.curve_methods)
+
+
+def test_a_sampled_rewrite_has_its_own_key_and_repeats_for_the_same_batch(tmp_path: Path) -> None:
+    assert rw.FORCED_WARM.prompt_id != rw.FORCED.prompt_id  # cached apart from the greedy one
+    assert lp.PARAPHRASE.prompt_id == lp.PROMPT_ID == "ab97b68e"  # the paraphrase cache holds
+    model = str(save_tiny_lm(tmp_path / "lm"))
+    warm = lp.TextParaphraser(model, task=rw.FORCED_WARM)
+    texts = [EN.strip(), "the bank said the price rose ."]
+    assert warm.generate(texts) == warm.generate(texts)  # seeded by the batch
