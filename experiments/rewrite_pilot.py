@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from data import llm_rewrites  # noqa: E402
-from data.llm_paraphrase import run_text_paraphrases  # noqa: E402
+from data.llm_paraphrase import Task, run_text_paraphrases  # noqa: E402
 from evaluation.curves import embed_texts  # noqa: E402
 from evaluation.meaning import keeps_facts  # noqa: E402
 from evaluation.run import words_kept  # noqa: E402
@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument(
         "--rewrites",
         default="round_trip,forced,forced_t0.7,round_trip+paraphrase",
-        help="comma-separated: round_trip, forced, forced_t0.7, round_trip+paraphrase",
+        help="comma-separated: round_trip, forced, forced_t0.7, forced_t1.0, round_trip+paraphrase",
     )
     args = parser.parse_args()
     lines = Path(args.input).read_text(encoding="utf-8").splitlines()[: args.texts]
@@ -69,10 +69,12 @@ def main() -> None:
         again = run_text_paraphrases([b or "" for b in back], cache, model, batch)
         return [a if b else None for a, b in zip(again, back)]
 
+    hot = Task(llm_rewrites.FORCED.instruction, temperature=1.0)
     rewrites = {
         "round_trip": llm_rewrites.round_trip,
         "forced": llm_rewrites.forced_rewrite,
         "forced_t0.7": lambda *a: llm_rewrites.forced_rewrite(*a, task=llm_rewrites.FORCED_WARM),
+        "forced_t1.0": lambda *a: llm_rewrites.forced_rewrite(*a, task=hot),
         "round_trip+paraphrase": round_trip_then_paraphrase,
     }
     for name in args.rewrites.split(","):
