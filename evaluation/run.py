@@ -273,25 +273,24 @@ class Evaluation:
                 passes=passes,
                 progress=self.progress,
             )
+        # the instruction LLM's rewrites of whole texts, one cache for every kind
+        llm = (
+            self.out / "cache" / "llm_paraphrases.jsonl",
+            self.cfg.resolve(self.cfg.llm_paraphraser),
+        )
+        batch = self.cfg.llm_paraphrase_batch
         if kind in ("llm_round_trip", "llm_forced"):  # meaning kept, most words changed
-            llm = (
-                self.out / "cache" / "llm_paraphrases.jsonl",
-                self.cfg.resolve(self.cfg.llm_paraphraser),
+            texts = atk.llm_rewrite_texts(
+                texts, kind.removeprefix("llm_"), *llm, batch, self.progress
             )
-            rewrite = kind.removeprefix("llm_")
-            batch = self.cfg.llm_paraphrase_batch
-            out = atk.llm_rewrite_texts(texts, rewrite, *llm, batch, self.progress)
-            if not attack.get("paraphrase_after"):
-                return out
-            return atk.llm_paraphrase_texts(out, *llm, batch_size=batch, progress=self.progress)
-        if kind == "llm_paraphrase":  # the whole text, by the instruction LLM
+            if attack.get("paraphrase_after"):
+                texts = atk.llm_paraphrase_texts(
+                    texts, *llm, batch_size=batch, progress=self.progress
+                )
+            return texts
+        if kind == "llm_paraphrase":
             return atk.llm_paraphrase_texts(
-                texts,
-                self.out / "cache" / "llm_paraphrases.jsonl",
-                self.cfg.resolve(self.cfg.llm_paraphraser),
-                passes=passes,
-                batch_size=self.cfg.llm_paraphrase_batch,
-                progress=self.progress,
+                texts, *llm, passes=passes, batch_size=batch, progress=self.progress
             )
         if kind == "deletion":
             return [atk.delete_words(t, strength, seed) for t in texts]

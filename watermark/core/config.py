@@ -20,10 +20,11 @@ from typing import Any
 
 from watermark.core.config_checks import (
     COMPUTE_DTYPES,
-    RULE_FIELDS_BEFORE_0_2,
+    checked_fields,
+    own_fields,
     problems,
     read_config_file,
-    warn_0_1,
+    warn_if_0_1,
 )
 from watermark.core.design import DETECTION, KINDS, RUNTIME, SAMPLING, SHARED, Design, setting
 from watermark.core.errors import UserError
@@ -37,12 +38,12 @@ SECTIONS = ("models", "keys", "scheme", "detection", "runtime")
 
 def user_fields() -> tuple[Field, ...]:
     """The fields a user sets, in declaration order."""
-    return tuple(f for f in fields(WatermarkConfig) if f.name not in ("design", "source"))
+    return own_fields(WatermarkConfig)
 
 
 def all_fields() -> tuple[Field, ...]:
     """Every field: the user's, then the design's."""
-    return user_fields() + fields(Design)
+    return checked_fields(WatermarkConfig)
 
 
 def field_names() -> tuple[str, ...]:
@@ -202,8 +203,7 @@ class WatermarkConfig:
         unknown = sorted(set(changes) - set(field_names()))
         if unknown:
             raise UserError(f"unknown watermark config keys {unknown}")
-        design = {k: v for k, v in changes.items() if k in DESIGN_NAMES}
-        own = {k: v for k, v in changes.items() if k not in DESIGN_NAMES}
+        own, design = split_design(changes)
         return replace(self, **own, design=replace(self.design, **design))
 
     @classmethod
@@ -227,8 +227,7 @@ class WatermarkConfig:
         unknown = sorted(set(flat) - set(field_names()))
         if unknown:
             raise UserError(f"unknown watermark config keys {unknown}; known: {field_names()}")
-        design = {k: v for k, v in flat.items() if k in DESIGN_NAMES}
-        own = {k: v for k, v in flat.items() if k not in DESIGN_NAMES}
+        own, design = split_design(flat)
         return cls(**own, design=Design(**design), source=source)
 
     @classmethod
@@ -241,9 +240,7 @@ class WatermarkConfig:
         """
         path = Path(path).expanduser().resolve()
         data = read_config_file(path)
-        missing = [name for name in RULE_FIELDS_BEFORE_0_2 if name not in data]
-        if "scaling" in data and missing:  # a flat file of 0.1
-            warn_0_1(path, missing, RULE_FIELDS_BEFORE_0_2, [default_of(n) for n in missing])
+        warn_if_0_1(path, data, default_of)
         try:
             return cls.from_dict(data, source=str(path))
         except (TypeError, ValueError) as err:
@@ -294,3 +291,9 @@ SECTION_NAMES = {
     **{n: tuple(f.name for f in user_fields() if f.metadata["section"] == n) for n in SECTIONS},
     "design": tuple(f.name for f in fields(Design)),
 }
+
+
+def split_design(flat: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Values by flat name, split into the config's own and the design's."""
+    own = {k: v for k, v in flat.items() if k not in DESIGN_NAMES}
+    return own, {k: v for k, v in flat.items() if k in DESIGN_NAMES}

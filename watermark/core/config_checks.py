@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from pathlib import Path
+from typing import Any
 
+from watermark.core.design import Design
 from watermark.core.errors import UserError
 from watermark.core.schemes import SCHEMES
 
@@ -55,11 +58,14 @@ RULE_FIELDS_BEFORE_0_2 = {
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # a pinned mapper or embedder (watermark.core.identity)
 
 
-def checked_fields(cfg: object) -> list:
-    """The fields a config's checks read: its own (not ``design`` or ``source``), then its
-    design's."""
-    own = [f for f in fields(cfg) if f.name not in ("design", "source")]
-    return own + list(fields(cfg.design))
+def own_fields(cfg: object) -> tuple:
+    """The fields a user sets of a config (class or instance): not ``design`` or ``source``."""
+    return tuple(f for f in fields(cfg) if f.name not in ("design", "source"))
+
+
+def checked_fields(cfg: object) -> tuple:
+    """Every field of a config (class or instance): its own, then the design's."""
+    return own_fields(cfg) + fields(Design)
 
 
 def type_problems(cfg: object) -> list[str]:
@@ -147,14 +153,17 @@ def read_config_file(path: Path) -> dict:
     return data
 
 
-def warn_0_1(path: Path, missing: list[str], meant: dict, defaults: list) -> None:
-    """Warns that a flat file of 0.1 names its rule but not the later rule fields ``missing``,
-    which take today's ``defaults`` where 0.1 ``meant`` other values."""
+def warn_if_0_1(path: Path, data: dict, default_of: Callable[[str], Any]) -> None:
+    """Warns when a flat file of 0.1 names its rule but not the later rule fields
+    (:data:`RULE_FIELDS_BEFORE_0_2`): they take today's defaults where 0.1 meant other values."""
+    missing = [name for name in RULE_FIELDS_BEFORE_0_2 if name not in data]
+    if "scaling" not in data or not missing:
+        return
     logger.warning(
         "watermark config %s names a rule but not %s: they take the shipped defaults "
         "(%s); a config written for version 0.1 meant %s",
         path,
         ", ".join(missing),
-        ", ".join(f"{n}={d!r}" for n, d in zip(missing, defaults)),
-        ", ".join(f"{n}={meant[n]!r}" for n in missing),
+        ", ".join(f"{n}={default_of(n)!r}" for n in missing),
+        ", ".join(f"{n}={RULE_FIELDS_BEFORE_0_2[n]!r}" for n in missing),
     )
