@@ -90,17 +90,22 @@ def clean_text_paraphrase(output: str, source: str) -> str | None:
 class Task:
     """A whole-text rewrite: the instruction, the answer label of the plain prompt (for a
     tokenizer without a chat template), the judge of a raw output (``None``: rejected) and the
-    decoding: greedy at temperature 0, else sampled at that temperature (seeded per batch)."""
+    decoding: greedy at temperature 0, else sampled at that temperature, seeded per batch from
+    the batch's texts and ``seed`` (another seed: another draw, e.g. to retry a rejected
+    rewrite)."""
 
     instruction: str
     label: str = "Rewritten text:"
     judge: Callable[[str, str], str | None] = clean_text_paraphrase
     temperature: float = 0.0
+    seed: int = 0
 
     @property
     def prompt_id(self) -> str:
-        """The digest of the instruction and the decoding settings, part of every cache key."""
+        """The digest of the instruction and the decoding settings, part of every cache key
+        (seed 0 adds nothing, so the keys of earlier runs hold)."""
         decoding = "greedy" if self.temperature == 0 else f"t{self.temperature:g}"
+        decoding += f"|s{self.seed}" if self.seed and self.temperature else ""
         settings = f"{self.instruction}|{decoding}|{MAX_NEW_FACTOR}"
         return hashlib.sha256(settings.encode()).hexdigest()[:8]
 
@@ -160,7 +165,8 @@ class TextParaphraser:
         ).to(self.model.device)
         sample = self.task.temperature > 0
         if sample:  # the same batch gives the same draws
-            torch.manual_seed(int(hashlib.sha256("".join(texts).encode()).hexdigest()[:8], 16))
+            drawn = int(hashlib.sha256("".join(texts).encode()).hexdigest()[:8], 16)
+            torch.manual_seed(drawn + self.task.seed)
         out = self.model.generate(
             **batch,
             do_sample=sample,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from data.llm_paraphrase import Task, clean_text_paraphrase, run_text_paraphrases
@@ -35,8 +36,14 @@ FORCED = Task(
     "with other words and another sentence structure, and put the sentences in another order "
     "wherever the meaning allows. " + KEEP_FACTS + " Reply with the rewritten text only."
 )
-# the forced rewrite sampled: decoded greedily it keeps most of the words (the pilot: 96%)
-FORCED_WARM = Task(FORCED.instruction, temperature=0.7)
+
+
+def forced_task(temperature: float = 0.0, seed: int = 0) -> Task:
+    """:data:`FORCED` sampled at ``temperature`` with draw ``seed`` (decoded greedily it keeps
+    most of the words: 96% in the pilot of 8 texts; 71% at 0.7, 57.5% at 1.0)."""
+    return replace(FORCED, temperature=temperature, seed=seed)
+
+
 # words that make up a large share of any English text and of almost no French one
 ENGLISH = frozenset("the and of to is was are were in that with for it this from by be".split())
 ENGLISH_SHARE = 0.12  # above this share of such words, a "translation" is still English
@@ -90,7 +97,7 @@ def forced_rewrite(
     progress: bool = True,
     task: Task = FORCED,
 ) -> list[str | None]:
-    """Each text rewritten under :data:`FORCED` (or ``task``, e.g. :data:`FORCED_WARM`;
+    """Each text rewritten under :data:`FORCED` (or ``task``, e.g. a :func:`forced_task`;
     ``None`` where the output was rejected)."""
     return run_text_paraphrases(
         texts, cache_path, model_name, batch_size, progress=progress, task=task

@@ -21,7 +21,9 @@
 * ``llm_round_trip``: the whole text translated into French and back by the same LLM, each leg
   greedy; ``llm_forced``: every sentence restated with other words and structure, reordered where
   the meaning allows (:mod:`data.llm_rewrites`). Strength 1.0; rejected outputs keep the text;
-  ``paraphrase_after: true`` adds one ``llm_paraphrase``.
+  ``paraphrase_after: true`` adds one ``llm_paraphrase``. The forced rewrite may be sampled
+  (``temperature``) and a rewrite that fails the meaning checks (:mod:`evaluation.meaning`)
+  drawn again, up to ``retries`` times.
 
 Every attack is deterministic given its seed.
 """
@@ -31,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -201,17 +203,50 @@ def llm_rewrite_texts(
     model_name: str,
     batch_size: int = 8,
     progress: bool = True,
+    temperature: float = 0.0,
+    retries: int = 0,
+    accept: Callable[[list[str], list[str]], list[bool]] | None = None,
 ) -> list[str]:
     """Each whole text after ``rewrite``, ``"round_trip"`` (into French and back) or
-    ``"forced"`` (every sentence restated, :mod:`data.llm_rewrites`), cached per text and leg;
-    where a leg's output is rejected the text stays as it was (the count is logged)."""
+    ``"forced"`` (every sentence restated, :mod:`data.llm_rewrites`), cached per text, leg and
+    draw.
+
+    The forced rewrite may be sampled at ``temperature``. A rewrite that the judge rejects, or
+    that ``accept(originals, rewrites)`` refuses (the meaning checks), is drawn again with the
+    next seed, up to ``retries`` times. Where every draw fails the text stays as it was (every
+    method alike); the counts are logged.
+    """
     from data import llm_rewrites
 
-    run = {"round_trip": llm_rewrites.round_trip, "forced": llm_rewrites.forced_rewrite}[rewrite]
+    if rewrite == "round_trip" and (temperature or retries):
+        raise ValueError("the round trip is greedy: no temperature, no retries")
     bodies = [t.strip() for t in texts]
-    results = run(bodies, cache_path, model_name, batch_size, progress)
-    sent = [r for r, b in zip(results, bodies) if b]
-    logger.info(
-        "llm %s: %d of %d rewrites rejected, texts kept", rewrite, sent.count(None), len(sent)
-    )
+    results: list[str | None] = [None] * len(bodies)
+    todo = [i for i, b in enumerate(bodies) if b]
+    for draw in range(retries + 1):
+        sent = [bodies[i] for i in todo]
+        if rewrite == "round_trip":
+            outs = llm_rewrites.round_trip(sent, cache_path, model_name, batch_size, progress)
+        else:
+            task = llm_rewrites.forced_task(temperature, seed=draw)
+            outs = llm_rewrites.forced_rewrite(
+                sent, cache_path, model_name, batch_size, progress, task=task
+            )
+        judged = [(i, o) for i, o in zip(todo, outs) if o is not None]
+        passed = accept([bodies[i] for i, _ in judged], [o for _, o in judged]) if accept else []
+        for k, (i, o) in enumerate(judged):
+            if not accept or passed[k]:
+                results[i] = o
+        logger.info(
+            "llm %s draw %d: %d texts, %d rejected by the judge, %d by the meaning checks",
+            rewrite,
+            draw,
+            len(todo),
+            len(todo) - len(judged),
+            len(judged) - sum(passed) if accept else 0,
+        )
+        todo = [i for i in todo if results[i] is None]
+        if not todo:
+            break
+    logger.info("llm %s: %d of %d texts kept as they were", rewrite, len(todo), len(bodies))
     return [t[: len(t) - len(t.lstrip())] + r if r else t for t, r in zip(texts, results)]

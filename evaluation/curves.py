@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from evaluation.frontier import BASELINE_LABELS, fmt
+from evaluation.meaning import cosines, rewrite_figures
 from evaluation.run import score_detections, text_hash, words_kept
 
 logger = logging.getLogger(__name__)
@@ -30,14 +31,15 @@ LABELS = {
     "ours-mpnet": "Ours, MPNet mapper",
 }
 PPL_LIMIT, REP4_LIMIT = 1.10, 1.25  # matched quality: at most these times unwatermarked
-_EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
-_EMBEDDED: dict[tuple[str, str], object] = {}  # (embedder, text hash) -> unit embedding
 
 
 def attack_label(attack: dict) -> str:
-    """``paraphrase@1.0``, ``paraphrase@1.0x2`` (two passes), ``none`` for no attack."""
+    """``paraphrase@1.0``, ``paraphrase@1.0x2`` (two passes), ``llm_forced@1.0t1`` (sampled
+    at temperature 1), ``...+llm_paraphrase`` (a paraphrase after), ``none`` for no attack."""
     passes = int(attack.get("passes", 1))
-    return f"{attack['kind']}@{attack['strength']}" + (f"x{passes}" if passes > 1 else "")
+    label = f"{attack['kind']}@{attack['strength']}" + (f"x{passes}" if passes > 1 else "")
+    label += f"t{float(attack['temperature']):g}" if attack.get("temperature") else ""
+    return label + ("+llm_paraphrase" if attack.get("paraphrase_after") else "")
 
 
 def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
@@ -48,24 +50,9 @@ def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
     keys = [f"{name}|{text_hash(a)}|{text_hash(b)}" for a, b in zip(originals, attacked)]
     todo = [i for i, k in enumerate(keys) if k not in table]
     if todo:
-        a = embed_texts(name, [originals[i] for i in todo])
-        b = embed_texts(name, [attacked[i] for i in todo])
-        sims = [float((x * y).sum()) for x, y in zip(a, b)]
+        sims = cosines(name, [originals[i] for i in todo], [attacked[i] for i in todo])
         ev.store.put("similarity", [{"key": keys[i], "cos": s} for i, s in zip(todo, sims)])
     return [table[k]["cos"] for k in keys]
-
-
-def embed_texts(name: str, texts: list[str]) -> list:
-    """Normalised embeddings of ``texts`` under embedder ``name``, computing only new texts."""
-    new = list(dict.fromkeys(t for t in texts if (name, text_hash(t)) not in _EMBEDDED))
-    if new:
-        from watermark.core.models import load_embedder
-
-        if name not in _EMBEDDERS:
-            _EMBEDDERS[name] = load_embedder(name)
-        out = _EMBEDDERS[name].encode(new, convert_to_tensor=True, normalize_embeddings=True)
-        _EMBEDDED.update({(name, text_hash(t)): e for t, e in zip(new, out)})
-    return [_EMBEDDED[(name, text_hash(t))] for t in texts]
 
 
 def run_curves(ev) -> dict:
@@ -116,6 +103,7 @@ def run_curves(ev) -> dict:
             scores = score_detections(ev.detections(method, attacked), neg)
             kept = words_kept(texts[:n], attacked)
             rows.append(_row(name, attack_label(attack), scores, kept, sum(sims) / len(sims)))
+            rows[-1].update(rewrite_figures(texts[:n], attacked, sims))
             summary = {k: v for k, v in rows[-1].items() if not isinstance(v, list)}
             logger.info("curve %s %s: %s", name, rows[-1]["attack"], summary)  # no z lists
     for row in rows:
@@ -213,6 +201,8 @@ def curve_table(curves: dict) -> list[str]:
         "attack",
         "words kept",
         "similarity (meaning)",
+        "5-grams kept",
+        "meaning checks pass",
         "ROC-AUC",
         "TPR@1%FPR",
         "p<0.01: TPR / FPR",
@@ -224,13 +214,15 @@ def curve_table(curves: dict) -> list[str]:
     for r in curves["rows"]:
         quality = [fmt(r.get("ppl_median"), 2), fmt(r.get("rep4"))]
         if "roc_auc" not in r:  # the unwatermarked quality reference
-            cells = [LABELS.get(r["method"], r["method"]), *["-"] * 7, *quality]
+            cells = [LABELS.get(r["method"], r["method"]), *["-"] * 9, *quality]
         else:
             cells = [
                 LABELS.get(r["method"], r["method"]),
                 r["attack"],
                 f"{r['words_kept']:.3f}",
                 f"{r['similarity']:.3f}",
+                fmt(r.get("ngrams5_kept")),
+                fmt(r.get("meaning_pass")),
                 f"{r['roc_auc']:.3f}",
                 f"{r['tpr@1%fpr']:.3f}",
                 f"{fmt(r.get('tpr@p<0.01'))} / {fmt(r.get('fpr@p<0.01'))}",

@@ -1,20 +1,48 @@
-"""A second meaning check beside the embedder's similarity: the facts a rewrite keeps.
+"""The meaning checks of a rewrite: an embedder's similarity, and the facts it keeps.
+
+:func:`embed_texts` embeds texts under an embedder that is not the watermark's (MPNet by
+default), each distinct text once per process; :func:`cosines` gives the similarity of pairs.
 
 A text's facts are its numbers and its names: the capitalised words that do not open a
 sentence. A rewrite that keeps the meaning keeps them (in any order and any wording around them),
 so :func:`facts_kept`, the share of the original's facts found in the rewrite, is a check a reader
-can verify by eye and that no embedder decides. :func:`keeps_facts` applies the threshold.
+can verify by eye and that no embedder decides. :func:`keeps_facts` applies the threshold, and
+:func:`meaning_kept` both checks (the retry rule of the sampled rewrites).
 """
 
 from __future__ import annotations
 
 import re
+import statistics
+from collections.abc import Sequence
 
 from data.sources import split_sentences
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 FACTS_KEPT = 0.8  # the share of facts a rewrite must keep to pass
+MIN_SIMILARITY = 0.85  # the embedder's cosine a rewrite must reach to pass
+_EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
+_EMBEDDED: dict[tuple[str, str], object] = {}  # (embedder, text) -> unit embedding
+
+
+def embed_texts(name: str, texts: Sequence[str]) -> list:
+    """Normalised embeddings of ``texts`` under embedder ``name``, computing only new texts."""
+    new = list(dict.fromkeys(t for t in texts if (name, t) not in _EMBEDDED))
+    if new:
+        from watermark.core.models import load_embedder
+
+        if name not in _EMBEDDERS:
+            _EMBEDDERS[name] = load_embedder(name)
+        out = _EMBEDDERS[name].encode(new, convert_to_tensor=True, normalize_embeddings=True)
+        _EMBEDDED.update({(name, t): e for t, e in zip(new, out)})
+    return [_EMBEDDED[(name, t)] for t in texts]
+
+
+def cosines(name: str, originals: Sequence[str], rewrites: Sequence[str]) -> list[float]:
+    """The cosine similarity of each pair under embedder ``name``."""
+    a, b = embed_texts(name, originals), embed_texts(name, rewrites)
+    return [float((x * y).sum()) for x, y in zip(a, b)]
 
 
 def facts(text: str) -> set[str]:
@@ -41,3 +69,55 @@ def facts_kept(original: str, rewrite: str) -> float:
 def keeps_facts(original: str, rewrite: str, share: float = FACTS_KEPT) -> bool:
     """Whether the rewrite keeps at least ``share`` of the original's facts."""
     return facts_kept(original, rewrite) >= share
+
+
+def meaning_kept(
+    name: str,
+    originals: Sequence[str],
+    rewrites: Sequence[str],
+    similarity: float = MIN_SIMILARITY,
+    share: float = FACTS_KEPT,
+) -> list[bool]:
+    """Whether each rewrite passes both checks: cosine at least ``similarity`` under embedder
+    ``name`` and at least ``share`` of the facts kept."""
+    sims = cosines(name, originals, rewrites)
+    return [
+        c >= similarity and keeps_facts(o, r, share) for c, o, r in zip(sims, originals, rewrites)
+    ]
+
+
+def words_kept_share(original: str, rewrite: str) -> float:
+    """The share of ``original``'s distinct words (split on whitespace) still in ``rewrite``."""
+    words = set(original.split())
+    return len(words & set(rewrite.split())) / len(words) if words else 1.0
+
+
+def ngrams_kept(original: str, rewrite: str, n: int = 5) -> float:
+    """The share of ``original``'s distinct word n-grams (lowercased words, punctuation
+    dropped) still in ``rewrite``: the contexts a token-hash key reads, roughly."""
+
+    def grams(text: str) -> set[tuple[str, ...]]:
+        words = [w.lower() for w in WORD.findall(text)]
+        return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+    wanted = grams(original)
+    return len(wanted & grams(rewrite)) / len(wanted) if wanted else 1.0
+
+
+def rewrite_figures(
+    originals: Sequence[str], rewrites: Sequence[str], sims: Sequence[float]
+) -> dict[str, float]:
+    """Per-cell figures of an attack: the share of texts rewritten at all, median words kept,
+    mean 5-grams kept, median similarity, and the share passing each meaning check."""
+    pairs = list(zip(originals, rewrites, sims))
+    facts_ok = [keeps_facts(o, r) for o, r, _ in pairs]
+    similar = [c >= MIN_SIMILARITY for *_, c in pairs]
+    return {
+        "rewritten": sum(o.strip() != r.strip() for o, r, _ in pairs) / len(pairs),
+        "words_kept_median": statistics.median(words_kept_share(o, r) for o, r, _ in pairs),
+        "ngrams5_kept": statistics.fmean(ngrams_kept(o, r) for o, r, _ in pairs),
+        "similarity_median": statistics.median(sims),
+        "facts_pass": sum(facts_ok) / len(pairs),
+        "similarity_pass": sum(similar) / len(pairs),
+        "meaning_pass": sum(f and c for f, c in zip(facts_ok, similar)) / len(pairs),
+    }

@@ -16,6 +16,7 @@ import hashlib
 import logging
 import time
 from dataclasses import replace
+from functools import partial
 
 import torch
 from tqdm.auto import tqdm
@@ -25,6 +26,7 @@ from evaluation.cache_keys import detection_key, generation_key
 from evaluation.config import KGW_BASES, EvalConfig
 from evaluation.detection import MethodDetection, share_flagged
 from evaluation.heldout import units as load_units
+from evaluation.meaning import meaning_kept, words_kept_share
 from evaluation.methods import KGWMethod, Method, OursMethod, TransformersKGW
 from evaluation.metrics import (
     OraclePerplexity,
@@ -75,10 +77,7 @@ def score_detections(pos: list[MethodDetection], neg: list[MethodDetection]) -> 
 
 def words_kept(originals: list[str], attacked: list[str]) -> float:
     """Mean share of each original's distinct words that are still in its attacked text."""
-    shares = []
-    for a, b in zip(originals, attacked):
-        words = set(a.split())
-        shares.append(len(words & set(b.split())) / len(words) if words else 1.0)
+    shares = [words_kept_share(a, b) for a, b in zip(originals, attacked)]
     return sum(shares) / max(1, len(shares))
 
 
@@ -251,6 +250,8 @@ class Evaluation:
         if name.startswith("llm_"):  # two paraphrasers never share an entry
             name += f"[{self.cfg.llm_paraphraser}]"
         name += f"x{passes}" if passes > 1 else ""
+        if attack.get("temperature"):  # sampled, each draw checked for the meaning
+            name += f"@t{float(attack['temperature']):g}r{int(attack.get('retries', 0))}"
         name += "+llm_paraphrase" if attack.get("paraphrase_after") else ""
         table = self.store.table("attacks")
         keys = [f"{name}|{float(attack['strength'])}|{self.cfg.seed}|{text_hash(t)}" for t in texts]
@@ -280,8 +281,16 @@ class Evaluation:
         )
         batch = self.cfg.llm_paraphrase_batch
         if kind in ("llm_round_trip", "llm_forced"):  # meaning kept, most words changed
+            temperature = float(attack.get("temperature", 0.0))
             texts = atk.llm_rewrite_texts(
-                texts, kind.removeprefix("llm_"), *llm, batch, self.progress
+                texts,
+                kind.removeprefix("llm_"),
+                *llm,
+                batch,
+                self.progress,
+                temperature=temperature,
+                retries=int(attack.get("retries", 0)),
+                accept=partial(meaning_kept, self.cfg.similarity_embedder) if temperature else None,
             )
             if attack.get("paraphrase_after"):
                 texts = atk.llm_paraphrase_texts(

@@ -24,9 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from data import llm_rewrites  # noqa: E402
-from data.llm_paraphrase import Task, run_text_paraphrases  # noqa: E402
-from evaluation.curves import embed_texts  # noqa: E402
-from evaluation.meaning import keeps_facts  # noqa: E402
+from data.llm_paraphrase import run_text_paraphrases  # noqa: E402
+from evaluation.meaning import cosines, keeps_facts  # noqa: E402
 from evaluation.run import words_kept  # noqa: E402
 
 
@@ -34,9 +33,7 @@ def figures(originals: list[str], rewrites: list[str | None], embedder: str) -> 
     """Median words kept and similarity over the accepted rewrites, facts kept, rejections."""
     pairs = [(o, r) for o, r in zip(originals, rewrites) if r]
     kept = [words_kept([o], [r]) for o, r in pairs]
-    a = embed_texts(embedder, [o for o, _ in pairs])
-    b = embed_texts(embedder, [r for _, r in pairs])
-    sims = [float((x * y).sum()) for x, y in zip(a, b)]
+    sims = cosines(embedder, [o for o, _ in pairs], [r for _, r in pairs])
     return {
         "accepted": len(pairs),
         "rejected": len(originals) - len(pairs),
@@ -69,12 +66,15 @@ def main() -> None:
         again = run_text_paraphrases([b or "" for b in back], cache, model, batch)
         return [a if b else None for a, b in zip(again, back)]
 
-    hot = Task(llm_rewrites.FORCED.instruction, temperature=1.0)
+    def forced_at(temperature: float):
+        task = llm_rewrites.forced_task(temperature)
+        return lambda *a: llm_rewrites.forced_rewrite(*a, task=task)
+
     rewrites = {
         "round_trip": llm_rewrites.round_trip,
         "forced": llm_rewrites.forced_rewrite,
-        "forced_t0.7": lambda *a: llm_rewrites.forced_rewrite(*a, task=llm_rewrites.FORCED_WARM),
-        "forced_t1.0": lambda *a: llm_rewrites.forced_rewrite(*a, task=hot),
+        "forced_t0.7": forced_at(0.7),
+        "forced_t1.0": forced_at(1.0),
         "round_trip+paraphrase": round_trip_then_paraphrase,
     }
     for name in args.rewrites.split(","):

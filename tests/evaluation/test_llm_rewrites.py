@@ -15,7 +15,15 @@ import pytest
 from data import llm_paraphrase as lp
 from data import llm_rewrites as rw
 from evaluation.config import EvalConfig
-from evaluation.meaning import facts, facts_kept, keeps_facts
+from evaluation.curves import attack_label
+from evaluation.meaning import (
+    facts,
+    facts_kept,
+    keeps_facts,
+    ngrams_kept,
+    rewrite_figures,
+    words_kept_share,
+)
 from tests.data.test_llm_paraphrase import save_tiny_lm
 from tests.evaluation.test_llm_paraphrase_attack import _evaluation
 
@@ -99,19 +107,83 @@ def test_the_rewrites_run_from_yaml() -> None:
     cfg = EvalConfig.load(path)
     cells = [(a["kind"], a.get("paraphrase_after", False)) for a in cfg.curve_attacks]
     assert cells == [
-        ("llm_round_trip", False),
-        ("llm_round_trip", True),
         ("llm_forced", False),
         ("llm_forced", True),
+        ("llm_round_trip", False),
+        ("llm_round_trip", True),
     ]
+    assert all(a["temperature"] == 1.0 for a in cfg.curve_attacks if a["kind"] == "llm_forced")
     assert cfg.curve_negatives == 256 and cfg.curve_attacked >= 64
     assert {"ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"} <= set(cfg.curve_methods)
 
 
 def test_a_sampled_rewrite_has_its_own_key_and_repeats_for_the_same_batch(tmp_path: Path) -> None:
-    assert rw.FORCED_WARM.prompt_id != rw.FORCED.prompt_id  # cached apart from the greedy one
+    assert rw.forced_task(0.7).prompt_id != rw.FORCED.prompt_id  # cached apart from the greedy one
     assert lp.PARAPHRASE.prompt_id == lp.PROMPT_ID == "ab97b68e"  # the paraphrase cache holds
     model = str(save_tiny_lm(tmp_path / "lm"))
-    warm = lp.TextParaphraser(model, task=rw.FORCED_WARM)
+    warm = lp.TextParaphraser(model, task=rw.forced_task(0.7))
     texts = [EN.strip(), "the bank said the price rose ."]
     assert warm.generate(texts) == warm.generate(texts)  # seeded by the batch
+
+
+LOST = "a storm hit a road somewhere and a bridge there"  # Leeds and Tuesday gone
+
+
+def test_a_draw_that_fails_the_meaning_checks_is_drawn_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Draw 0 loses the facts, draw 1 keeps them: the harness keeps draw 1; a text whose every
+    draw fails stays as it was; each draw has its own cache entry and attack key."""
+    seeds: list[int] = []
+    real = lp.TextParaphraser.generate
+
+    def scripted(self, texts):
+        seeds.append(self.task.seed)
+        assert self.task.temperature == 1.0 and len(real(self, texts)) == len(texts)
+        return [(LOST if self.task.seed == 0 or "short" in t else BACK, True) for t in texts]
+
+    monkeypatch.setattr(lp.TextParaphraser, "generate", scripted)
+    checked: list[tuple[list[str], list[str]]] = []
+
+    def facts_only(name: str, originals: list[str], rewrites: list[str]) -> list[bool]:
+        checked.append((list(originals), list(rewrites)))
+        return [keeps_facts(o, r) for o, r in zip(originals, rewrites)]
+
+    monkeypatch.setattr("evaluation.run.meaning_kept", facts_only)
+    save_tiny_lm(tmp_path / "lm")
+    ev = _evaluation(tmp_path, "lm")
+    texts, humans = [EN, " short text in York here"], ["h1", "h2"]
+    attack = {"kind": "llm_forced", "strength": 1.0, "temperature": 1.0, "retries": 2}
+    assert ev.attacked(attack, texts, humans) == [" " + BACK, texts[1]]
+    assert seeds == [0, 1, 2]  # the second text failed every draw
+    assert [len(o) for o, _ in checked] == [2, 2, 1]
+    keys = set(ev.store.table("attacks"))
+    assert any(k.startswith("llm_forced[lm]@t1r2|1.0|") for k in keys)
+    cache = set(lp.read_cache(ev.out / "cache" / "llm_paraphrases.jsonl"))
+    model = str(tmp_path / "lm")
+    for seed in (0, 1, 2):
+        assert lp.cache_key(model, EN.strip(), rw.forced_task(1.0, seed)) in cache or seed == 2
+    assert rw.forced_task(1.0, 0).prompt_id == rw.forced_task(1.0).prompt_id
+    assert rw.forced_task(1.0, 1).prompt_id != rw.forced_task(1.0).prompt_id
+    assert rw.forced_task(0.0, 1).prompt_id == rw.FORCED.prompt_id  # greedy: no draws
+    label = attack_label({**attack, "paraphrase_after": True})
+    assert label == "llm_forced@1.0t1+llm_paraphrase"
+
+
+def test_only_the_forced_rewrite_is_sampled_and_retried() -> None:
+    with pytest.raises(ValueError, match="only llm_forced"):
+        EvalConfig(curve_attacks=[{"kind": "llm_round_trip", "strength": 1.0, "temperature": 1}])
+    with pytest.raises(ValueError, match="for a temperature > 0"):
+        EvalConfig(curve_attacks=[{"kind": "llm_forced", "strength": 1.0, "retries": 2}])
+    with pytest.raises(ValueError, match="temperature must be in"):
+        EvalConfig(curve_attacks=[{"kind": "llm_forced", "strength": 1.0, "temperature": 5}])
+
+
+def test_the_figures_of_a_rewrite_cell() -> None:
+    assert words_kept_share("a b c d", "a b x") == 0.5
+    assert ngrams_kept("one two three four five six", "One two three four five. Seven") == 0.5
+    assert ngrams_kept("too short", "anything") == 1.0
+    figures = rewrite_figures([EN, EN], [EN, LOST], [1.0, 0.8])
+    assert figures["rewritten"] == 0.5 and figures["facts_pass"] == 0.5
+    assert figures["similarity_pass"] == 0.5 and figures["meaning_pass"] == 0.5
+    assert figures["similarity_median"] == pytest.approx(0.9)
