@@ -35,6 +35,9 @@ LATER_FIELDS_OFF = {
     "repeats": "neutral",
     "outputs_once": False,
     "neutral": "half",
+    "sentence_bits": 0,
+    "sentence_candidates": 4,
+    "sentence_context_bits": 0,
 }
 # runtime fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)

@@ -44,6 +44,7 @@ from watermark.loading import (
     vocab_size,
 )
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.sentence_generation import generate_by_sentences
 
 
 class Watermark:
@@ -206,6 +207,10 @@ class Watermark:
         prompts, ...)`` is accepted when ``model`` is the held generator, or when the Watermark
         holds none (its MM is another model and no generator was given to :meth:`load`).
 
+        With the sentence layer (``sentence_bits`` > 0) a watermarked generation samples
+        ``sentence_candidates`` candidates per sentence and keeps the best
+        (:mod:`watermark.sentence_generation`).
+
         Raises ``ValueError`` for an empty or blank prompt, ``max_new_tokens < 1``, a model
         other than the held one, or sampling arguments the config sets, before any work.
         """
@@ -226,6 +231,17 @@ class Watermark:
         if watermark:
             processor = self.logits_processor(
                 record=record, eos_token_ids=eos_ids(model, self.tokenizer)
+            )
+        if processor is not None and self.detector.sentences is not None:  # the sentence layer
+            return generate_by_sentences(
+                model,
+                self.tokenizer,
+                prompts,
+                processor,
+                self.detector.sentences,
+                max_new_tokens=max_new_tokens,
+                seed=seed,
+                **kwargs,
             )
         return generate(
             model,

@@ -27,6 +27,8 @@ SUMMARY_FIELDS = (
     "reason",
     "fingerprint",
 )
+# the sentence layer's summary fields, in a summary only where the layer ran
+SENTENCE_FIELDS = ("sentence_p_value", "num_sentences", "combined_p_value")
 
 
 def verdict_p_value(p_value: float, window_p_value: float | None) -> float:
@@ -76,6 +78,14 @@ class DetectionResult:
             (None if not scored).
         vocab_green: Per scored token, the green fraction of the vocabulary at its step in the
             first green list (the ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
+        sentence_p_value: With the sentence layer (``sentence_bits`` > 0): the exact p-value
+            of the sentence test (:mod:`watermark.core.sentences`), else ``None``.
+        sentence_hits, sentence_expected: Its hits T and their null mean.
+        num_sentences: The distinct complete sentences it tested.
+        sentences: ``[start, end, hits]`` per tested sentence (characters of the text).
+        combined_p_value: With the sentence layer: Fisher's combination of the token-level
+            verdict p-value and ``sentence_p_value``, which ``is_watermarked`` then compares
+            with ``target_fpr``.
     """
 
     score: float = 0.0
@@ -104,12 +114,26 @@ class DetectionResult:
     entropy: list[float | None] = field(default_factory=list)
     gamma: list[float | None] = field(default_factory=list)
     vocab_green: list[float | None] = field(default_factory=list)
+    sentence_p_value: float | None = None
+    sentence_hits: int = 0
+    sentence_expected: float = 0.0
+    num_sentences: int = 0
+    sentences: list[list[int]] = field(default_factory=list)
+    combined_p_value: float | None = None
+
+    @property
+    def token_verdict_p_value(self) -> float:
+        """The token-level test's verdict p-value: the windowed one where the config tests
+        windows, else the whole-text one."""
+        return verdict_p_value(self.p_value, self.window_p_value)
 
     @property
     def verdict_p_value(self) -> float:
-        """The p-value ``is_watermarked`` compares with ``target_fpr``: the windowed one where the
-        config tests windows, else the whole-text one."""
-        return verdict_p_value(self.p_value, self.window_p_value)
+        """The p-value ``is_watermarked`` compares with ``target_fpr``: the combined one with the
+        sentence layer, else :attr:`token_verdict_p_value`."""
+        if self.combined_p_value is not None:
+            return self.combined_p_value
+        return self.token_verdict_p_value
 
     def scored_steps(self) -> list[int]:
         """1-based steps in W."""
@@ -118,6 +142,9 @@ class DetectionResult:
     def to_dict(self, per_token: bool = False) -> dict:
         """JSON-able dict: the summary fields, plus per-token lists if ``per_token``."""
         data = asdict(self)
+        if self.sentence_p_value is None:  # no sentence layer: the summary of earlier versions
+            for name in (*SENTENCE_FIELDS, "sentence_hits", "sentence_expected", "sentences"):
+                data.pop(name)
         if per_token:
             return data
-        return {k: data[k] for k in SUMMARY_FIELDS}
+        return {k: data[k] for k in SUMMARY_FIELDS + SENTENCE_FIELDS if k in data}

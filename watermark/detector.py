@@ -46,8 +46,9 @@ import torch
 
 from watermark.assembly import AssemblyPool, assemble_keys
 from watermark.core.scoring import WatermarkCore
-from watermark.core.text import encode_text, unsupported_reason
+from watermark.core.text import decode_many, encode_text, unsupported_reason
 from watermark.detection_result import DetectionResult, verdict_p_value
+from watermark.sentence_layer import SentenceLayer
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 
@@ -62,6 +63,7 @@ class Detector:
         if window_sizes is not None:
             self.config = replace(core.config, window_sizes=list(window_sizes))
         self._pool: AssemblyPool | None = None
+        self.sentences = SentenceLayer(core) if self.config.sentence_bits else None
 
     def _workers(self, workers: int) -> AssemblyPool:
         """The pool of ``workers`` assembly processes, started on first use and kept."""
@@ -143,6 +145,9 @@ class Detector:
             bar.update(len(chunk))
         bar.close()
         results = [self._finish(item) for item in results]
+        if self.sentences is not None:  # the sentence test on the text the ids spell
+            texts = decode_many(self.core.tokenizer, [list(ids) for ids in ids_list])
+            results = [self.sentences.apply(r, t) for r, t in zip(results, texts)]
         made_by = self.core.fingerprint
         for result in results:
             result.fingerprint = made_by

@@ -108,11 +108,19 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         self._prev: torch.Tensor | None = None
         self._state = None
         self.state_factory = None  # batch size -> MM state; None: the MM's own (see fused.py)
+        self._prompt_length: int | None = None
 
     def reset(self) -> None:
         """Forgets the current generation (the next call starts a new one)."""
         self._prev = None
         self._state = None
+
+    def start_at(self, prompt_length: int) -> None:
+        """The next call starts a new generation whose prompt is the first ``prompt_length``
+        ids: what follows them is text already generated (the sentence layer's candidates
+        continue the sentences chosen so far)."""
+        self.reset()
+        self._prompt_length = int(prompt_length)
 
     def _is_continuation(self, input_ids: torch.Tensor) -> bool:
         prev = self._prev
@@ -146,7 +154,8 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
                 self._state = self.state_factory(input_ids.shape[0])
             else:
                 self._state = start_state(self.core.measurement, input_ids.shape[0])
-            self.record = GenerationRecord(prompt_length=int(input_ids.shape[1]))
+            given, self._prompt_length = self._prompt_length, None
+            self.record = GenerationRecord(prompt_length=given or int(input_ids.shape[1]))
         self._prev = input_ids.detach().clone()
         gen = input_ids[:, self.record.prompt_length :]
         active = torch.ones(gen.shape[0], dtype=torch.bool)

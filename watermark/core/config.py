@@ -100,6 +100,9 @@ class WatermarkConfig:
         layers, bias, delta: The strength of the tournament, additive, paper and floor schemes.
         alpha: Entropy threshold in nats: a step is watermarked iff H(P_MM) >= alpha.
         temperature, top_k, top_p: Sampling, applied with the scheme (generation only).
+        sentence_bits: The sentence layer (:mod:`watermark.core.sentences`): keyed mapper
+            outputs tested per sentence; 0 switches the layer off (the default). Generation
+            then samples ``sentence_candidates`` (design) candidates per sentence.
     Detection:
         target_fpr: ``is_watermarked`` is ``p_value < target_fpr``.
         window_sizes: Windowed test sizes in tokens (e.g. ``[128, 256]``) for partly watermarked
@@ -128,6 +131,7 @@ class WatermarkConfig:
     temperature: float = setting(SAMPLING, 1.02, section="scheme")
     top_k: int = setting(SAMPLING, 50, section="scheme")
     top_p: float = setting(SAMPLING, 0.9, section="scheme")
+    sentence_bits: int = setting(SHARED, 0, section="scheme")
     target_fpr: float = setting(DETECTION, 0.01, section="detection")
     window_sizes: list[int] = setting(DETECTION, [128, 256], section="detection")
     compute_dtype: str = setting(SHARED, "float32", choices=COMPUTE_DTYPES, section="runtime")

@@ -126,6 +126,13 @@ def problems(cfg: object) -> list[str]:
         )
     if cfg.embed_window < 0:
         found.append(f"embed_window must be >= 0 (0: the whole prefix), got {cfg.embed_window}")
+    if cfg.sentence_bits < 0 or cfg.sentence_candidates < 1:
+        found.append(
+            f"need sentence_bits >= 0 and sentence_candidates >= 1, got {cfg.sentence_bits}, "
+            f"{cfg.sentence_candidates}"
+        )
+    if not 0 <= cfg.sentence_context_bits <= 8:
+        found.append(f"sentence_context_bits must be in 0..8, got {cfg.sentence_context_bits}")
     if cfg.embed_batch_size < 1:
         found.append(f"embed_batch_size must be >= 1, got {cfg.embed_batch_size}")
     if not cfg.allowed_scripts or not all(isinstance(x, str) for x in cfg.allowed_scripts):

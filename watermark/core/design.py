@@ -76,6 +76,10 @@ class Design:
         unique_tokens: Count each token id once (its first scored occurrence).
         outputs_once: Count each mapper output once per tested span.
         allowed_scripts: Unicode scripts the detector scores; texts mostly in others are not.
+        sentence_candidates: N: candidate sentences sampled per sentence, the best kept
+            (generation only; with ``sentence_bits`` > 0).
+        sentence_context_bits: c: the sentence layer's targets are keyed by the signs of c
+            outputs of the previous sentence (0: one global set of targets).
     """
 
     vocab_size: int | None = setting(SHARED, None)
@@ -95,3 +99,5 @@ class Design:
     unique_tokens: bool = setting(DETECTION, True)
     outputs_once: bool = setting(DETECTION, True)
     allowed_scripts: list[str] = setting(DETECTION, ["LATIN"])
+    sentence_candidates: int = setting(SAMPLING, 4)
+    sentence_context_bits: int = setting(SHARED, 0)

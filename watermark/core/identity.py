@@ -140,6 +140,8 @@ def fingerprint(cfg: WatermarkConfig, vocab_size: int, mapper: str, embedder: st
     """``"wm-<12 hex>"``: digest of the shared fields, the green lists per step, V and the found
     mapper and embedder digests (no key, no opening sentence)."""
     shared = {name: getattr(cfg, name) for name in SHARED_FIELDS}
+    if cfg.sentence_bits:  # the sentence layer, named only when on (earlier prints hold)
+        shared.update(sentence_bits=cfg.sentence_bits, sentence_context=cfg.sentence_context_bits)
     shared.update(
         green_lists=cfg.green_lists, vocab_size=int(vocab_size), mapper=mapper, embedder=embedder
     )

@@ -112,15 +112,19 @@ class SemanticScorer:
         return out.float().to(self.device)
 
     @torch.inference_mode()
-    def signs(self, u: torch.Tensor) -> torch.Tensor:
-        """Mapper signs v > 0 for embeddings u (N, E): bool tensor (N, D), on the mapper's
-        device; in blocks of :data:`MAP_ROWS` rows, so a row's signs depend on that row only."""
+    def outputs(self, u: torch.Tensor) -> torch.Tensor:
+        """Mapper outputs v for embeddings u (N, E): float tensor (N, D), on the mapper's
+        device; in blocks of :data:`MAP_ROWS` rows, so a row's outputs depend on that row only."""
         with self.timer.stage("map"):
             u = u.to(self.device)
             n = int(u.shape[0])
             padded = torch.cat([u, u.new_zeros((-n) % MAP_ROWS, u.shape[1])])
-            out = [self.mapper(block) > 0 for block in padded.split(MAP_ROWS)]
-            return torch.cat(out)[:n] if out else self.no_signs(0)
+            out = [self.mapper(block) for block in padded.split(MAP_ROWS)]
+            return torch.cat(out)[:n] if out else u.new_zeros(0, self.num_dims)
+
+    def signs(self, u: torch.Tensor) -> torch.Tensor:
+        """Mapper signs v > 0 for embeddings u (N, E): bool tensor (N, D) (:meth:`outputs`)."""
+        return self.outputs(u) > 0 if len(u) else self.no_signs(0)
 
     def no_signs(self, n: int) -> torch.Tensor:
         """All-False signs (n, D) on the mapper's device."""

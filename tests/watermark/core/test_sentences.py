@@ -1,0 +1,99 @@
+"""The sentence layer's rules: sentences from text, the key, the candidates' score, the exact
+test and the combination with the token-level test."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from watermark.core.sentences import (
+    SentenceKey,
+    ends_sentence,
+    fisher,
+    sentence_spans,
+    sentence_test,
+    two_point_sf,
+)
+
+
+def test_sentences_end_at_a_mark_followed_by_whitespace() -> None:
+    text = ' Mr. Smith said "yes." It cost 3.5 million!  Then (a pause.) And then'
+    pieces = [(text[a:b], done) for a, b, done in sentence_spans(text)]
+    assert pieces == [
+        ("Mr.", True),
+        ('Smith said "yes."', True),
+        ("It cost 3.5 million!", True),
+        ("Then (a pause.)", True),
+        ("And then", False),
+    ]
+    assert sentence_spans("") == [] and sentence_spans("   ") == []
+    assert [done for *_, done in sentence_spans("One. Two.")] == [True, True]
+    assert all(map(ends_sentence, [".", " end.", '!"', "?)", ".\n\n", "...", "\u201cno.\u201d"]))
+    assert not any(map(ends_sentence, ["3", " and", ".5", "", "  "]))
+
+
+def test_the_key_is_a_function_of_the_secret() -> None:
+    a, b = SentenceKey.of("k1", 64, 8, 2), SentenceKey.of("k2", 64, 8, 2)
+    again = SentenceKey.of("k1", 64, 8, 2)
+    assert torch.equal(a.dims, again.dims) and torch.equal(a.targets, again.targets)
+    assert not torch.equal(a.dims, b.dims)
+    assert a.targets.shape == (4, 8) and not set(a.dims.tolist()) & set(a.context_dims.tolist())
+    with pytest.raises(ValueError):
+        SentenceKey.of("k", 8, 8, 1)
+
+
+def test_groups_come_from_the_previous_sentences_signs() -> None:
+    key = SentenceKey.of("k", 16, 4, 2)
+    previous = torch.zeros(3, 16)
+    previous[1, key.context_dims[0]] = 1.0
+    previous[2, key.context_dims] = 1.0
+    assert key.groups(torch.zeros(3, 16), previous).tolist() == [0, 1, 3]
+    assert key.groups(torch.zeros(3, 16), None).tolist() == [0, 0, 0]
+    assert SentenceKey.of("k", 16, 4).groups(torch.zeros(2, 16), previous[:2]).tolist() == [0, 0]
+
+
+def test_the_score_prefers_the_targets_with_a_margin() -> None:
+    key = SentenceKey.of("k", 16, 4)
+    signs = torch.where(key.targets[0], 1.0, -1.0)
+    v = torch.zeros(3, 16)
+    v[0, key.dims] = signs * 0.1  # every target hit, near zero
+    v[1, key.dims] = signs * 2.0  # every target hit, far from zero
+    v[2, key.dims] = -signs * 2.0  # every target missed
+    scores = key.scores(v, torch.zeros(3, dtype=torch.long))
+    assert scores[1] > scores[0] > scores[2]
+    assert key.hits(v, torch.zeros(3, dtype=torch.long)).sum(dim=1).tolist() == [4, 4, 0]
+
+
+def test_the_two_point_law_matches_enumeration() -> None:
+    pairs = [(0, 3), (2, 1), (4, 0), (1, 1)]
+    for observed in range(0, 12):
+        brute = sum(sum(choice) >= observed for choice in itertools.product(*pairs)) / 2 ** len(
+            pairs
+        )
+        assert two_point_sf(observed, pairs) == pytest.approx(brute)
+
+
+def test_the_sentence_test_is_exact_over_keys_whatever_the_sentences_share() -> None:
+    """Every target assignment of a random key, for texts whose sentences agree strongly: the
+    share of keys with p <= alpha is at most alpha, at every alpha."""
+    torch.manual_seed(0)
+    for _ in range(5):
+        base = torch.rand(1, 5) > 0.5
+        positive = base.expand(6, 5) ^ (torch.rand(6, 5) > 0.85)  # six sentences, one topic
+        groups = torch.zeros(6, dtype=torch.long)
+        ps = []
+        for targets in itertools.product([False, True], repeat=5):
+            hits = positive == torch.tensor(targets)
+            ps.append(sentence_test(hits, groups, positive))
+        for alpha in sorted(set(ps)):
+            assert sum(p <= alpha for p in ps) / len(ps) <= alpha + 1e-12
+
+
+def test_fisher_combines_independent_p_values() -> None:
+    assert fisher([0.3]) == pytest.approx(0.3)
+    assert fisher([0.1, 0.1]) == pytest.approx(0.01 * (1 - math.log(0.01)))
+    assert fisher([1.0, 1.0]) == pytest.approx(1.0)
+    assert fisher([1e-12, 0.5]) < 1e-10

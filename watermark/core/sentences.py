@@ -1,0 +1,164 @@
+"""The sentence layer: a watermark in the meaning of each sentence (off unless configured).
+
+**Sentences** are found from text alone, by one rule (:func:`sentence_spans`): a sentence ends
+after ``.``, ``!`` or ``?`` (and any closing quotes or brackets) where whitespace follows, or at
+the end of the text. Generation stops a candidate at the token that ends with such a mark
+(:func:`ends_sentence`), so the sentences it chose are the ones detection cuts.
+
+**Sentence bits.** A sentence's embedding u (the watermark's SE) is mapped by the SM to v (D
+outputs). The key picks ``bits`` outputs d_1..d_b and, per context group g, a target sign
+t_{g,i} for each (:class:`SentenceKey`). The group is 0 for every sentence (``context_bits = 0``:
+a global key) or the signs of ``context_bits`` other keyed outputs of the previous sentence
+(2^c groups: keyed by the previous sentence, harder to learn from many texts, but a sentence's
+test then needs its predecessor to keep those signs).
+
+**Generation** samples N candidates per sentence and keeps the one with the highest
+:meth:`SentenceKey.scores`: sum_i tanh(t_i v_{d_i} / tau), tau the mean |v| of the candidates'
+keyed outputs. The tanh rewards a sign that sits far from zero (a margin against a rewrite's
+move) and saturates, so one huge output does not buy the others.
+
+**The test** (:func:`sentence_test`) counts hits: h_{g,i} = the number of distinct sentences of
+group g whose output d_i has the target sign, T = sum h_{g,i}. Given the text, a random key's
+target for (g, i) is +1 or -1 with probability 1/2 each, independently, so h_{g,i} is c or n_g - c
+(c: the sentences of g with v_{d_i} > 0) with probability 1/2 each. That null is exact whatever
+the sentences share (topic, style): the p-value P(T' >= T) is a convolution of two-point laws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s|$)")
+_CLOSERS = "\"'\u201d\u2019)] \n\t\r"
+
+
+def sentence_spans(text: str) -> list[tuple[int, int, bool]]:
+    """``(start, end, complete)`` character spans of ``text``'s sentences, stripped of
+    surrounding whitespace; ``complete`` is false for a last piece with no end mark."""
+    spans, start = [], 0
+    for match in _END.finditer(text):
+        spans.append((start, match.end(), True))
+        start = match.end()
+    spans.append((start, len(text), False))
+    out = []
+    for a, b, complete in spans:
+        piece = text[a:b]
+        lead = len(piece) - len(piece.lstrip())
+        if piece.strip():
+            out.append((a + lead, a + len(piece.rstrip()), complete))
+    return out
+
+
+def ends_sentence(piece: str) -> bool:
+    """Whether generated text ending with ``piece`` has just ended a sentence: it ends with an
+    end mark (closing quotes or brackets after it allowed)."""
+    return piece.rstrip(_CLOSERS)[-1:] in (".", "!", "?") if piece.strip() else False
+
+
+def _generator(key: str, what: str) -> torch.Generator:
+    seed = int.from_bytes(hashlib.sha256(f"{key}|sentence|{what}".encode()).digest()[:8], "little")
+    return torch.Generator().manual_seed(seed)
+
+
+@dataclass(frozen=True)
+class SentenceKey:
+    """The keyed outputs and targets of the sentence layer.
+
+    Attributes:
+        dims: Long (b,): the tested outputs.
+        context_dims: Long (c,): the outputs whose signs in the previous sentence pick the group.
+        targets: Bool (2^c, b): the target sign (True: v > 0) per group and tested output.
+    """
+
+    dims: torch.Tensor
+    context_dims: torch.Tensor
+    targets: torch.Tensor
+
+    @classmethod
+    def of(cls, key: str, num_dims: int, bits: int, context_bits: int = 0) -> SentenceKey:
+        """The sentence key of secret ``key`` over D = ``num_dims`` mapper outputs."""
+        if bits < 1 or context_bits < 0 or bits + context_bits > num_dims:
+            raise ValueError(f"need 1 <= bits and bits + context_bits <= {num_dims}")
+        order = torch.randperm(num_dims, generator=_generator(key, "dims"))
+        targets = torch.randint(0, 2, (2**context_bits, bits), generator=_generator(key, "signs"))
+        return cls(order[:bits], order[bits : bits + context_bits], targets.bool())
+
+    @property
+    def bits(self) -> int:
+        return int(self.dims.numel())
+
+    def groups(self, v: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
+        """Group of each sentence (N,) from the previous sentences' outputs (N, D) (``None`` or
+        a zero-width key: group 0)."""
+        if previous is None or self.context_dims.numel() == 0:
+            return torch.zeros(v.shape[0], dtype=torch.long)
+        signs = (previous[:, self.context_dims] > 0).long().cpu()
+        weights = 2 ** torch.arange(signs.shape[1])
+        return (signs * weights).sum(dim=1)
+
+    def hits(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """Bool (N, b): whether each sentence's tested outputs have their group's target sign."""
+        return (v[:, self.dims].cpu() > 0) == self.targets[groups]
+
+    def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """Float (N,): the candidates' scores sum_i tanh(t_i v_{d_i} / tau) (module docstring)."""
+        picked = v[:, self.dims].float().cpu()
+        signed = torch.where(self.targets[groups], picked, -picked)
+        tau = picked.abs().mean().clamp_min(1e-6)
+        return torch.tanh(signed / tau).sum(dim=1)
+
+
+@dataclass
+class SentenceTest:
+    """The sentence test of one text.
+
+    Attributes:
+        p_value: Exact P(T' >= T) given the text (1.0 when no sentence is tested).
+        hits: T, the hits over the tested sentences and outputs.
+        expected: E[T'] under the null.
+        num_sentences: Distinct complete sentences tested.
+        spans: ``[start, end, hits]`` per tested sentence (characters of the text).
+    """
+
+    p_value: float = 1.0
+    hits: int = 0
+    expected: float = 0.0
+    num_sentences: int = 0
+    spans: list[list[int]] | None = None
+
+
+def two_point_sf(observed: int, pairs: Sequence[tuple[int, int]]) -> float:
+    """P(sum X_j >= observed) for independent X_j equal to a_j or b_j with probability 1/2."""
+    law = np.ones(1)
+    for a, b in pairs:
+        step = np.zeros(max(a, b) + 1)
+        step[a] += 0.5
+        step[b] += 0.5
+        law = np.convolve(law, step)
+    return float(min(1.0, law[observed:].sum())) if observed < len(law) else 0.0
+
+
+def sentence_test(hits: torch.Tensor, groups: torch.Tensor, positive: torch.Tensor) -> float:
+    """Exact p-value of the hits (N, b) of N distinct sentences in their groups (N,), given
+    which tested outputs were positive (N, b) (module docstring)."""
+    pairs = []
+    for g in groups.unique().tolist():
+        rows = groups == g
+        n = int(rows.sum())
+        for c in positive[rows].sum(dim=0).tolist():
+            pairs.append((int(c), n - int(c)))
+    return two_point_sf(int(hits.sum()), pairs)
+
+
+def fisher(p_values: Sequence[float]) -> float:
+    """Fisher's combination of independent p-values: P(chi2_{2k} >= -2 sum log p)."""
+    k = len(p_values)
+    x = -sum(math.log(max(p, 1e-300)) for p in p_values)  # half the chi-square statistic
+    return min(1.0, math.exp(-x) * sum(x**i / math.factorial(i) for i in range(k)))

@@ -1,0 +1,118 @@
+"""Generation with the sentence layer: N candidate sentences per step, the best one kept.
+
+For each prompt, sentence after sentence: ``model.generate`` samples N candidates of the next
+sentence in one batch of N rows, each with the token-level watermark on (the processor is told
+where the prompt ends, :meth:`~watermark.processor.AdaptiveWatermarkLogitsProcessor.start_at`,
+so its steps count from the prompt as in plain generation). A row stops at the token that ends
+a sentence (:func:`~watermark.core.sentences.ends_sentence`), at an EOS, or after
+``max_sentence_tokens``. :meth:`~watermark.sentence_layer.SentenceLayer.choose` keeps the
+candidate whose sentence scores best, and the next round continues from it, until
+``max_new_tokens`` or an EOS. The candidates of all prompts of a round are scored together.
+
+The prompts go one at a time through ``model.generate`` (the N rows of a prompt share their
+length, which the processor's step count needs), so the cost is about N times the sampling of
+one text, plus a prefill of the prefix per sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+
+from watermark.core.sentences import ends_sentence
+from watermark.core.text import decode_ids
+from watermark.generation import Generation, eos_ids, warpers_off
+from watermark.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.sentence_layer import SentenceLayer
+
+MAX_SENTENCE_TOKENS = 64  # a candidate that has not ended by then is cut (and scored as it is)
+
+
+class SentenceEnds(StoppingCriteria):
+    """Stops a row at the token that ends a sentence or at an EOS."""
+
+    def __init__(self, tokenizer: object, stop: Sequence[int]) -> None:
+        self.tokenizer, self.stop = tokenizer, set(stop)
+        self._ends: dict[int, bool] = {}
+
+    def ends(self, token: int) -> bool:
+        """Whether ``token`` ends a candidate (cached per id)."""
+        if token not in self._ends:
+            piece = decode_ids(self.tokenizer, [token])
+            self._ends[token] = token in self.stop or ends_sentence(piece)
+        return self._ends[token]
+
+    def __call__(
+        self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs
+    ) -> torch.BoolTensor:
+        last = input_ids[:, -1].tolist()
+        return torch.tensor([self.ends(t) for t in last], dtype=torch.bool, device=input_ids.device)
+
+    def cut(self, ids: Sequence[int]) -> list[int]:
+        """A candidate's ids up to and including its first end (the pads after it dropped)."""
+        end = next((i for i, t in enumerate(ids) if self.ends(t)), len(ids) - 1)
+        return list(ids[: end + 1])
+
+
+@torch.inference_mode()
+def generate_by_sentences(
+    model: torch.nn.Module,
+    tokenizer: object,
+    prompts: Sequence[str],
+    processor: AdaptiveWatermarkLogitsProcessor,
+    layer: SentenceLayer,
+    max_new_tokens: int = 200,
+    seed: int | None = None,
+    max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
+    **generate_kwargs: object,
+) -> list[Generation]:
+    """One :class:`~watermark.generation.Generation` per prompt, chosen sentence by sentence
+    among ``layer.candidates`` samples (module docstring); ``generate_kwargs`` go to every
+    ``model.generate`` call."""
+    device = next(model.parameters()).device
+    stop = eos_ids(model, tokenizer)
+    ends = SentenceEnds(tokenizer, stop)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop[0]
+    prompt_ids = [tokenizer(p).input_ids for p in prompts]
+    chosen: list[list[int]] = [[] for _ in prompts]
+    steps: list[list[int]] = [[] for _ in prompts]
+    done = [False] * len(prompts)
+    if seed is not None:
+        torch.manual_seed(seed)
+    while True:
+        live = [i for i, d in enumerate(done) if not d and len(chosen[i]) < max_new_tokens]
+        if not live:
+            break
+        rounds = []
+        for i in live:
+            ids = torch.tensor([prompt_ids[i] + chosen[i]] * layer.candidates, device=device)
+            processor.start_at(len(prompt_ids[i]))
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                logits_processor=LogitsProcessorList([processor]),
+                stopping_criteria=StoppingCriteriaList([ends]),
+                do_sample=True,
+                max_new_tokens=min(max_sentence_tokens, max_new_tokens - len(chosen[i])),
+                pad_token_id=pad_id,
+                **{**warpers_off(), **generate_kwargs},
+            )
+            candidates = [ends.cut(row) for row in out[:, ids.shape[1] :].tolist()]
+            rounds.append((i, candidates, processor.record))
+        texts = [[decode_ids(tokenizer, chosen[i] + c) for c in cands] for i, cands, _ in rounds]
+        for (i, candidates, record), best in zip(rounds, layer.choose(texts)):
+            before, kept = len(chosen[i]), candidates[best]
+            if processor.keep_record:
+                steps[i] += [s for s in record.watermarked_steps(best) if s <= before + len(kept)]
+            chosen[i] += kept
+            done[i] = not kept or kept[-1] in stop
+    results = []
+    for prompt, ids, marked in zip(prompts, chosen, steps):
+        cut = next((j for j, t in enumerate(ids) if t in stop), len(ids))
+        ids = ids[:cut]
+        results.append(
+            Generation(prompt, decode_ids(tokenizer, ids), ids, [s for s in marked if s <= cut])
+        )
+    return results
