@@ -10,7 +10,8 @@ evaluation's store caches it as a JSON record with the short keys that earlier r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any
 
 from watermark.detection_result import DetectionResult
@@ -42,7 +43,15 @@ class MethodDetection:
 
     @classmethod
     def from_result(cls, result: DetectionResult) -> MethodDetection:
-        """Our detector's result, summarised."""
+        """Our detector's result, summarised; with the sentence layer, its combined p-value and
+        that p-value's normal quantile as the z-score (the order the curves rank by)."""
+        if result.combined_p_value is not None:
+            p = min(max(result.combined_p_value, 1e-300), 1 - 1e-12)
+            return replace(
+                cls.from_result(replace(result, combined_p_value=None)),
+                z_score=-NormalDist().inv_cdf(p),
+                p_value=result.combined_p_value,
+            )
         return cls(
             z_score=result.z_score,
             p_value=result.p_value,

@@ -210,6 +210,11 @@ class OursMethod(Method):
     def detect_key(self) -> str:
         return self._detect_key
 
+    @property
+    def sentences(self) -> object | None:
+        """The sentence layer (generation chooses among candidates), ``None`` when off."""
+        return self.wm.detector.sentences
+
     def processor(self) -> LogitsProcessor:
         from watermark.generation import eos_ids
 

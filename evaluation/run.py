@@ -42,6 +42,7 @@ from watermark.core.config import as_config
 from watermark.core.models import load_lm
 from watermark.core.text import encode_text
 from watermark.generation import generate
+from watermark.sentence_generation import generate_by_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -189,17 +190,29 @@ class Evaluation:
         for b in todo:
             batch = units[b : b + cfg.batch_size]
             start = time.perf_counter()
-            outs = generate(
-                self.model,
-                self.tokenizer,
-                [u["prompt"] for u in batch],
-                method.processor(),
-                max_new_tokens=new,
-                top_k=self.wm_config.top_k,
-                top_p=self.wm_config.top_p,
-                seed=cfg.seed + b // cfg.batch_size,
-                min_new_tokens=low,
-            )
+            settings = dict(max_new_tokens=new, seed=cfg.seed + b // cfg.batch_size)
+            prompts = [u["prompt"] for u in batch]
+            if getattr(method, "sentences", None) is not None:  # the sentence layer's candidates
+                outs = generate_by_sentences(
+                    self.model,
+                    self.tokenizer,
+                    prompts,
+                    method.processor(),
+                    method.sentences,
+                    min_new_tokens=low,
+                    **settings,
+                )
+            else:
+                outs = generate(
+                    self.model,
+                    self.tokenizer,
+                    prompts,
+                    method.processor(),
+                    top_k=self.wm_config.top_k,
+                    top_p=self.wm_config.top_p,
+                    min_new_tokens=low,
+                    **settings,
+                )
             seconds = (time.perf_counter() - start) / len(batch)
             self.store.put(
                 "generations",

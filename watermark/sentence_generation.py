@@ -66,11 +66,12 @@ def generate_by_sentences(
     max_new_tokens: int = 200,
     seed: int | None = None,
     max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
+    min_new_tokens: int = 0,
     **generate_kwargs: object,
 ) -> list[Generation]:
     """One :class:`~watermark.generation.Generation` per prompt, chosen sentence by sentence
-    among ``layer.candidates`` samples (module docstring); ``generate_kwargs`` go to every
-    ``model.generate`` call."""
+    among ``layer.candidates`` samples (module docstring); no EOS before ``min_new_tokens``;
+    ``generate_kwargs`` go to every ``model.generate`` call."""
     device = next(model.parameters()).device
     stop = eos_ids(model, tokenizer)
     ends = SentenceEnds(tokenizer, stop)
@@ -89,13 +90,15 @@ def generate_by_sentences(
         for i in live:
             ids = torch.tensor([prompt_ids[i] + chosen[i]] * layer.candidates, device=device)
             processor.start_at(len(prompt_ids[i]))
+            budget = min(max_sentence_tokens, max_new_tokens - len(chosen[i]))
             out = model.generate(
                 input_ids=ids,
                 attention_mask=torch.ones_like(ids),
                 logits_processor=LogitsProcessorList([processor]),
                 stopping_criteria=StoppingCriteriaList([ends]),
                 do_sample=True,
-                max_new_tokens=min(max_sentence_tokens, max_new_tokens - len(chosen[i])),
+                max_new_tokens=budget,
+                min_new_tokens=min(budget, max(0, min_new_tokens - len(chosen[i]))),
                 pad_token_id=pad_id,
                 **{**warpers_off(), **generate_kwargs},
             )
