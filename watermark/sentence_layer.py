@@ -20,7 +20,7 @@ from watermark.core.sentences import (
     SentenceTest,
     fisher,
     sentence_spans,
-    sentence_test,
+    test_sentences,
 )
 from watermark.detection_result import DetectionResult
 
@@ -46,16 +46,6 @@ class SentenceLayer:
             return torch.zeros(0, self.semantic.num_dims)
         return self.semantic.outputs(self.semantic.embed(list(sentences))).float().cpu()
 
-    def _read(self, text: str) -> tuple[list[tuple[int, int, bool]], torch.Tensor, torch.Tensor]:
-        """A text's sentence spans, their outputs (N, D) and groups (N,)."""
-        spans = sentence_spans(text)
-        v = self.outputs([text[a:b] for a, b, _ in spans])
-        previous = torch.cat([v[:1] * 0, v[:-1]]) if len(spans) else v
-        groups = self.key.groups(v, previous)
-        if len(spans):
-            groups[0] = 0  # the first sentence has no predecessor in the text
-        return spans, v, groups
-
     def choose(self, continuations: Sequence[Sequence[str]]) -> list[int]:
         """Per prompt, the index of the candidate continuation whose last sentence scores best
         (ties: the first sampled). Each candidate is the whole continuation so far."""
@@ -71,35 +61,17 @@ class SentenceLayer:
         previous = self.outputs([s or "" for s in befores])
         groups = self.key.groups(v, previous)
         groups[torch.tensor([s is None for s in befores], dtype=torch.bool)] = 0
-        scores = self.key.scores(v, groups)
         best, start = [], 0
-        for candidates in continuations:
-            chunk = scores[start : start + len(candidates)]
-            best.append(int(torch.argmax(chunk)))  # the first maximum
+        for candidates in continuations:  # each prompt's candidates scored among themselves
+            rows = slice(start, start + len(candidates))
+            best.append(int(torch.argmax(self.key.scores(v[rows], groups[rows]))))  # first max
             start += len(candidates)
         return best
 
     def test(self, text: str) -> SentenceTest:
-        """The sentence test of ``text``: its distinct complete sentences (first occurrence of
-        each sentence in its group)."""
-        spans, v, groups = self._read(text)
-        seen, rows = set(), []
-        for i, (a, b, complete) in enumerate(spans):
-            if complete and (text[a:b], int(groups[i])) not in seen:
-                seen.add((text[a:b], int(groups[i])))
-                rows.append(i)
-        if not rows:
-            return SentenceTest(spans=[])
-        index = torch.tensor(rows)
-        hits = self.key.hits(v[index], groups[index])
-        positive = v[index][:, self.key.dims] > 0
-        return SentenceTest(
-            p_value=sentence_test(hits, groups[index], positive),
-            hits=int(hits.sum()),
-            expected=len(rows) * self.key.bits / 2,
-            num_sentences=len(rows),
-            spans=[[spans[i][0], spans[i][1], int(h.sum())] for i, h in zip(rows, hits)],
-        )
+        """The sentence test of ``text`` (:func:`~watermark.core.sentences.test_sentences`)."""
+        spans = sentence_spans(text)
+        return test_sentences(self.key, spans, text, self.outputs([text[a:b] for a, b, _ in spans]))
 
     def apply(self, result: DetectionResult, text: str) -> DetectionResult:
         """``result`` with the sentence test of ``text`` added and the verdict taken on the

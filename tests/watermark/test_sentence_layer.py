@@ -33,8 +33,23 @@ def test_one_candidate_per_sentence_is_plain_generation(tiny: SimpleNamespace) -
     assert max(sentences) > 1  # several rounds
 
 
-def test_the_kept_candidate_scores_best(tiny: SimpleNamespace, monkeypatch) -> None:
-    wm = tiny.make(**LAYER)
+def reference_scores(layer, candidates: list[str]) -> torch.Tensor:
+    """Each candidate's score, its sentence and the one before cut and embedded one by one."""
+    lasts, groups = [], []
+    for text in candidates:
+        spans = sentence_spans(text)
+        lasts.append(text[slice(*spans[-1][:2])] if spans else "")
+        previous = layer.outputs([text[slice(*spans[-2][:2])]]) if len(spans) > 1 else None
+        groups.append(0 if previous is None else int(layer.key.groups(previous, previous)[0]))
+    v = torch.cat([layer.outputs([s]) for s in lasts])
+    return layer.key.scores(v, torch.tensor(groups))
+
+
+@pytest.mark.parametrize("context_bits", [0, 2])
+def test_the_kept_candidate_scores_best(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, context_bits: int
+) -> None:
+    wm = tiny.make(**LAYER, sentence_context_bits=context_bits)
     layer = wm.detector.sentences
     seen = []
     real = layer.choose
@@ -45,15 +60,14 @@ def test_the_kept_candidate_scores_best(tiny: SimpleNamespace, monkeypatch) -> N
         return best
 
     monkeypatch.setattr(layer, "choose", spy)
-    outs = wm.generate(PROMPTS, max_new_tokens=40, seed=1)
+    outs = wm.generate(PROMPTS, max_new_tokens=60, seed=1)
     assert seen and all(len(c) == 4 for round_, _ in seen for c in round_)
     for continuations, best in seen:
         for candidates, b in zip(continuations, best):
-            lasts = [t[slice(*sentence_spans(t)[-1][:2])] if t.strip() else "" for t in candidates]
-            v = layer.outputs(lasts)
-            scores = layer.key.scores(v, layer._read(candidates[b])[2][-1:].expand(len(lasts)))
-            assert scores[b] >= scores.max() - 1e-6
+            scores = reference_scores(layer, candidates)
+            assert scores[b] == scores.max() and b == int(torch.argmax(scores))
     assert all(o.text.strip() for o in outs)
+    assert max(len(sentence_spans(o.text)) for o in outs) > 1  # a sentence with a predecessor
 
 
 def test_detection_tests_the_sentences_and_combines_the_verdict(tiny: SimpleNamespace) -> None:
@@ -91,3 +105,23 @@ def test_a_text_without_sentences_has_a_neutral_sentence_test(tiny: SimpleNamesp
     r = wm.detect(["the storm hit the north road and the bridge"])[0]
     assert r.sentence_p_value == 1.0 and r.num_sentences == 0
     assert torch.isfinite(torch.tensor(r.combined_p_value))
+
+
+def test_the_page_marks_the_tested_sentences(tiny: SimpleNamespace) -> None:
+    import re
+
+    from watermark.app.page import render
+
+    wm = tiny.make(**LAYER)
+    (result,) = wm.detect(["the storm and the north road . the bridge said . river city"])
+    text = "".join(result.tokens)  # the decoded text, which the spans index
+    assert [text[a:b] for a, b, _ in result.sentences] == [
+        "the storm and the north road .",
+        "the bridge said .",
+    ]
+    page = render([result])
+    marks = re.findall(r'class="t[^"]* sent[^"]*"[^>]*data-hits="(\d+)"', page)
+    assert [int(m) for m in marks] == [h for *_, h in result.sentences]
+    assert "combined p-value" in page and "sentence p-value" in page
+    off = render(tiny.make().detect([text]))
+    assert 'data-hits="' not in off and "sentence p-value" not in off

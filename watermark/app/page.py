@@ -7,9 +7,11 @@ that entered the z-test get a solid underline, tokens only scored (repeats left 
 ``unique_tokens`` / ``fresh_only``) a dashed one. With ``opening_steps`` M, tokens at steps
 1..M (green list from the secret opening sentence, no entropy gate) get an overline. Hovering
 a token shows its step, MM entropy and gamma. With the windowed test, the tokens of the best
-window (the span that decided the verdict of a partly watermarked text) get a purple outline. An
-optional prompt is shown above each text, and
-a summary table (with the z-test counts) below it.
+window (the span that decided the verdict of a partly watermarked text) get a purple outline.
+With the sentence layer, the first token of each tested sentence carries a marker with the
+sentence's hits (its keyed outputs on their target sign), and the summary adds the sentence
+test and the combined p-value. An optional prompt is shown above each text, and a summary
+table (with the z-test counts) below it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ body { font-family: Georgia, serif; max-width: 52em; margin: 2em auto; line-heig
 .t.tested { border-bottom: 2px solid #222; } .t.scored-only { border-bottom: 2px dashed #888; }
 .t.opening { border-top: 2px solid #1565c0; }
 .t.win { box-shadow: 0 0 0 2px #8e44ad; }
+.t.sent::before { content: "\00a7" attr(data-hits); font: bold 0.65em sans-serif; color: #b35c00;
+  vertical-align: super; margin-right: 0.15em; }
 table { border-collapse: collapse; font-family: sans-serif; font-size: 0.85em; }
 td, th { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
 .legend { font-family: sans-serif; font-size: 0.9em; } .legend li { margin: 0.2em 0; }
@@ -64,6 +68,13 @@ def summary_html(result: DetectionResult) -> str:
         ("p-value", f"{result.p_value:.3g}"),
         ("watermarked", "yes" if result.is_watermarked else "no"),
     ]
+    if result.sentence_p_value is not None:
+        cells += [
+            ("sentences tested", str(result.num_sentences)),
+            ("sentence hits / expected", f"{result.sentence_hits} / {result.sentence_expected:g}"),
+            ("sentence p-value", f"{result.sentence_p_value:.3g}"),
+            ("combined p-value", f"{result.combined_p_value:.3g}"),
+        ]
     if result.reason:
         cells.append(("reason", result.reason))
     head = "".join(f"<th>{html.escape(k)}</th>" for k, _ in cells)
@@ -71,10 +82,25 @@ def summary_html(result: DetectionResult) -> str:
     return f"<table class='summary'><tr>{head}</tr><tr>{row}</tr></table>"
 
 
-def _token(result: DetectionResult, i: int, opening_steps: int | None) -> str:
+def sentence_starts(result: DetectionResult) -> dict[int, int]:
+    """``{token index: hits}`` of the token each tested sentence starts in."""
+    starts, at, out = sorted(result.sentences), 0, {}
+    for i, piece in enumerate(result.tokens):
+        while starts and starts[0][0] < at + len(piece):
+            out.setdefault(i, starts.pop(0)[2])
+        at += len(piece)
+    return out
+
+
+def _token(
+    result: DetectionResult, i: int, opening_steps: int | None, hits: int | None = None
+) -> str:
     """One token's span: classes for its marks, a hover title, the escaped text."""
     step = i + 1
     classes, notes = ["t"], [f"step {step}"]
+    if hits is not None:
+        classes.append("sent")
+        notes.append(f"a tested sentence starts here: {hits} hits")
     if opening_steps is not None and step <= opening_steps:
         classes.append("opening")
         notes.append("opening step")
@@ -101,7 +127,8 @@ def _token(result: DetectionResult, i: int, opening_steps: int | None) -> str:
     text = html.escape(result.tokens[i])
     if colour:
         text = f'<span class="{colour}">{text}</span>'
-    return f'<span class="{" ".join(classes)}" title="{title}">{text}</span>'
+    data = "" if hits is None else f' data-hits="{hits}"'
+    return f'<span class="{" ".join(classes)}" title="{title}"{data}>{text}</span>'
 
 
 def _sample(marks: str, colour: str | None) -> str:
@@ -109,8 +136,9 @@ def _sample(marks: str, colour: str | None) -> str:
     return f"<span class='t {marks}'>{inner}</span>"
 
 
-def legend(opening_steps: int | None, windowed: bool = False) -> str:
-    """The legend list of the marks (``windowed``: with the best window's outline)."""
+def legend(opening_steps: int | None, windowed: bool = False, sentences: bool = False) -> str:
+    """The legend list of the marks (``windowed``: with the best window's outline;
+    ``sentences``: with the sentence layer's markers)."""
     items = [
         ("tested", "g", "scored, green: in the green list of its step"),
         ("tested", "r", "scored, red: not in the green list"),
@@ -123,6 +151,8 @@ def legend(opening_steps: int | None, windowed: bool = False) -> str:
         items.append(("opening tested", "g", f"overline: steps 1..{opening_steps} {note}"))
     if windowed:
         items.append(("win tested", "g", "purple outline: the best window of the windowed test"))
+    if sentences:
+        items.append(("sent", None, "\u00a7k: a tested sentence starts, k keyed outputs on target"))
     rows = "".join(f"<li>{_sample(m, c)} {html.escape(text)}</li>" for m, c, text in items)
     hover = "<li>Hover a token to see its step, MM entropy H and gamma (null green chance).</li>"
     return f"<ul class='legend'>{rows}{hover}</ul>"
@@ -139,7 +169,10 @@ def _prompt(prompt: str | None) -> str:
 
 def text_html(result: DetectionResult, opening_steps: int | None = None) -> str:
     """One text's highlighted tokens, as a ``<div class='text'>`` (or a 'no tokens' note)."""
-    tokens = "".join(_token(result, i, opening_steps) for i in range(len(result.tokens)))
+    starts = sentence_starts(result)
+    tokens = "".join(
+        _token(result, i, opening_steps, starts.get(i)) for i in range(len(result.tokens))
+    )
     return f"<div class='text'>{tokens}</div>" if tokens else "<p><em>no tokens</em></p>"
 
 
@@ -165,7 +198,11 @@ def render(
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>Watermark detection</title>"
         f"<style>{STYLE}</style></head><body><h1>Watermark detection</h1>"
-        + legend(opening_steps, windowed=any(r.window for r in results))
+        + legend(
+            opening_steps,
+            windowed=any(r.window for r in results),
+            sentences=any(r.sentence_p_value is not None for r in results),
+        )
         + "".join(sections)
         + "</body></html>\n"
     )

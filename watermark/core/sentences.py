@@ -162,3 +162,32 @@ def fisher(p_values: Sequence[float]) -> float:
     k = len(p_values)
     x = -sum(math.log(max(p, 1e-300)) for p in p_values)  # half the chi-square statistic
     return min(1.0, math.exp(-x) * sum(x**i / math.factorial(i) for i in range(k)))
+
+
+def test_sentences(
+    key: SentenceKey, spans: Sequence[tuple[int, int, bool]], text: str, v: torch.Tensor
+) -> SentenceTest:
+    """The sentence test of ``text`` cut into ``spans`` (:func:`sentence_spans`) whose outputs
+    are ``v`` (N, D): each distinct complete sentence in its group (the first occurrence of a
+    sentence in a group), the first sentence in group 0."""
+    previous = torch.cat([v[:1] * 0, v[:-1]]) if len(spans) else v
+    groups = key.groups(v, previous)
+    if len(spans):
+        groups[0] = 0  # the first sentence has no predecessor in the text
+    seen, rows = set(), []
+    for i, (a, b, complete) in enumerate(spans):
+        if complete and (text[a:b], int(groups[i])) not in seen:
+            seen.add((text[a:b], int(groups[i])))
+            rows.append(i)
+    if not rows:
+        return SentenceTest(spans=[])
+    index = torch.tensor(rows)
+    hits = key.hits(v[index], groups[index])
+    positive = v[index][:, key.dims] > 0
+    return SentenceTest(
+        p_value=sentence_test(hits, groups[index], positive),
+        hits=int(hits.sum()),
+        expected=len(rows) * key.bits / 2,
+        num_sentences=len(rows),
+        spans=[[spans[i][0], spans[i][1], int(h.sum())] for i, h in zip(rows, hits)],
+    )
