@@ -1,0 +1,132 @@
+"""The sentence layer's cost and null, measured side by side (issue 54).
+
+Subcommands (each prints JSON lines on stdout; progress on stderr):
+
+* ``speed``: on the same held-out prompts, tokens per second of plain ``generate``
+  (unwatermarked), of the token-level watermark, and of the sentence layer at each N of
+  ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation.
+* ``null``: the sentence test on held-out human continuations under the demo key and
+  ``--keys`` - 1 others, and
+  each ``--context-bits``: the share of texts at p < 0.01 and p < 0.05 (the test is exact over
+  keys, so these estimate the false positive rate for a fixed key over texts), and the mean
+  number of tested sentences. The sentences are embedded once; the keys only change the test.
+
+Examples::
+
+    python benchmarks/bench_sentences.py speed --prompts 8 --tokens 100 --candidates 2,4
+    python benchmarks/bench_sentences.py null --texts 353 --keys 20 --context-bits 0,2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evaluation.heldout import units  # noqa: E402
+from watermark.api import Watermark  # noqa: E402
+from watermark.core.config import WatermarkConfig  # noqa: E402
+from watermark.core.sentences import SentenceKey, sentence_spans, test_sentences  # noqa: E402
+
+HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
+
+
+def log(*parts: object) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def held_out(n: int) -> list[dict]:
+    """The first ``n`` held-out units (prompt: two sentences; human: the next ~200 tokens)."""
+    from watermark.core.models import load_lm
+
+    _, tokenizer = load_lm("smollm2-135m")
+    return units(HELDOUT, tokenizer, ["news", "wiki"], 150, 200)[:n]  # as the evaluation
+
+
+def speed(args: argparse.Namespace) -> None:
+    prompts = [u["prompt"] for u in held_out(args.prompts)]
+    base = WatermarkConfig.default()
+    wm = Watermark.load(base)
+    runs = [("plain", wm, False), ("token-level", wm, True)]
+    for n in args.candidates:
+        cfg = base.evolve(sentence_bits=args.bits, sentence_candidates=n)
+        runs.append((f"sentences N={n}", Watermark.load(cfg, generator=wm.generator), True))
+    plain = None
+    for name, model, marked in runs:
+        start, tokens = time.perf_counter(), 0
+        for b in range(0, len(prompts), args.batch):
+            outs = model.generate(
+                prompts[b : b + args.batch], max_new_tokens=args.tokens, seed=b, watermark=marked
+            )
+            tokens += sum(len(o.token_ids) for o in outs)
+        rate = tokens / (time.perf_counter() - start)
+        plain = plain or rate
+        row = {"run": name, "tokens_per_s": round(rate, 2), "vs_plain": round(rate / plain, 3)}
+        print(json.dumps({**row, "batch": args.batch, "threads": torch.get_num_threads()}))
+
+
+def null(args: argparse.Namespace) -> None:
+    texts = [u["human"] for u in held_out(args.texts)]
+    wm = Watermark.load(WatermarkConfig.default())
+    semantic = wm.core.semantic
+    cut = [sentence_spans(t) for t in texts]
+    pieces = [[t[a:b] for a, b, _ in spans] for t, spans in zip(texts, cut)]
+    flat = [p for ps in pieces for p in ps]
+    log(f"embedding {len(flat)} sentences of {len(texts)} texts")
+    v_all = semantic.outputs(semantic.embed(flat, progress=True)).float().cpu()
+    v, at = [], 0
+    for ps in pieces:
+        v.append(v_all[at : at + len(ps)])
+        at += len(ps)
+    for context in args.context_bits:
+        ps, tested, per_key = [], [], []
+        names = ["demo"] + [f"null-key-{k}" for k in range(1, args.keys)]
+        for name in names:
+            secret = wm.config.secret_keys()[0] if name == "demo" else name
+            key = SentenceKey.of(secret, semantic.num_dims, args.bits, context)
+            for text, spans, vs in zip(texts, cut, v):
+                found = test_sentences(key, spans, text, vs)
+                ps.append(found.p_value)
+                tested.append(found.num_sentences)
+            per_key.append(sum(p < 0.01 for p in ps[-len(texts) :]) / len(texts))
+        row = {
+            "context_bits": context,
+            "bits": args.bits,
+            "texts": len(texts),
+            "keys": args.keys,
+            "p<0.01": sum(p < 0.01 for p in ps) / len(ps),
+            "p<0.05": sum(p < 0.05 for p in ps) / len(ps),
+            "p<0.01 demo key": per_key[0],
+            "p<0.01 worst key": max(per_key),
+            "mean_sentences": sum(tested) / len(tested),
+        }
+        print(json.dumps(row))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("speed", help="generation speed against plain generate")
+    s.add_argument("--prompts", type=int, default=8)
+    s.add_argument("--tokens", type=int, default=100)
+    s.add_argument("--batch", type=int, default=8)
+    s.add_argument("--bits", type=int, default=16)
+    s.add_argument("--candidates", type=lambda x: [int(n) for n in x.split(",")], default=[4])
+    n = sub.add_parser("null", help="the sentence test on human text under random keys")
+    n.add_argument("--texts", type=int, default=353)
+    n.add_argument("--keys", type=int, default=20)
+    n.add_argument("--bits", type=int, default=16)
+    n.add_argument("--context-bits", type=lambda x: [int(c) for c in x.split(",")], default=[0])
+    args = parser.parse_args()
+    {"speed": speed, "null": null}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
