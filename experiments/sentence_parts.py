@@ -8,8 +8,7 @@ rate of the keyed outputs (hits / (sentences x bits); 0.5 under the null), sente
 median p-values of the token-level verdict, the sentence test and their combination, and the
 ROC-AUC of each part against the run's human negatives.
 
-    python experiments/sentence_parts.py --config configs/evaluation/sentence-pilot.yaml \\
-        --set curve_prompts=8 --set curve_attacked=8
+    python experiments/sentence_parts.py --config configs/evaluation/sentence-pilot.yaml
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each layer is a folder:
 
     watermark/core/   runtime core: config, rules, scoring, models, keys, the mapper model
     watermark/        generation and detection: api, loading, processor, generation, detector,
-                      assembly
+                      assembly, the sentence layer
     watermark/app/    applications: CLI, HTTP service, calibration, bulk detection
     mapper/           mapper training (imports the core only)
     data/             the corpus and the attack models' caches, a repository tool (imports the
@@ -44,6 +44,8 @@ RUNTIME = {
     "watermark.generation",
     "watermark.loading",
     "watermark.processor",
+    "watermark.sentence_generation",
+    "watermark.sentence_layer",
 }
 # what each layer may import besides itself
 ALLOWED = {
