@@ -35,6 +35,8 @@ class SentenceEnds(StoppingCriteria):
 
     def __init__(self, tokenizer: object, stop: Sequence[int]) -> None:
         self.tokenizer, self.stop = tokenizer, set(stop)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else int(stop[0])  # rows padded after their end
         self._ends: dict[int, bool] = {}
 
     def ends(self, token: int) -> bool:
@@ -56,6 +58,30 @@ class SentenceEnds(StoppingCriteria):
         return list(ids[: end + 1])
 
 
+def sample_candidates(
+    model: torch.nn.Module,
+    rows: list[list[int]],
+    prompt_length: int,
+    processor: AdaptiveWatermarkLogitsProcessor,
+    ends: SentenceEnds,
+    settings: dict,
+) -> list[list[int]]:
+    """One ``model.generate`` call over ``rows`` (prompt + chosen text, all of one length): each
+    row's new ids up to its first end (``settings`` holds the token limits and the rest)."""
+    ids = torch.tensor(rows, device=next(model.parameters()).device)
+    processor.start_at(prompt_length)
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        logits_processor=LogitsProcessorList([processor]),
+        stopping_criteria=StoppingCriteriaList([ends]),
+        do_sample=True,
+        pad_token_id=ends.pad_id,
+        **{**warpers_off(), **settings},
+    )
+    return [ends.cut(row) for row in out[:, ids.shape[1] :].tolist()]
+
+
 @torch.inference_mode()
 def generate_by_sentences(
     model: torch.nn.Module,
@@ -72,10 +98,8 @@ def generate_by_sentences(
     """One :class:`~watermark.generation.Generation` per prompt, chosen sentence by sentence
     among ``layer.candidates`` samples (module docstring); no EOS before ``min_new_tokens``;
     ``generate_kwargs`` go to every ``model.generate`` call."""
-    device = next(model.parameters()).device
     stop = eos_ids(model, tokenizer)
     ends = SentenceEnds(tokenizer, stop)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop[0]
     prompt_ids = [tokenizer(p).input_ids for p in prompts]
     chosen: list[list[int]] = [[] for _ in prompts]
     steps: list[list[int]] = [[] for _ in prompts]
@@ -88,21 +112,11 @@ def generate_by_sentences(
             break
         rounds = []
         for i in live:
-            ids = torch.tensor([prompt_ids[i] + chosen[i]] * layer.candidates, device=device)
-            processor.start_at(len(prompt_ids[i]))
             budget = min(max_sentence_tokens, max_new_tokens - len(chosen[i]))
-            out = model.generate(
-                input_ids=ids,
-                attention_mask=torch.ones_like(ids),
-                logits_processor=LogitsProcessorList([processor]),
-                stopping_criteria=StoppingCriteriaList([ends]),
-                do_sample=True,
-                max_new_tokens=budget,
-                min_new_tokens=min(budget, max(0, min_new_tokens - len(chosen[i]))),
-                pad_token_id=pad_id,
-                **{**warpers_off(), **generate_kwargs},
-            )
-            candidates = [ends.cut(row) for row in out[:, ids.shape[1] :].tolist()]
+            least = min(budget, max(0, min_new_tokens - len(chosen[i])))
+            settings = {"max_new_tokens": budget, "min_new_tokens": least, **generate_kwargs}
+            rows, start = [prompt_ids[i] + chosen[i]] * layer.candidates, len(prompt_ids[i])
+            candidates = sample_candidates(model, rows, start, processor, ends, settings)
             rounds.append((i, candidates, processor.record))
         texts = [[decode_ids(tokenizer, chosen[i] + c) for c in cands] for i, cands, _ in rounds]
         for (i, candidates, record), best in zip(rounds, layer.choose(texts)):
