@@ -233,9 +233,11 @@ def llm_rewrite_texts(
                 sent, cache_path, model_name, batch_size, progress, task=task
             )
         judged = [(i, o) for i, o in zip(todo, outs) if o is not None]
-        passed = accept([bodies[i] for i, _ in judged], [o for _, o in judged]) if accept else []
-        for k, (i, o) in enumerate(judged):
-            if not accept or passed[k]:
+        passed = [True] * len(judged)
+        if accept:
+            passed = accept([bodies[i] for i, _ in judged], [o for _, o in judged])
+        for (i, o), ok in zip(judged, passed):
+            if ok:
                 results[i] = o
         logger.info(
             "llm %s draw %d: %d texts, %d rejected by the judge, %d by the meaning checks",
@@ -243,7 +245,7 @@ def llm_rewrite_texts(
             draw,
             len(todo),
             len(todo) - len(judged),
-            len(judged) - sum(passed) if accept else 0,
+            len(judged) - sum(passed),
         )
         todo = [i for i in todo if results[i] is None]
         if not todo:

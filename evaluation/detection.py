@@ -45,14 +45,7 @@ class MethodDetection:
     def from_result(cls, result: DetectionResult) -> MethodDetection:
         """Our detector's result, summarised; with the sentence layer, its combined p-value and
         that p-value's normal quantile as the z-score (the order the curves rank by)."""
-        if result.combined_p_value is not None:
-            p = min(max(result.combined_p_value, 1e-300), 1 - 1e-12)
-            return replace(
-                cls.from_result(replace(result, combined_p_value=None)),
-                z_score=-NormalDist().inv_cdf(p),
-                p_value=result.combined_p_value,
-            )
-        return cls(
+        detection = cls(
             z_score=result.z_score,
             p_value=result.p_value,
             num_scored=result.num_scored,
@@ -60,6 +53,10 @@ class MethodDetection:
             green_fraction=result.green_fraction,
             awr=result.awr,
         )
+        if result.combined_p_value is None:
+            return detection
+        p = min(max(result.combined_p_value, 1e-300), 1 - 1e-12)
+        return replace(detection, z_score=-NormalDist().inv_cdf(p), p_value=result.combined_p_value)
 
     def to_record(self) -> dict[str, Any]:
         """The JSON record the store keeps (the keys of earlier caches)."""

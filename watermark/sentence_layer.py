@@ -49,18 +49,22 @@ class SentenceLayer:
     def choose(self, continuations: Sequence[Sequence[str]]) -> list[int]:
         """Per prompt, the index of the candidate continuation whose last sentence scores best
         (ties: the first sampled). Each candidate is the whole continuation so far."""
-        lasts, befores, owners = [], [], []
-        for p, candidates in enumerate(continuations):
+        lasts, befores = [], []
+        for candidates in continuations:
             for text in candidates:
                 spans = sentence_spans(text) or [(0, 0, False)]
                 a, b, _ = spans[-1]
                 lasts.append(text[a:b])
                 befores.append(text[spans[-2][0] : spans[-2][1]] if len(spans) > 1 else None)
-                owners.append(p)
         v = self.outputs(lasts)
-        previous = self.outputs([s or "" for s in befores])
-        groups = self.key.groups(v, previous)
-        groups[torch.tensor([s is None for s in befores], dtype=torch.bool)] = 0
+        groups = torch.zeros(len(lasts), dtype=torch.long)
+        if self.key.context_dims.numel():  # keyed by the previous sentence: embed each once
+            distinct = list(dict.fromkeys(s for s in befores if s is not None))
+            found = dict(zip(distinct, self.outputs(distinct)))
+            rows = [i for i, s in enumerate(befores) if s is not None]
+            if rows:
+                previous = torch.stack([found[befores[i]] for i in rows])
+                groups[rows] = self.key.groups(v[rows], previous)
         best, start = [], 0
         for candidates in continuations:  # each prompt's candidates scored among themselves
             rows = slice(start, start + len(candidates))

@@ -172,8 +172,7 @@ def test_sentences(
     """The sentence test of ``text`` cut into ``spans`` (:func:`sentence_spans`) whose outputs
     are ``v`` (N, D): each distinct complete sentence in its group (the first occurrence of a
     sentence in a group), the first sentence in group 0."""
-    previous = torch.cat([v[:1] * 0, v[:-1]]) if len(spans) else v
-    groups = key.groups(v, previous)
+    groups = key.groups(v, v.roll(1, 0))  # each sentence's group from the one before it
     if len(spans):
         groups[0] = 0  # the first sentence has no predecessor in the text
     seen, rows = set(), []
