@@ -2,8 +2,10 @@
 rates (a script; prints one JSON line per method).
 
 A unit is what a detector counts once: a token id for ours (each tested token) and KGW-0, a
-distinct (previous token, token) pair for KGW-1, a distinct trigram for KGW-2. A unit of the
-attacked text is *kept* when the original text has it. Reads the texts and attacks cached by an
+distinct (previous token, token) pair for KGW-1, a distinct trigram for KGW-2, a distinct hashed
+n-gram for SynthID-Text (green: its mean g-value over the layers above 1/2). A unit of the
+attacked text is *kept* when the original text has it, so for the token-hash schemes the kept
+share is the share of keyed contexts that survive. Reads the texts and attacks cached by an
 evaluation run (``python -m evaluation --config configs/evaluation/eval.yaml``), so it needs that
 run's cache; only detection is recomputed.
 
@@ -46,10 +48,21 @@ def units(method: object, base: str, tokenizer: object, text: str) -> tuple[dict
     if base == "ours":
         res = method.wm.detect([text])[0]
         return {i: g for i, g, t in zip(res.token_ids, res.green, res.tested) if t}, res.z_score
+    if base == "synthid":
+        return synthid_units(method, tokenizer, text), method.detect([text])[0].z_score
     c, ids = CONTEXT[base], encode_text(tokenizer, text)
     found = {tuple(ids[i - c : i + 1]) for i in range(max(c, 1), len(ids))}
     green = {u: bool(method.green_mask(list(u[:-1]) or [0])[u[-1]]) for u in found}
     return green, method.detect([text])[0].z_score
+
+
+def synthid_units(method: object, tokenizer: object, text: str) -> dict:
+    """SynthID-Text's distinct hashed n-grams of ``text`` -> mean g-value above 1/2."""
+    n = method.config.ngram_len
+    proc = method.config.construct_processor(vocab_size=0, device="cpu")
+    ids = [0] * (n - 1) + encode_text(tokenizer, text)  # generation starts from zeros
+    g = proc.compute_g_values(torch.tensor([ids]))[0].double().mean(1)  # (T,)
+    return {tuple(ids[i : i + n]): bool(g[i] > 0.5) for i in range(len(g))}
 
 
 def first_tested(result: object) -> dict[int, int]:
@@ -95,7 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs/evaluation/eval.yaml"))
     parser.add_argument("--attack", default="paraphrase|1.0|0", help="cached attack key prefix")
-    parser.add_argument("--methods", default="ours,kgw0,kgw1,kgw2")
+    parser.add_argument("--methods", default="ours,kgw0,kgw1,kgw2,synthid")
     parser.add_argument("--limit", type=int, default=64)
     parser.add_argument("--spans", action="store_true", help="ours: kept tokens' window stability")
     args = parser.parse_args()

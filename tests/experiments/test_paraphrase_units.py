@@ -31,3 +31,19 @@ def test_span_stability_of_a_text_and_itself_and_of_a_rewrite(tiny) -> None:
     moved = units.span_stability(wm, [(TEXT, OTHER + " the town kept its bridge")])
     assert moved["kept_tokens"] > 0 and moved["window_cosine"] < 1.0 and moved["signs_kept"] < 1.0
     assert sum(b["tokens"] for b in moved["bins"]) == moved["kept_tokens"]
+
+
+def test_synthid_units_are_its_hashed_ngrams_and_a_copy_keeps_them_all() -> None:
+    from evaluation.synthid import SynthIDMethod
+    from tests.helpers import word_tokenizer
+    from watermark.core.text import encode_text
+
+    tok = word_tokenizer()
+    method = SynthIDMethod(list(range(101, 111)), 3, tok, top_k=0, top_p=1.0)
+    found = units.synthid_units(method, tok, TEXT)
+    ids = [0, 0] + encode_text(tok, TEXT)
+    assert set(found) == {tuple(ids[i : i + 3]) for i in range(len(ids) - 2)}
+    assert 0 < sum(found.values()) < len(found)  # mean g-values fall on both sides of 1/2
+    assert units.synthid_units(method, tok, TEXT) == found  # keyed, not random
+    kept = set(found) & set(units.synthid_units(method, tok, OTHER + " the town kept its bridge"))
+    assert 0 < len(kept) < len(found)  # a shared phrase keeps only its own n-grams
