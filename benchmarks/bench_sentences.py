@@ -4,7 +4,9 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
 
 * ``speed``: on the same held-out prompts, tokens per second of plain ``generate``
   (unwatermarked), of the token-level watermark, and of the sentence layer at each N of
-  ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation.
+  ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation;
+  with ``--reference`` also the sentence layer's reference path (a ``generate`` call per prompt
+  and sentence) beside its decode loop.
 * ``null``: the sentence test on held-out human continuations under the demo key and
   ``--keys`` - 1 others, and
   each ``--context-bits``: the share of texts at p < 0.01 and p < 0.05 (the test is exact over
@@ -13,7 +15,7 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
 
 Examples::
 
-    python benchmarks/bench_sentences.py speed --prompts 8 --tokens 100 --candidates 2,4
+    python benchmarks/bench_sentences.py speed --prompts 8 --tokens 100 --candidates 2,4 --reference
     python benchmarks/bench_sentences.py null --texts 353 --keys 20 --context-bits 0,2
 """
 
@@ -54,16 +56,23 @@ def speed(args: argparse.Namespace) -> None:
     prompts = [u["prompt"] for u in held_out(args.prompts)]
     base = WatermarkConfig.default()
     wm = Watermark.load(base)
-    runs = [("plain", wm, False), ("token-level", wm, True)]
+    runs = [("plain", wm, False, {}), ("token-level", wm, True, {})]
     for n in args.candidates:
         cfg = base.evolve(sentence_bits=args.bits, sentence_candidates=n)
-        runs.append((f"sentences N={n}", Watermark.load(cfg, generator=wm.generator), True))
+        layered = Watermark.load(cfg, generator=wm.generator)
+        runs.append((f"sentences N={n}", layered, True, {}))
+        if args.reference:  # one model.generate per prompt and sentence
+            runs.append((f"sentences N={n}, reference path", layered, True, {"fast": False}))
     plain = None
-    for name, model, marked in runs:
+    for name, model, marked, extra in runs:
         start, tokens = time.perf_counter(), 0
         for b in range(0, len(prompts), args.batch):
             outs = model.generate(
-                prompts[b : b + args.batch], max_new_tokens=args.tokens, seed=b, watermark=marked
+                prompts[b : b + args.batch],
+                max_new_tokens=args.tokens,
+                seed=b,
+                watermark=marked,
+                **extra,
             )
             tokens += sum(len(o.token_ids) for o in outs)
         rate = tokens / (time.perf_counter() - start)
@@ -119,6 +128,7 @@ def main() -> None:
     s.add_argument("--batch", type=int, default=8)
     s.add_argument("--bits", type=int, default=16)
     s.add_argument("--candidates", type=lambda x: [int(n) for n in x.split(",")], default=[4])
+    s.add_argument("--reference", action="store_true", help="also the reference path (slow)")
     n = sub.add_parser("null", help="the sentence test on human text under random keys")
     n.add_argument("--texts", type=int, default=353)
     n.add_argument("--keys", type=int, default=20)

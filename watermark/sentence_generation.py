@@ -9,9 +9,12 @@ a sentence (:func:`~watermark.core.sentences.ends_sentence`), at an EOS, or afte
 candidate whose sentence scores best, and the next round continues from it, until
 ``max_new_tokens`` or an EOS. The candidates of all prompts of a round are scored together.
 
-The prompts go one at a time through ``model.generate`` (the N rows of a prompt share their
-length, which the processor's step count needs), so the cost is about N times the sampling of
-one text, plus a prefill of the prefix per sentence.
+That is the reference path: the prompts go one at a time through ``model.generate`` (the N
+rows of a prompt share their length, which the processor's step count needs), and each sentence
+prefills the prefix again. The fast path, :mod:`watermark.sentence_decoding`, runs every
+prompt's candidates in one decode loop and draws, for a single prompt, the same tokens; it is
+used unless the call passes ``model.generate`` arguments or the model's ``generation_config``
+adds logits processors of its own (:data:`watermark.fused.QUIET`).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteria
 
 from watermark.core.sentences import ends_sentence
 from watermark.core.text import decode_ids
+from watermark.fused import QUIET
 from watermark.generation import Generation, eos_ids, warpers_off
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.sentence_decoding import decode_by_sentences
 from watermark.sentence_layer import SentenceLayer
 
 MAX_SENTENCE_TOKENS = 64  # a candidate that has not ended by then is cut (and scored as it is)
@@ -93,19 +98,36 @@ def generate_by_sentences(
     seed: int | None = None,
     max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
     min_new_tokens: int = 0,
+    fast: bool = True,
     **generate_kwargs: object,
 ) -> list[Generation]:
     """One :class:`~watermark.generation.Generation` per prompt, chosen sentence by sentence
     among ``layer.candidates`` samples (module docstring); no EOS before ``min_new_tokens``;
-    ``generate_kwargs`` go to every ``model.generate`` call."""
+    ``generate_kwargs`` go to every ``model.generate`` call of the reference path, which they
+    (or ``fast=False``) select."""
     stop = eos_ids(model, tokenizer)
     ends = SentenceEnds(tokenizer, stop)
+    if seed is not None:
+        torch.manual_seed(seed)
+    config = getattr(model, "generation_config", None)
+    quiet = all(getattr(config, k, v) in (v, None) for k, v in QUIET.items())
+    if fast and quiet and not generate_kwargs:
+        return decode_by_sentences(
+            model,
+            tokenizer,
+            prompts,
+            processor,
+            layer,
+            ends,
+            stop,
+            max_new_tokens,
+            max_sentence_tokens,
+            min_new_tokens,
+        )
     prompt_ids = [tokenizer(p).input_ids for p in prompts]
     chosen: list[list[int]] = [[] for _ in prompts]
     steps: list[list[int]] = [[] for _ in prompts]
     done = [False] * len(prompts)
-    if seed is not None:
-        torch.manual_seed(seed)
     while True:
         live = [i for i, d in enumerate(done) if not d and len(chosen[i]) < max_new_tokens]
         if not live:

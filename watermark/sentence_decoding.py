@@ -1,0 +1,171 @@
+"""The sentence layer's candidates of every prompt in one decode loop (the fast path of
+:func:`~watermark.sentence_generation.generate_by_sentences`).
+
+The reference path runs one ``model.generate`` call per prompt and sentence. Here all prompts'
+N candidate rows share one KV cache and one forward per step, and each prompt moves on by itself:
+* a prompt's N rows are a *group*; each group has its own processor
+  (:class:`~watermark.processor.AdaptiveWatermarkLogitsProcessor` on the same core), called on
+  that group's ids (prompt + chosen text + this round's tokens) exactly as ``model.generate``
+  would call it, so step counts, gates and green lists are those of the reference path;
+* a row ends at the token that ends a sentence, an EOS, or the round's token budget; after its
+  end it is fed the pad id, masked out of attention (position ids count only real tokens), and
+  it keeps the logits that followed its last real token;
+* when every row of a group has ended, the layer keeps the best candidate and the group's rows
+  all take the kept row's cache and mask (a reorder of the cache's batch), so the next round
+  continues from it with no prefill; a group that is done leaves the batch.
+
+Tokens are drawn from the whole batch at once with torch's global RNG: with one prompt this is
+the reference path's draw, token for token; with several, the draws are shared out differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from watermark.core.text import decode_ids
+from watermark.fused import draw, last_logits
+from watermark.generation import Generation
+from watermark.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.sentence_layer import SentenceLayer
+
+
+@dataclass
+class Group:
+    """One prompt's candidate rows during the loop."""
+
+    prompt: str
+    prompt_ids: list[int]
+    processor: AdaptiveWatermarkLogitsProcessor
+    chosen: list[int] = field(default_factory=list)
+    marked: list[int] = field(default_factory=list)  # watermarked steps of the kept text
+    new: list[list[int]] = field(default_factory=list)  # this round's ids per row (pads after end)
+    ended: list[bool] = field(default_factory=list)
+    budget: int = 0
+    done: bool = False
+
+    def start_round(self, rows: int, max_new_tokens: int, max_sentence_tokens: int) -> None:
+        self.new, self.ended = [[] for _ in range(rows)], [False] * rows
+        self.budget = min(max_sentence_tokens, max_new_tokens - len(self.chosen))
+        self.processor.start_at(len(self.prompt_ids))
+
+    def ids(self, device: torch.device) -> torch.Tensor:
+        """Long (N, prompt + chosen + new): what ``model.generate`` would hand the processor."""
+        head = self.prompt_ids + self.chosen
+        return torch.tensor([head + row for row in self.new], dtype=torch.long, device=device)
+
+
+@torch.inference_mode()
+def decode_by_sentences(
+    model: torch.nn.Module,
+    tokenizer: object,
+    prompts: Sequence[str],
+    processor: AdaptiveWatermarkLogitsProcessor,
+    layer: SentenceLayer,
+    ends: object,
+    stop: Sequence[int],
+    max_new_tokens: int,
+    max_sentence_tokens: int,
+    min_new_tokens: int = 0,
+) -> list[Generation]:
+    """One :class:`~watermark.generation.Generation` per prompt (module docstring); ``ends`` is
+    the :class:`~watermark.sentence_generation.SentenceEnds` of the tokenizer, ``stop`` the EOS
+    ids. The caller seeds torch's RNG."""
+    device, n = next(model.parameters()).device, layer.candidates
+    groups = [Group(p, tokenizer(p).input_ids, fresh_processor(processor)) for p in prompts]
+    for g in groups:
+        g.start_round(n, max_new_tokens, max_sentence_tokens)
+    live = list(groups)
+    width = max(len(g.prompt_ids) for g in live)
+    pads = [width - len(g.prompt_ids) for g in live for _ in range(n)]
+    feed = torch.tensor(
+        [
+            [ends.pad_id] * (width - len(g.prompt_ids)) + g.prompt_ids
+            for g in live
+            for _ in range(n)
+        ],
+        dtype=torch.long,
+        device=device,
+    )
+    mask = torch.tensor([[0] * pad + [1] * (width - pad) for pad in pads], device=device)
+    eos = torch.tensor(list(stop), dtype=torch.long, device=device)
+    cache, logits = None, None
+    while live:
+        fresh, cache = last_logits(model, cache, feed, mask)
+        # a row fed a pad keeps the logits after its last real token: a kept candidate that
+        # ended before the others of its round starts the next round from them
+        fed = mask[:, -1:].bool()
+        logits = fresh if logits is None else torch.where(fed, fresh, logits)
+        scores = []
+        for k, g in enumerate(live):
+            part = logits[k * n : (k + 1) * n].clone()  # kept for rows that end
+            least = min(g.budget, max(0, min_new_tokens - len(g.chosen)))
+            if len(g.new[0]) < least and len(eos):
+                part[:, eos] = float("-inf")
+            scores.append(g.processor(g.ids(device), part))
+        tokens = draw(torch.cat(scores), do_sample=True).tolist()
+        real = []
+        for k, g in enumerate(live):
+            for j in range(n):
+                token = ends.pad_id if g.ended[j] else tokens[k * n + j]
+                real.append(not g.ended[j])
+                g.new[j].append(token)
+                g.ended[j] = g.ended[j] or ends.ends(token) or len(g.new[j]) >= g.budget
+        feed = torch.tensor([g.new[j][-1] for g in live for j in range(n)], device=device)[:, None]
+        mask = torch.cat([mask, torch.tensor(real, device=device).long()[:, None]], dim=1)
+        index = torch.arange(len(live) * n, device=device)
+        for k, g in enumerate(live):
+            if all(g.ended):
+                best = finish_round(g, layer, ends, tokenizer, stop, max_new_tokens)
+                index[k * n : (k + 1) * n] = k * n + best  # every row continues the kept one
+                if not g.done:
+                    g.start_round(n, max_new_tokens, max_sentence_tokens)
+        if not torch.equal(index, torch.arange(len(index), device=device)):
+            cache.reorder_cache(index)
+            feed, mask, logits = feed[index], mask[index], logits[index]
+        keep = [k for k, g in enumerate(live) if not g.done]
+        if len(keep) < len(live):  # finished prompts leave the batch
+            rows_kept = torch.tensor([k * n + j for k in keep for j in range(n)], device=device)
+            if keep:
+                cache.batch_select_indices(rows_kept)
+                feed, mask, logits = feed[rows_kept], mask[rows_kept], logits[rows_kept]
+            live = [live[k] for k in keep]
+    return [result(g, tokenizer, stop) for g in groups]
+
+
+def fresh_processor(
+    processor: AdaptiveWatermarkLogitsProcessor,
+) -> AdaptiveWatermarkLogitsProcessor:
+    """A processor like ``processor`` (same core, EOS ids and recording) with its own state."""
+    return AdaptiveWatermarkLogitsProcessor(
+        processor.core, processor.eos_token_ids, record=processor.keep_record
+    )
+
+
+def finish_round(
+    g: Group,
+    layer: SentenceLayer,
+    ends: object,
+    tokenizer: object,
+    stop: Sequence[int],
+    max_new_tokens: int,
+) -> int:
+    """Keeps the best candidate of ``g``'s ended round; returns its row."""
+    candidates = [ends.cut(row) for row in g.new]
+    (best,) = layer.choose([[decode_ids(tokenizer, g.chosen + c) for c in candidates]])
+    before, kept = len(g.chosen), candidates[best]
+    if g.processor.keep_record:
+        steps = g.processor.record.watermarked_steps(best)
+        g.marked += [s for s in steps if s <= before + len(kept)]
+    g.chosen += kept
+    g.done = not kept or kept[-1] in stop or len(g.chosen) >= max_new_tokens
+    return best
+
+
+def result(g: Group, tokenizer: object, stop: Sequence[int]) -> Generation:
+    """The kept text of ``g`` up to its first EOS."""
+    cut = next((j for j, t in enumerate(g.chosen) if t in stop), len(g.chosen))
+    ids = g.chosen[:cut]
+    return Generation(g.prompt, decode_ids(tokenizer, ids), ids, [s for s in g.marked if s <= cut])
