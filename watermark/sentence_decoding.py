@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from watermark.core.measurement import entropy_from_logits
 from watermark.core.text import decode_ids
-from watermark.fused import draw, last_logits
+from watermark.fused import GivenEntropies, draw, last_logits
 from watermark.generation import Generation
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentence_layer import SentenceLayer
@@ -45,6 +46,7 @@ class Group:
     ended: list[bool] = field(default_factory=list)
     budget: int = 0
     done: bool = False
+    given: GivenEntropies = field(default_factory=lambda: GivenEntropies(0))  # the MM stream's
 
     def start_round(self, rows: int, max_new_tokens: int, max_sentence_tokens: int) -> None:
         self.new, self.ended = [[] for _ in range(rows)], [False] * rows
@@ -55,6 +57,42 @@ class Group:
         """Long (N, prompt + chosen + new): what ``model.generate`` would hand the processor."""
         head = self.prompt_ids + self.chosen
         return torch.tensor([head + row for row in self.new], dtype=torch.long, device=device)
+
+
+class Stream:
+    """One model's KV cache over the batch's rows: each step feeds one id per row, masked out of
+    attention where it is a pad; a row fed a pad keeps what ``reduce`` made of the logits after
+    its last real id."""
+
+    def __init__(self, model: torch.nn.Module, feed: torch.Tensor, mask: torch.Tensor, reduce):
+        self.model, self.feed, self.mask, self.reduce = model, feed, mask, reduce
+        self.cache, self.last = None, None
+
+    def step(self) -> torch.Tensor:
+        """(B, ...) values after each row's last real id."""
+        logits, self.cache = last_logits(self.model, self.cache, self.feed, self.mask)
+        fresh = self.reduce(logits)
+        fed = self.mask[:, -1].bool().view(-1, *[1] * (fresh.dim() - 1))
+        self.last = fresh if self.last is None else torch.where(fed, fresh, self.last)
+        return self.last
+
+    def advance(self, ids: torch.Tensor, real: torch.Tensor) -> None:
+        """Ids (B,) to feed next, ``real`` (B,) false where one is a pad."""
+        self.feed = ids[:, None]
+        self.mask = torch.cat([self.mask, real.long()[:, None]], dim=1)
+
+    def select(self, index: torch.Tensor) -> None:
+        """Row i becomes row ``index[i]`` (copies and drops rows)."""
+        self.cache.reorder_cache(index)
+        self.feed, self.mask, self.last = self.feed[index], self.mask[index], self.last[index]
+
+
+def left_padded(rows: list[list[int]], pad_id: int, device: torch.device) -> tuple:
+    """Ids and mask (B, longest) of ``rows``, left-padded."""
+    width = max(map(len, rows))
+    ids = [[pad_id] * (width - len(r)) + r for r in rows]
+    mask = [[0] * (width - len(r)) + [1] * len(r) for r in rows]
+    return torch.tensor(ids, device=device), torch.tensor(mask, device=device)
 
 
 @torch.inference_mode()
@@ -78,32 +116,26 @@ def decode_by_sentences(
     for g in groups:
         g.start_round(n, max_new_tokens, max_sentence_tokens)
     live = list(groups)
-    width = max(len(g.prompt_ids) for g in live)
-    pads = [width - len(g.prompt_ids) for g in live for _ in range(n)]
-    feed = torch.tensor(
-        [
-            [ends.pad_id] * (width - len(g.prompt_ids)) + g.prompt_ids
-            for g in live
-            for _ in range(n)
-        ],
-        dtype=torch.long,
-        device=device,
-    )
-    mask = torch.tensor([[0] * pad + [1] * (width - pad) for pad in pads], device=device)
+    ids, mask = left_padded([g.prompt_ids for g in live for _ in range(n)], ends.pad_id, device)
+    streams = [Stream(model, ids, mask, lambda logits: logits)]
+    mm = processor.core.measurement
+    if mm.same_tokenizer and max_new_tokens < mm.window:  # the MM's own stream: [start] + S
+        starts = torch.full((len(ids), 1), mm.start_id, device=mm.device)
+        streams.append(Stream(mm.model, starts, torch.ones_like(starts), entropy_from_logits))
+        for g in groups:  # each round's processor state reads the stream's entropies
+            g.processor.state_factory = lambda size, given=g.given: given
     eos = torch.tensor(list(stop), dtype=torch.long, device=device)
-    cache, logits = None, None
     while live:
-        fresh, cache = last_logits(model, cache, feed, mask)
-        # a row fed a pad keeps the logits after its last real token: a kept candidate that
-        # ended before the others of its round starts the next round from them
-        fed = mask[:, -1:].bool()
-        logits = fresh if logits is None else torch.where(fed, fresh, logits)
+        logits, *entropies = (stream.step() for stream in streams)
         scores = []
         for k, g in enumerate(live):
-            part = logits[k * n : (k + 1) * n].clone()  # kept for rows that end
+            rows = slice(k * n, (k + 1) * n)
+            part = logits[rows].clone()  # the kept logits stay as they are
             least = min(g.budget, max(0, min_new_tokens - len(g.chosen)))
             if len(g.new[0]) < least and len(eos):
                 part[:, eos] = float("-inf")
+            if entropies:
+                g.given.values = entropies[0][rows].float().cpu()
             scores.append(g.processor(g.ids(device), part))
         tokens = draw(torch.cat(scores), do_sample=True).tolist()
         real = []
@@ -113,25 +145,26 @@ def decode_by_sentences(
                 real.append(not g.ended[j])
                 g.new[j].append(token)
                 g.ended[j] = g.ended[j] or ends.ends(token) or len(g.new[j]) >= g.budget
-        feed = torch.tensor([g.new[j][-1] for g in live for j in range(n)], device=device)[:, None]
-        mask = torch.cat([mask, torch.tensor(real, device=device).long()[:, None]], dim=1)
-        index = torch.arange(len(live) * n, device=device)
+        fed = torch.tensor([g.new[j][-1] for g in live for j in range(n)], device=device)
+        for stream in streams:
+            stream.advance(
+                fed.to(stream.mask.device), torch.tensor(real, device=stream.mask.device)
+            )
+        index = []
         for k, g in enumerate(live):
-            if all(g.ended):
-                best = finish_round(g, layer, ends, tokenizer, stop, max_new_tokens)
-                index[k * n : (k + 1) * n] = k * n + best  # every row continues the kept one
-                if not g.done:
-                    g.start_round(n, max_new_tokens, max_sentence_tokens)
-        if not torch.equal(index, torch.arange(len(index), device=device)):
-            cache.reorder_cache(index)
-            feed, mask, logits = feed[index], mask[index], logits[index]
-        keep = [k for k, g in enumerate(live) if not g.done]
-        if len(keep) < len(live):  # finished prompts leave the batch
-            rows_kept = torch.tensor([k * n + j for k in keep for j in range(n)], device=device)
-            if keep:
-                cache.batch_select_indices(rows_kept)
-                feed, mask, logits = feed[rows_kept], mask[rows_kept], logits[rows_kept]
-            live = [live[k] for k in keep]
+            best = (
+                finish_round(g, layer, ends, tokenizer, stop, max_new_tokens)
+                if all(g.ended)
+                else None
+            )
+            if best is not None and not g.done:
+                g.start_round(n, max_new_tokens, max_sentence_tokens)
+            if not g.done:  # every row continues the kept one; a finished prompt leaves
+                index += [k * n + (j if best is None else best) for j in range(n)]
+        live = [g for g in live if not g.done]
+        if live and index != list(range(len(fed))):
+            for stream in streams:
+                stream.select(torch.tensor(index, device=stream.mask.device))
     return [result(g, tokenizer, stop) for g in groups]
 
 
