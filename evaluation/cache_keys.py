@@ -89,3 +89,8 @@ def detection_key(cfg: WatermarkConfig) -> str:
     """The detection cache key of our method under ``cfg`` (shared by configs that differ only
     in generation settings)."""
     return "ours-det-" + digest(detection_view(cfg))
+
+
+def text_hash(text: str) -> str:
+    """The part of a cache key that names a text."""
+    return hashlib.sha256(text.encode()).hexdigest()[:20]

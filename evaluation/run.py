@@ -12,21 +12,19 @@ Generation: units are cut into fixed batches in order; batch ``b`` samples with 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from dataclasses import replace
-from functools import partial
 
 import torch
 from tqdm.auto import tqdm
 
-from evaluation import attacks as atk
-from evaluation.cache_keys import detection_key, generation_key
+from evaluation.attack_stage import AttackStage
+from evaluation.cache_keys import detection_key, generation_key, text_hash
 from evaluation.config import KGW_BASES, EvalConfig
 from evaluation.detection import MethodDetection, share_flagged
 from evaluation.heldout import units as load_units
-from evaluation.meaning import meaning_kept, words_kept_share
+from evaluation.meaning import words_kept_share
 from evaluation.methods import KGWMethod, Method, OursMethod, TransformersKGW
 from evaluation.metrics import (
     OraclePerplexity,
@@ -41,14 +39,9 @@ from watermark.api import Watermark
 from watermark.core.config import as_config
 from watermark.core.models import load_lm
 from watermark.core.text import encode_text
-from watermark.generation import generate
-from watermark.sentence_generation import generate_by_sentences
+from watermark.sentence_generation import generate_text
 
 logger = logging.getLogger(__name__)
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 def interleave(items: list[dict], key: str) -> list[dict]:
@@ -82,7 +75,7 @@ def words_kept(originals: list[str], attacked: list[str]) -> float:
     return sum(shares) / max(1, len(shares))
 
 
-class Evaluation:
+class Evaluation(AttackStage):
     """Models, methods and cached stages of one :class:`EvalConfig`."""
 
     def __init__(self, cfg: EvalConfig, progress: bool = True) -> None:
@@ -114,7 +107,6 @@ class Evaluation:
             if len(self.all_units) < wanted:
                 logger.warning("only %d of %d units available", len(self.all_units), wanted)
         self._oracle: OraclePerplexity | None = None
-        self._thesaurus = None  # the synonym attacks' Moby thesaurus, parsed once (about 3 s)
 
     def method(self, name: str) -> Method:
         """A method of the run by name (built on first use); a variant is its ``base`` method
@@ -192,27 +184,17 @@ class Evaluation:
             start = time.perf_counter()
             settings = dict(max_new_tokens=new, seed=cfg.seed + b // cfg.batch_size)
             prompts = [u["prompt"] for u in batch]
-            if getattr(method, "sentences", None) is not None:  # the sentence layer's candidates
-                outs = generate_by_sentences(
-                    self.model,
-                    self.tokenizer,
-                    prompts,
-                    method.processor(),
-                    method.sentences,
-                    min_new_tokens=low,
-                    **settings,
-                )
-            else:
-                outs = generate(
-                    self.model,
-                    self.tokenizer,
-                    prompts,
-                    method.processor(),
-                    top_k=self.wm_config.top_k,
-                    top_p=self.wm_config.top_p,
-                    min_new_tokens=low,
-                    **settings,
-                )
+            outs = generate_text(
+                self.model,
+                self.tokenizer,
+                prompts,
+                method.processor(),
+                getattr(method, "sentences", None),  # the sentence layer's candidates
+                top_k=self.wm_config.top_k,
+                top_p=self.wm_config.top_p,
+                min_new_tokens=low,
+                **settings,
+            )
             seconds = (time.perf_counter() - start) / len(batch)
             self.store.put(
                 "generations",
@@ -253,79 +235,6 @@ class Evaluation:
             bar.update(len(part))
         bar.close()
         return [MethodDetection.from_record(table[k]) for k in keys]
-
-    # ---- attacks ----------------------------------------------------------------------------
-
-    def attacked(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
-        """``texts`` after ``attack`` (``humans``: the host texts of copy-paste), cached."""
-        passes = int(attack.get("passes", 1))
-        name = attack["kind"]
-        if name.startswith("llm_"):  # two paraphrasers never share an entry
-            name += f"[{self.cfg.llm_paraphraser}]"
-        name += f"x{passes}" if passes > 1 else ""
-        if attack.get("temperature"):  # sampled, each draw checked for the meaning
-            name += f"@t{float(attack['temperature']):g}r{int(attack.get('retries', 0))}"
-        name += "+llm_paraphrase" if attack.get("paraphrase_after") else ""
-        table = self.store.table("attacks")
-        keys = [f"{name}|{float(attack['strength'])}|{self.cfg.seed}|{text_hash(t)}" for t in texts]
-        todo = [i for i, k in enumerate(keys) if k not in table]
-        if todo:
-            outs = self._attack(attack, [texts[i] for i in todo], [humans[i] for i in todo])
-            self.store.put("attacks", [{"key": keys[i], "text": o} for i, o in zip(todo, outs)])
-        return [table[k]["text"] for k in keys]
-
-    def _attack(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
-        kind, strength, seed = attack["kind"], float(attack["strength"]), self.cfg.seed
-        passes = int(attack.get("passes", 1))
-        if kind == "paraphrase":
-            return atk.paraphrase_texts(
-                texts,
-                strength,
-                self.out / "cache" / "paraphrases.jsonl",
-                self.cfg.resolve(self.cfg.paraphraser),
-                seed=seed,
-                passes=passes,
-                progress=self.progress,
-            )
-        # the instruction LLM's rewrites of whole texts, one cache for every kind
-        llm = (
-            self.out / "cache" / "llm_paraphrases.jsonl",
-            self.cfg.resolve(self.cfg.llm_paraphraser),
-        )
-        batch = self.cfg.llm_paraphrase_batch
-        if kind in ("llm_round_trip", "llm_forced"):  # meaning kept, most words changed
-            temperature = float(attack.get("temperature", 0.0))
-            texts = atk.llm_rewrite_texts(
-                texts,
-                kind.removeprefix("llm_"),
-                *llm,
-                batch,
-                self.progress,
-                temperature=temperature,
-                retries=int(attack.get("retries", 0)),
-                accept=partial(meaning_kept, self.cfg.similarity_embedder) if temperature else None,
-            )
-            if attack.get("paraphrase_after"):
-                texts = atk.llm_paraphrase_texts(
-                    texts, *llm, batch_size=batch, progress=self.progress
-                )
-            return texts
-        if kind == "llm_paraphrase":
-            return atk.llm_paraphrase_texts(
-                texts, *llm, passes=passes, batch_size=batch, progress=self.progress
-            )
-        if kind == "deletion":
-            return [atk.delete_words(t, strength, seed) for t in texts]
-        if kind == "copy_paste":
-            return [atk.copy_paste(t, h, strength, seed) for t, h in zip(texts, humans)]
-        if kind in ("paraphrase_synonym", "llm_paraphrase_synonym"):  # paraphrase, then synonyms
-            first = kind.removesuffix("_synonym")
-            texts = self.attacked({"kind": first, "strength": 1.0, "passes": passes}, texts, humans)
-        if self._thesaurus is None:
-            from data.synonyms import Thesaurus
-
-            self._thesaurus = Thesaurus.load()
-        return [atk.substitute_synonyms(t, strength, self._thesaurus, seed) for t in texts]
 
     # ---- quality ----------------------------------------------------------------------------
 

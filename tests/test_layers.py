@@ -44,6 +44,7 @@ RUNTIME = {
     "watermark.generation",
     "watermark.loading",
     "watermark.processor",
+    "watermark.sentence_decoding",
     "watermark.sentence_generation",
     "watermark.sentence_layer",
 }

@@ -32,7 +32,6 @@ from watermark.generation import (
     check_generate_args,
     check_prompts,
     eos_ids,
-    generate,
     warpers_off,
 )
 from watermark.loading import (
@@ -44,7 +43,7 @@ from watermark.loading import (
     vocab_size,
 )
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentence_generation import generate_by_sentences
+from watermark.sentence_generation import generate_text
 
 
 class Watermark:
@@ -232,22 +231,12 @@ class Watermark:
             processor = self.logits_processor(
                 record=record, eos_token_ids=eos_ids(model, self.tokenizer)
             )
-        if processor is not None and self.detector.sentences is not None:  # the sentence layer
-            return generate_by_sentences(
-                model,
-                self.tokenizer,
-                prompts,
-                processor,
-                self.detector.sentences,
-                max_new_tokens=max_new_tokens,
-                seed=seed,
-                **kwargs,
-            )
-        return generate(
+        return generate_text(  # by sentences where the layer is on
             model,
             self.tokenizer,
             prompts,
             processor,
+            self.detector.sentences,
             max_new_tokens=max_new_tokens,
             top_k=self.config.top_k,
             top_p=self.config.top_p,

@@ -27,7 +27,7 @@ from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteria
 from watermark.core.sentences import ends_sentence
 from watermark.core.text import decode_ids
 from watermark.fused import QUIET
-from watermark.generation import Generation, eos_ids, warpers_off
+from watermark.generation import Generation, eos_ids, generate, warpers_off
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentence_decoding import decode_by_sentences
 from watermark.sentence_layer import SentenceLayer
@@ -155,3 +155,21 @@ def generate_by_sentences(
             Generation(prompt, decode_ids(tokenizer, ids), ids, [s for s in marked if s <= cut])
         )
     return results
+
+
+def generate_text(
+    model: torch.nn.Module,
+    tokenizer: object,
+    prompts: Sequence[str],
+    processor: object | None,
+    layer: SentenceLayer | None,
+    **kwargs: object,
+) -> list[Generation]:
+    """One :class:`~watermark.generation.Generation` per prompt: by sentences where ``layer``
+    is given and a watermark ``processor`` is on (:func:`generate_by_sentences`; the sampling
+    settings are the processor's), else :func:`watermark.generation.generate` with ``kwargs``."""
+    if processor is not None and layer is not None:
+        for name in ("top_k", "top_p", "temperature"):  # ours applies its config's filters
+            kwargs.pop(name, None)
+        return generate_by_sentences(model, tokenizer, prompts, processor, layer, **kwargs)
+    return generate(model, tokenizer, prompts, processor, **kwargs)

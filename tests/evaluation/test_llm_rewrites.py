@@ -149,7 +149,7 @@ def test_a_draw_that_fails_the_meaning_checks_is_drawn_again(
         checked.append((list(originals), list(rewrites)))
         return [keeps_facts(o, r) for o, r in zip(originals, rewrites)]
 
-    monkeypatch.setattr("evaluation.run.meaning_kept", facts_only)
+    monkeypatch.setattr("evaluation.attack_stage.meaning_kept", facts_only)
     save_tiny_lm(tmp_path / "lm")
     ev = _evaluation(tmp_path, "lm")
     texts, humans = [EN, " short text in York here"], ["h1", "h2"]
