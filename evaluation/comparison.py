@@ -27,6 +27,16 @@ def cell_differences(curves: dict, method: str, baseline: str) -> list[dict]:
             continue
         n = min(len(mine["z"]), len(theirs["z"]))  # the first n prompts are shared
         diff = auc_difference(mine["z"][:n], human[method], theirs["z"][:n], human[baseline])
+        both = [
+            i
+            for i in range(n)
+            if mine.get("rewritten_mask", [True] * n)[i]
+            and theirs.get("rewritten_mask", [True] * n)[i]
+        ]
+        if 1 < len(both) < n:  # some texts left as they were: also the rewritten ones alone
+            pick = [[z[i] for i in both] for z in (mine["z"], theirs["z"])]
+            sub = auc_difference(pick[0], human[method], pick[1], human[baseline])
+            diff["rewritten"] = {"texts": len(both), **sub}
         out.append(
             {
                 "attack": attack,
@@ -82,6 +92,18 @@ def difference_table(curves: dict, method: str, baseline: str) -> list[str]:
             f"{_ci(c['auc_ci'])} | {c['tpr']:.3f} / {c['tpr_baseline']:.3f} | "
             f"{c['tpr_diff']:+.3f} {_ci(c['tpr_ci'])} | {verdict} (AUC) |"
         )
+        sub = c.get("rewritten")
+        if sub:  # the prompts whose rewrite happened for both methods
+            verdict = (
+                "resolved, " + ("ahead" if sub["auc_diff"] > 0 else "behind")
+                if sub["resolved"]
+                else "within noise"
+            )
+            lines.append(
+                f"| {c['attack']}, rewritten for both ({sub['texts']} texts) | | "
+                f"{sub['auc_diff']:+.3f} {_ci(sub['auc_ci'])} | | "
+                f"{sub['tpr_diff']:+.3f} {_ci(sub['tpr_ci'])} | {verdict} (AUC) |"
+            )
     return lines
 
 

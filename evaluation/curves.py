@@ -100,15 +100,37 @@ def run_curves(ev) -> dict:
         for attack in cfg.curve_attacks:
             attacked = ev.attacked(attack, texts[:n], humans[:n])
             sims = similarities(ev, texts[:n], attacked)
-            scores = score_detections(ev.detections(method, attacked), neg)
+            dets = ev.detections(method, attacked)
+            scores = score_detections(dets, neg)
             kept = words_kept(texts[:n], attacked)
             rows.append(_row(name, attack_label(attack), scores, kept, sum(sims) / len(sims)))
-            rows[-1].update(rewrite_figures(texts[:n], attacked, sims))
+            done = rewritten(ev, attack, texts[:n], humans[:n], attacked)
+            rows[-1].update(rewrite_figures(texts[:n], attacked, sims, done))
+            rows[-1].update(rewritten_scores(dets, neg, done))
             summary = {k: v for k, v in rows[-1].items() if not isinstance(v, list)}
             logger.info("curve %s %s: %s", name, rows[-1]["attack"], summary)  # no z lists
     for row in rows:
         row["family"] = cfg.base_method(row["method"])
     return {"prompts": len(units), "attacked": min(cfg.curve_attacked, len(units)), "rows": rows}
+
+
+def rewritten(ev, attack: dict, texts: list[str], humans: list[str], attacked: list[str]):
+    """Per text, whether the attack's rewrite happened: the text changed, and after a
+    paraphrase (``paraphrase_after``) the rewrite before it did (the cache gives it)."""
+    if attack.get("paraphrase_after"):
+        first = {k: v for k, v in attack.items() if k != "paraphrase_after"}
+        attacked = ev.attacked(first, texts, humans)
+    return [a.strip() != t.strip() for a, t in zip(attacked, texts)]
+
+
+def rewritten_scores(dets: list, neg: list, done: list[bool]) -> dict:
+    """``rewritten_mask`` and, where some texts were left as they were, ROC-AUC and TPR at 1%
+    FPR over the rewritten ones alone."""
+    found: dict = {"rewritten_mask": done}
+    if any(done) and not all(done):
+        scores = score_detections([d for d, ok in zip(dets, done) if ok], neg)
+        found |= {"roc_auc_rewritten": scores["roc_auc"], "tpr_rewritten": scores["tpr@1%fpr"]}
+    return found
 
 
 def reference(rows: list[dict]) -> dict | None:
@@ -205,6 +227,7 @@ def curve_table(curves: dict) -> list[str]:
         "meaning checks pass",
         "ROC-AUC",
         "TPR@1%FPR",
+        "rewritten only: ROC-AUC / TPR",
         "p<0.01: TPR / FPR",
         "texts (attacked / human)",
         "PPL (median)",
@@ -214,7 +237,7 @@ def curve_table(curves: dict) -> list[str]:
     for r in curves["rows"]:
         quality = [fmt(r.get("ppl_median"), 2), fmt(r.get("rep4"))]
         if "roc_auc" not in r:  # the unwatermarked quality reference
-            cells = [LABELS.get(r["method"], r["method"]), *["-"] * 9, *quality]
+            cells = [LABELS.get(r["method"], r["method"]), *["-"] * 10, *quality]
         else:
             cells = [
                 LABELS.get(r["method"], r["method"]),
@@ -225,6 +248,9 @@ def curve_table(curves: dict) -> list[str]:
                 fmt(r.get("meaning_pass")),
                 f"{r['roc_auc']:.3f}",
                 f"{r['tpr@1%fpr']:.3f}",
+                f"{fmt(r.get('roc_auc_rewritten'))} / {fmt(r.get('tpr_rewritten'))}"
+                if "roc_auc_rewritten" in r
+                else "=",
                 f"{fmt(r.get('tpr@p<0.01'))} / {fmt(r.get('fpr@p<0.01'))}",
                 f"{r['positives']} / {r['negatives']}",
                 *quality,

@@ -105,19 +105,32 @@ def ngrams_kept(original: str, rewrite: str, n: int = 5) -> float:
 
 
 def rewrite_figures(
-    originals: Sequence[str], rewrites: Sequence[str], sims: Sequence[float]
+    originals: Sequence[str],
+    rewrites: Sequence[str],
+    sims: Sequence[float],
+    done: Sequence[bool] | None = None,
 ) -> dict[str, float]:
-    """Per-cell figures of an attack: the share of texts rewritten at all, median words kept,
-    mean 5-grams kept, median similarity, and the share passing each meaning check."""
-    pairs = list(zip(originals, rewrites, sims))
+    """Per-cell figures of an attack: the share of texts rewritten at all (``done``, default:
+    changed), the median words kept, mean 5-grams kept and median similarity of those rewrites,
+    and the share of *all* texts whose rewrite passes each meaning check (a text left as it was,
+    because every draw failed or the judge refused it, passes none)."""
+    done = (
+        list(done)
+        if done is not None
+        else [o.strip() != r.strip() for o, r in zip(originals, rewrites)]
+    )
+    pairs = [(o, r, c) for o, r, c, d in zip(originals, rewrites, sims, done) if d]
     facts_ok = [keeps_facts(o, r) for o, r, _ in pairs]
     similar = [c >= MIN_SIMILARITY for *_, c in pairs]
+    total = len(done)
     return {
-        "rewritten": sum(o.strip() != r.strip() for o, r, _ in pairs) / len(pairs),
-        "words_kept_median": statistics.median(words_kept_share(o, r) for o, r, _ in pairs),
-        "ngrams5_kept": statistics.fmean(ngrams_kept(o, r) for o, r, _ in pairs),
-        "similarity_median": statistics.median(sims),
-        "facts_pass": sum(facts_ok) / len(pairs),
-        "similarity_pass": sum(similar) / len(pairs),
-        "meaning_pass": sum(f and c for f, c in zip(facts_ok, similar)) / len(pairs),
+        "rewritten": len(pairs) / total,
+        "words_kept_median": statistics.median(words_kept_share(o, r) for o, r, _ in pairs)
+        if pairs
+        else 1.0,
+        "ngrams5_kept": statistics.fmean(ngrams_kept(o, r) for o, r, _ in pairs) if pairs else 1.0,
+        "similarity_median": statistics.median(c for *_, c in pairs) if pairs else 1.0,
+        "facts_pass": sum(facts_ok) / total,
+        "similarity_pass": sum(similar) / total,
+        "meaning_pass": sum(f and c for f, c in zip(facts_ok, similar)) / total,
     }

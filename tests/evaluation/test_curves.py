@@ -58,3 +58,18 @@ def test_curves_are_drawn_against_words_kept_and_against_meaning_kept(tmp_path: 
     names = [curve_plot({"rows": rows}, tmp_path, axis) for axis in ("words", "meaning")]
     assert names == ["robustness_curves.png", "robustness_meaning.png"]
     assert all((tmp_path / n).stat().st_size > 1000 for n in names)
+
+
+def test_rewritten_scores_only_where_some_texts_were_left_as_they_were() -> None:
+    from evaluation.curves import rewritten_scores
+    from evaluation.detection import MethodDetection
+
+    def det(z: float) -> MethodDetection:
+        return MethodDetection(z, 0.5, 100, 100, green_fraction=0.5, awr=1.0)
+
+    neg = [det(0.1 * i - 1.0) for i in range(20)]
+    pos = [det(9.0), det(9.0), det(0.0), det(0.5)]
+    assert rewritten_scores(pos, neg, [True] * 4) == {"rewritten_mask": [True] * 4}
+    found = rewritten_scores(pos, neg, [False, False, True, True])  # the strong two untouched
+    assert found["rewritten_mask"] == [False, False, True, True]
+    assert found["roc_auc_rewritten"] < 0.9 and found["tpr_rewritten"] == 0.0

@@ -183,7 +183,15 @@ def test_the_figures_of_a_rewrite_cell() -> None:
     assert words_kept_share("a b c d", "a b x") == 0.5
     assert ngrams_kept("one two three four five six", "One two three four five. Seven") == 0.5
     assert ngrams_kept("too short", "anything") == 1.0
-    figures = rewrite_figures([EN, EN], [EN, LOST], [1.0, 0.8])
-    assert figures["rewritten"] == 0.5 and figures["facts_pass"] == 0.5
-    assert figures["similarity_pass"] == 0.5 and figures["meaning_pass"] == 0.5
-    assert figures["similarity_median"] == pytest.approx(0.9)
+    # a text left as it was passes no check; the medians describe the rewrites only
+    figures = rewrite_figures([EN, EN, EN], [EN, LOST, BACK], [1.0, 0.8, 0.9])
+    assert figures["rewritten"] == pytest.approx(2 / 3)
+    assert figures["facts_pass"] == pytest.approx(1 / 3)  # BACK keeps Leeds and Tuesday
+    assert figures["similarity_pass"] == pytest.approx(1 / 3) == figures["meaning_pass"]
+    assert figures["similarity_median"] == pytest.approx(0.85)
+    assert figures["words_kept_median"] == pytest.approx(
+        (words_kept_share(EN, LOST) + words_kept_share(EN, BACK)) / 2
+    )
+    # after a paraphrase, the first rewrite decides which texts were rewritten
+    after = rewrite_figures([EN, EN], [LOST, BACK], [0.8, 0.9], done=[False, True])
+    assert after["rewritten"] == 0.5 and after["meaning_pass"] == 0.5

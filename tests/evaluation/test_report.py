@@ -53,3 +53,20 @@ def test_differences_use_the_named_baseline_and_need_one() -> None:
     ]
     kgw0 = lines[lines.index(titles[1]) :]
     assert "within noise" in next(line for line in kgw0 if line.startswith("| paraphrase@1.0"))
+
+
+def test_a_cell_with_texts_left_as_they_were_is_also_compared_on_the_rewritten_ones() -> None:
+    curves = _curves()
+    for row in curves["rows"]:
+        if row["attack"] != "none":  # ours: its first 5 texts left as they were (z 8)
+            ours = row["method"] == "ours"
+            row["rewritten_mask"] = [not (ours and i < 5) for i in range(20)]
+            if ours:
+                row["z"] = [8.0] * 5 + [0.5 + 0.01 * i for i in range(15)]
+    lines = comparison_lines(curves, "kgw1-d1.0")
+    ours = lines[: lines.index(next(x for x in lines if x.startswith("**kgw0")))]
+    whole = next(x for x in ours if x.startswith("| paraphrase@1.0 ("))
+    alone = next(x for x in ours if x.startswith("| paraphrase@1.0, rewritten for both"))
+    assert "resolved, ahead" in whole  # the 5 untouched texts carry it
+    assert "(15 texts)" in alone and "within noise" in alone  # level where both were rewritten
+    assert not any("rewritten for both" in x for x in lines[len(ours) :])  # kgw0: all rewritten
