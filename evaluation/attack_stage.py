@@ -11,7 +11,7 @@ from functools import partial
 
 from evaluation import attacks as atk
 from evaluation.cache_keys import text_hash
-from evaluation.meaning import meaning_kept
+from evaluation.meaning import draw_figures, meaning_kept
 
 
 class AttackStage:
@@ -38,7 +38,17 @@ class AttackStage:
             self.store.put("attacks", [{"key": keys[i], "text": o} for i, o in zip(todo, outs)])
         return [table[k]["text"] for k in keys]
 
-    def _attack(self, attack: dict, texts: list[str], humans: list[str]) -> list[str]:
+    def draw_log(self, attack: dict, texts: list[str]) -> list[dict]:
+        """Per draw of a sampled rewrite of ``texts`` (read from the cache: run the attack
+        first), the shares each check rejects (:func:`evaluation.meaning.draw_figures`)."""
+        draws: list = []
+        self._attack(attack, texts, list(texts), draws=draws)
+        originals = [t.strip() for t in texts]
+        return draw_figures(self.cfg.similarity_embedder, originals, draws)
+
+    def _attack(
+        self, attack: dict, texts: list[str], humans: list[str], draws: list | None = None
+    ) -> list[str]:
         kind, strength, seed = attack["kind"], float(attack["strength"]), self.cfg.seed
         passes = int(attack.get("passes", 1))
         if kind == "paraphrase":
@@ -68,6 +78,7 @@ class AttackStage:
                 temperature=temperature,
                 retries=int(attack.get("retries", 0)),
                 accept=partial(meaning_kept, self.cfg.similarity_embedder) if temperature else None,
+                draws=draws,
             )
             if attack.get("paraphrase_after"):
                 texts = atk.llm_paraphrase_texts(

@@ -206,6 +206,7 @@ def llm_rewrite_texts(
     temperature: float = 0.0,
     retries: int = 0,
     accept: Callable[[list[str], list[str]], list[bool]] | None = None,
+    draws: list | None = None,
 ) -> list[str]:
     """Each whole text after ``rewrite``, ``"round_trip"`` (into French and back) or
     ``"forced"`` (every sentence restated, :mod:`data.llm_rewrites`), cached per text, leg and
@@ -214,7 +215,8 @@ def llm_rewrite_texts(
     The forced rewrite may be sampled at ``temperature``. A rewrite that the judge rejects, or
     that ``accept(originals, rewrites)`` refuses (the meaning checks), is drawn again with the
     next seed, up to ``retries`` times. Where every draw fails the text stays as it was (every
-    method alike); the counts are logged.
+    method alike); the counts are logged. ``draws``, if given, receives one list per draw of
+    ``(text index, rewrite or None where the judge rejected it)``.
     """
     from data import llm_rewrites
 
@@ -232,6 +234,8 @@ def llm_rewrite_texts(
             outs = llm_rewrites.forced_rewrite(
                 sent, cache_path, model_name, batch_size, progress, task=task
             )
+        if draws is not None:
+            draws.append(list(zip(todo, outs)))
         judged = [(i, o) for i, o in zip(todo, outs) if o is not None]
         passed = [True] * len(judged)
         if accept:

@@ -107,6 +107,8 @@ def run_curves(ev) -> dict:
             done = rewritten(ev, attack, texts[:n], humans[:n], attacked)
             rows[-1].update(rewrite_figures(texts[:n], attacked, sims, done))
             rows[-1].update(rewritten_scores(dets, neg, done))
+            if attack.get("retries") and not attack.get("paraphrase_after"):  # each draw's checks
+                rows[-1]["draws"] = ev.draw_log(attack, texts[:n])
             summary = {k: v for k, v in rows[-1].items() if not isinstance(v, list)}
             logger.info("curve %s %s: %s", name, rows[-1]["attack"], summary)  # no z lists
     for row in rows:

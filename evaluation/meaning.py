@@ -134,3 +134,43 @@ def rewrite_figures(
         "similarity_pass": sum(similar) / total,
         "meaning_pass": sum(f and c for f, c in zip(facts_ok, similar)) / total,
     }
+
+
+def draw_figures(name: str, originals: Sequence[str], draws: list) -> list[dict]:
+    """Per draw of a sampled rewrite (``draws`` from :func:`evaluation.attacks.llm_rewrite_texts`):
+    the texts drawn, and the shares of them that the judge, the embedder ``name`` (cosine below
+    :data:`MIN_SIMILARITY`) and the facts check reject, and that pass."""
+    found = []
+    for number, drawn in enumerate(draws):
+        judged = [(i, r) for i, r in drawn if r is not None]
+        sims = cosines(name, [originals[i] for i, _ in judged], [r for _, r in judged])
+        facts_ok = [keeps_facts(originals[i], r) for i, r in judged]
+        n = max(1, len(drawn))
+        found.append(
+            {
+                "draw": number,
+                "texts": len(drawn),
+                "judge_rejects": (len(drawn) - len(judged)) / n,
+                "similarity_rejects": sum(c < MIN_SIMILARITY for c in sims) / n,
+                "facts_rejects": sum(not f for f in facts_ok) / n,
+                "passed": sum(c >= MIN_SIMILARITY and f for c, f in zip(sims, facts_ok)) / n,
+            }
+        )
+    return found
+
+
+def draws_table(rows: list[dict]) -> list[str]:
+    """Markdown: per curve cell with sampled draws, what each check rejected in each draw."""
+    lines = [
+        "| method | attack | draw | texts | judge rejects | similarity rejects | facts reject "
+        "| pass |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for d in r.get("draws", []):
+            lines.append(
+                f"| {r['method']} | {r['attack']} | {d['draw']} | {d['texts']} | "
+                f"{d['judge_rejects']:.3f} | {d['similarity_rejects']:.3f} | "
+                f"{d['facts_rejects']:.3f} | {d['passed']:.3f} |"
+            )
+    return lines if len(lines) > 2 else []

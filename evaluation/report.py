@@ -18,6 +18,7 @@ from evaluation.curves import (
     matched_table,
 )
 from evaluation.frontier import fmt, frontier_plots, frontier_table, rule_label
+from evaluation.meaning import draws_table
 from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median, roc_curve
 
 LABELS = {
@@ -295,6 +296,9 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
             f"{curves['attacked']} per attack)"
         )
         curve_lines = [title, "", *curve_table(curves), ""]
+        draws = draws_table(curves["rows"])
+        if draws:  # the sampled rewrites: what each meaning check rejected, draw by draw
+            curve_lines += ["**The meaning checks, draw by draw**", "", *draws, ""]
         matched = matched_table(curves)
         if matched:
             curve_lines += [

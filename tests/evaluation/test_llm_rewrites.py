@@ -17,6 +17,7 @@ from data import llm_rewrites as rw
 from evaluation.config import EvalConfig
 from evaluation.curves import attack_label
 from evaluation.meaning import (
+    draws_table,
     facts,
     facts_kept,
     keeps_facts,
@@ -168,6 +169,16 @@ def test_a_draw_that_fails_the_meaning_checks_is_drawn_again(
     assert rw.forced_task(0.0, 1).prompt_id == rw.FORCED.prompt_id  # greedy: no draws
     label = attack_label({**attack, "paraphrase_after": True})
     assert label == "llm_forced@1.0t1+llm_paraphrase"
+    # the draw log, read back from the cache with nothing drawn again
+    monkeypatch.setattr("evaluation.meaning.cosines", lambda name, a, b: [0.9, 0.5][: len(a)])
+    log = ev.draw_log(attack, texts)
+    assert seeds == [0, 1, 2] and [d["texts"] for d in log] == [2, 2, 1]
+    assert log[0]["facts_rejects"] == 1.0 and log[0]["passed"] == 0.0  # LOST twice
+    assert log[1]["facts_rejects"] == 0.5 and log[1]["passed"] == 0.5  # BACK for the first
+    assert log[1]["similarity_rejects"] == 0.5 and log[2]["judge_rejects"] == 0.0
+    assert draws_table([{"method": "ours", "attack": label, "draws": log}])[2].startswith(
+        f"| ours | {label} | 0 | 2 | 0.000 | 0.500 | 1.000 | 0.000 |"
+    )
 
 
 def test_only_the_forced_rewrite_is_sampled_and_retried() -> None:
