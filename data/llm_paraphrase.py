@@ -99,6 +99,7 @@ class Task:
     judge: Callable[[str, str], str | None] = clean_text_paraphrase
     temperature: float = 0.0
     seed: int = 0
+    hint: Callable[[str], str] | None = None  # text-specific words after the instruction
 
     @property
     def prompt_id(self) -> str:
@@ -107,6 +108,7 @@ class Task:
         decoding = "greedy" if self.temperature == 0 else f"t{self.temperature:g}"
         decoding += f"|s{self.seed}" if self.seed and self.temperature else ""
         settings = f"{self.instruction}|{decoding}|{MAX_NEW_FACTOR}"
+        settings += f"|{self.hint.__name__}" if self.hint else ""
         return hashlib.sha256(settings.encode()).hexdigest()[:8]
 
 
@@ -144,7 +146,8 @@ class TextParaphraser:
 
     def prompt(self, text: str) -> str:
         """The prompt for one text: chat-formatted, or plain without a chat template."""
-        request = f"{self.task.instruction}\n\nText:\n{text}"
+        hint = f" {self.task.hint(text)}" if self.task.hint else ""
+        request = f"{self.task.instruction}{hint}\n\nText:\n{text}"
         if not self.chat:
             return f"{request}\n\n{self.task.label}\n"
         messages = [{"role": "user", "content": request}]

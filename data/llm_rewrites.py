@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from data.llm_paraphrase import Task, clean_text_paraphrase, run_text_paraphrases
+from data.sources import split_sentences
 
 KEEP_FACTS = (
     "Keep every fact exactly: all names, numbers, dates, places and events must stay the same. "
@@ -38,10 +39,40 @@ FORCED = Task(
 )
 
 
-def forced_task(temperature: float = 0.0, seed: int = 0) -> Task:
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def facts(text: str) -> set[str]:
+    """The numbers (digits only, separators dropped) and the capitalised words (acronyms too)
+    that do not open a sentence, lowercased."""
+    found = {re.sub(r"[.,]", "", n) for n in NUMBER.findall(text)}
+    for sentence in split_sentences(text):
+        words = WORD.findall(sentence)
+        found |= {w.lower() for w in words[1:] if w[0].isupper() and (len(w) > 1 or w != "I")}
+    return found
+
+
+def listed_facts(text: str) -> str:
+    """The names and numbers of ``text``, as written, for the prompt of a rewrite that must
+    keep them (the words :func:`facts` checks, in their first spelling)."""
+    wanted, seen = facts(text), []
+    matches = sorted([*NUMBER.finditer(text), *WORD.finditer(text)], key=lambda m: m.start())
+    for found in (m.group() for m in matches):  # in the order of the text
+        key = re.sub(r"[.,]", "", found) if found[0].isdigit() else found.lower()
+        if key in wanted and found not in seen and (found[0].isdigit() or found[0].isupper()):
+            seen.append(found)
+    if not seen:
+        return ""
+    return "These names and numbers must all appear in the rewrite: " + ", ".join(seen) + "."
+
+
+def forced_task(temperature: float = 0.0, seed: int = 0, list_facts: bool = False) -> Task:
     """:data:`FORCED` sampled at ``temperature`` with draw ``seed`` (decoded greedily it keeps
-    most of the words: 96% in the pilot of 8 texts; 71% at 0.7, 57.5% at 1.0)."""
-    return replace(FORCED, temperature=temperature, seed=seed)
+    most of the words: 96% in the pilot of 8 texts; 71% at 0.7, 57.5% at 1.0); with
+    ``list_facts`` the prompt also lists the text's names and numbers (:func:`listed_facts`)."""
+    hint = listed_facts if list_facts else None
+    return replace(FORCED, temperature=temperature, seed=seed, hint=hint)
 
 
 # words that make up a large share of any English text and of almost no French one

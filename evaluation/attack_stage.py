@@ -29,6 +29,7 @@ class AttackStage:
         name += f"x{passes}" if passes > 1 else ""
         if attack.get("temperature"):  # sampled, each draw checked for the meaning
             name += f"@t{float(attack['temperature']):g}r{int(attack.get('retries', 0))}"
+        name += "+facts" if attack.get("list_facts") else ""
         name += "+llm_paraphrase" if attack.get("paraphrase_after") else ""
         table = self.store.table("attacks")
         keys = [f"{name}|{float(attack['strength'])}|{self.cfg.seed}|{text_hash(t)}" for t in texts]
@@ -77,6 +78,7 @@ class AttackStage:
                 self.progress,
                 temperature=temperature,
                 retries=int(attack.get("retries", 0)),
+                list_facts=bool(attack.get("list_facts")),
                 accept=partial(meaning_kept, self.cfg.similarity_embedder) if temperature else None,
                 draws=draws,
             )

@@ -207,6 +207,7 @@ def llm_rewrite_texts(
     retries: int = 0,
     accept: Callable[[list[str], list[str]], list[bool]] | None = None,
     draws: list | None = None,
+    list_facts: bool = False,
 ) -> list[str]:
     """Each whole text after ``rewrite``, ``"round_trip"`` (into French and back) or
     ``"forced"`` (every sentence restated, :mod:`data.llm_rewrites`), cached per text, leg and
@@ -216,12 +217,13 @@ def llm_rewrite_texts(
     that ``accept(originals, rewrites)`` refuses (the meaning checks), is drawn again with the
     next seed, up to ``retries`` times. Where every draw fails the text stays as it was (every
     method alike); the counts are logged. ``draws``, if given, receives one list per draw of
-    ``(text index, rewrite or None where the judge rejected it)``.
+    ``(text index, rewrite or None where the judge rejected it)``. ``list_facts``: the forced
+    rewrite's prompt names the text's names and numbers.
     """
     from data import llm_rewrites
 
-    if rewrite == "round_trip" and (temperature or retries):
-        raise ValueError("the round trip is greedy: no temperature, no retries")
+    if rewrite == "round_trip" and (temperature or retries or list_facts):
+        raise ValueError("the round trip is greedy: no temperature, no retries, no fact list")
     bodies = [t.strip() for t in texts]
     results: list[str | None] = [None] * len(bodies)
     todo = [i for i, b in enumerate(bodies) if b]
@@ -230,7 +232,7 @@ def llm_rewrite_texts(
         if rewrite == "round_trip":
             outs = llm_rewrites.round_trip(sent, cache_path, model_name, batch_size, progress)
         else:
-            task = llm_rewrites.forced_task(temperature, seed=draw)
+            task = llm_rewrites.forced_task(temperature, seed=draw, list_facts=list_facts)
             outs = llm_rewrites.forced_rewrite(
                 sent, cache_path, model_name, batch_size, progress, task=task
             )

@@ -74,7 +74,9 @@ class EvalConfig:
             paraphrase of the paraphrase attacks; ``paraphrase_after: true`` follows a round
             trip or a forced rewrite with one ``llm_paraphrase``. ``llm_forced`` may set a
             sampling ``temperature`` and ``retries``: a draw that fails the meaning checks
-            (MPNet similarity and facts, :func:`evaluation.meaning.meaning_kept`) is drawn again.
+            (MPNet similarity and facts, :func:`evaluation.meaning.meaning_kept`) is drawn again;
+            ``list_facts: true`` names the text's names and numbers in its prompt
+            (:func:`data.llm_rewrites.listed_facts`).
         paraphrase_limit: Texts per method given to the paraphrase attack (``None``: all).
         green_share_texts: Our watermarked texts whose every token's greenness is computed for
             |G| / |U + W| (an extra embedding pass over all prefixes; 0 skips it).
@@ -215,8 +217,12 @@ class EvalConfig:
             if not isinstance(attack.get("paraphrase_after", False), bool):
                 raise ValueError(f"bad attack {attack!r}: paraphrase_after must be true or false")
             sampled = attack.get("temperature", 0.0), attack.get("retries", 0)
-            if any(sampled) and attack["kind"] != "llm_forced":
-                raise ValueError(f"bad attack {attack!r}: only llm_forced is sampled or retried")
+            if not isinstance(attack.get("list_facts", False), bool):
+                raise ValueError(f"bad attack {attack!r}: list_facts must be true or false")
+            if (any(sampled) or attack.get("list_facts")) and attack["kind"] != "llm_forced":
+                raise ValueError(
+                    f"bad attack {attack!r}: only llm_forced is sampled, retried or lists facts"
+                )
             if not (isinstance(sampled[0], (int, float)) and 0 <= sampled[0] <= 2):
                 raise ValueError(f"bad attack {attack!r}: temperature must be in [0, 2]")
             if not isinstance(sampled[1], int) or sampled[1] < 0 or (sampled[1] and not sampled[0]):

@@ -35,10 +35,12 @@ PPL_LIMIT, REP4_LIMIT = 1.10, 1.25  # matched quality: at most these times unwat
 
 def attack_label(attack: dict) -> str:
     """``paraphrase@1.0``, ``paraphrase@1.0x2`` (two passes), ``llm_forced@1.0t1`` (sampled
-    at temperature 1), ``...+llm_paraphrase`` (a paraphrase after), ``none`` for no attack."""
+    at temperature 1), ``...+facts`` (its prompt lists the facts), ``...+llm_paraphrase`` (a
+    paraphrase after), ``none`` for no attack."""
     passes = int(attack.get("passes", 1))
     label = f"{attack['kind']}@{attack['strength']}" + (f"x{passes}" if passes > 1 else "")
     label += f"t{float(attack['temperature']):g}" if attack.get("temperature") else ""
+    label += "+facts" if attack.get("list_facts") else ""
     return label + ("+llm_paraphrase" if attack.get("paraphrase_after") else "")
 
 

@@ -16,10 +16,8 @@ import re
 import statistics
 from collections.abc import Sequence
 
-from data.sources import split_sentences
+from data.llm_rewrites import NUMBER, WORD, facts
 
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 FACTS_KEPT = 0.8  # the share of facts a rewrite must keep to pass
 MIN_SIMILARITY = 0.85  # the embedder's cosine a rewrite must reach to pass
 _EMBEDDERS: dict[str, object] = {}  # similarity embedders, loaded once per process
@@ -43,16 +41,6 @@ def cosines(name: str, originals: Sequence[str], rewrites: Sequence[str]) -> lis
     """The cosine similarity of each pair under embedder ``name``."""
     a, b = embed_texts(name, originals), embed_texts(name, rewrites)
     return [float((x * y).sum()) for x, y in zip(a, b)]
-
-
-def facts(text: str) -> set[str]:
-    """The numbers (digits only, separators dropped) and the capitalised words (acronyms too)
-    that do not open a sentence, lowercased."""
-    found = {re.sub(r"[.,]", "", n) for n in NUMBER.findall(text)}
-    for sentence in split_sentences(text):
-        words = WORD.findall(sentence)
-        found |= {w.lower() for w in words[1:] if w[0].isupper() and (len(w) > 1 or w != "I")}
-    return found
 
 
 def facts_kept(original: str, rewrite: str) -> float:

@@ -206,3 +206,29 @@ def test_the_figures_of_a_rewrite_cell() -> None:
     # after a paraphrase, the first rewrite decides which texts were rewritten
     after = rewrite_figures([EN, EN], [LOST, BACK], [0.8, 0.9], done=[False, True])
     assert after["rewritten"] == 0.5 and after["meaning_pass"] == 0.5
+
+
+def test_the_forced_rewrite_may_list_the_facts_in_its_prompt(tmp_path: Path) -> None:
+    listed = rw.listed_facts("In 2015 the Leeds council met Smith twice. Smith said 3,500 came.")
+    assert (
+        listed
+        == "These names and numbers must all appear in the rewrite: 2015, Leeds, Smith, 3,500."
+    )
+    assert {"2015", "leeds", "smith", "3500"} == facts(
+        "In 2015 the Leeds council met Smith twice. Smith said 3,500 came."
+    )
+    assert rw.listed_facts("no names here at all") == ""
+    plain, listing = rw.forced_task(1.0), rw.forced_task(1.0, list_facts=True)
+    assert plain.prompt_id != listing.prompt_id  # its own cache entries
+    assert rw.forced_task(1.0, 1, list_facts=True).prompt_id != listing.prompt_id
+    save_tiny_lm(tmp_path / "lm")
+    writer = lp.TextParaphraser(str(tmp_path / "lm"), task=listing)
+    assert "must all appear in the rewrite: Leeds, Tuesday." in writer.prompt(EN.strip())
+    assert "must all appear" not in lp.TextParaphraser(str(tmp_path / "lm"), task=plain).prompt(EN)
+    attack = {"kind": "llm_forced", "strength": 1.0, "temperature": 1.0, "list_facts": True}
+    assert attack_label(attack) == "llm_forced@1.0t1+facts"
+    EvalConfig(curve_attacks=[attack])
+    with pytest.raises(ValueError, match="only llm_forced"):
+        EvalConfig(curve_attacks=[{"kind": "llm_round_trip", "strength": 1.0, "list_facts": True}])
+    with pytest.raises(ValueError, match="list_facts must be"):
+        EvalConfig(curve_attacks=[{**attack, "list_facts": "yes"}])
