@@ -70,6 +70,12 @@ def _ci(values: list[float], digits: int = 3) -> str:
     return f"[{values[0]:+.{digits}f}, {values[1]:+.{digits}f}]"
 
 
+def _verdict(diff: dict) -> str:
+    if not diff["resolved"]:
+        return "within noise"
+    return "resolved, " + ("ahead" if diff["auc_diff"] > 0 else "behind")
+
+
 def difference_table(curves: dict, method: str, baseline: str) -> list[str]:
     """Markdown: one row per attack cell, the differences and whether they are resolved."""
     cells = cell_differences(curves, method, baseline)
@@ -81,11 +87,7 @@ def difference_table(curves: dict, method: str, baseline: str) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     for c in cells:
-        verdict = (
-            "resolved, " + ("ahead" if c["auc_diff"] > 0 else "behind")
-            if c["resolved"]
-            else "within noise"
-        )
+        verdict = _verdict(c)
         lines.append(
             f"| {c['attack']} ({c['words_kept']:.2f} / {c['words_kept_baseline']:.2f}) | "
             f"{c['roc_auc']:.3f} / {c['roc_auc_baseline']:.3f} | {c['auc_diff']:+.3f} "
@@ -94,15 +96,10 @@ def difference_table(curves: dict, method: str, baseline: str) -> list[str]:
         )
         sub = c.get("rewritten")
         if sub:  # the prompts whose rewrite happened for both methods
-            verdict = (
-                "resolved, " + ("ahead" if sub["auc_diff"] > 0 else "behind")
-                if sub["resolved"]
-                else "within noise"
-            )
             lines.append(
                 f"| {c['attack']}, rewritten for both ({sub['texts']} texts) | | "
                 f"{sub['auc_diff']:+.3f} {_ci(sub['auc_ci'])} | | "
-                f"{sub['tpr_diff']:+.3f} {_ci(sub['tpr_ci'])} | {verdict} (AUC) |"
+                f"{sub['tpr_diff']:+.3f} {_ci(sub['tpr_ci'])} | {_verdict(sub)} (AUC) |"
             )
     return lines
 
