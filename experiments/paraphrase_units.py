@@ -7,7 +7,8 @@ n-gram for SynthID-Text (green: its mean g-value over the layers above 1/2). A u
 attacked text is *kept* when the original text has it, so for the token-hash schemes the kept
 share is the share of keyed contexts that survive. Reads the texts and attacks cached by an
 evaluation run (``python -m evaluation --config configs/evaluation/eval.yaml``), so it needs that
-run's cache; only detection is recomputed.
+run's cache; only detection is recomputed. Texts that the attack left as they were (a rewrite
+whose every draw failed) are skipped.
 
 With ``--spans`` it also prints, for ours, how stable the green lists of kept tokens are: each
 token tested in both texts (its first tested occurrence in each) is embedded in its context
@@ -122,7 +123,8 @@ def main() -> None:
         pairs = []
         for key, row in gens.items():
             done = attacked.get(f"{args.attack}|{text_hash(row['text'])}")
-            if key.startswith(prefix) and done is not None:
+            changed = done is not None and done["text"].strip() != row["text"].strip()
+            if key.startswith(prefix) and changed:  # a text the attack left alone says nothing
                 pairs.append((row["text"], done["text"]))
         pairs = pairs[: args.limit]
         if not pairs:
