@@ -49,15 +49,25 @@ class GivenEntropies(MMGenerationState):
         return out
 
 
+def adds_no_processors(model: torch.nn.Module) -> bool:
+    """Whether the model's ``generation_config`` leaves every field of :data:`QUIET` quiet, so
+    ``model.generate`` would add no logits processor of its own."""
+    config = getattr(model, "generation_config", None)
+    return all(getattr(config, k, v) in (v, None) for k, v in QUIET.items())
+
+
 def can_fuse(model: torch.nn.Module, processor: object, max_new_tokens: int, extra: dict) -> bool:
     """Whether a generation can run fused (else ``model.generate`` runs it)."""
     core = getattr(processor, "core", None)
     if core is None or set(extra) - {"min_new_tokens"}:
         return False
     mm = core.measurement
-    config = getattr(model, "generation_config", None)
-    quiet = all(getattr(config, k, v) in (v, None) for k, v in QUIET.items())
-    return mm.model is model and mm.same_tokenizer and max_new_tokens < mm.window and quiet
+    return (
+        mm.model is model
+        and mm.same_tokenizer
+        and max_new_tokens < mm.window
+        and adds_no_processors(model)
+    )
 
 
 def with_mm_rows(

@@ -28,7 +28,7 @@ import torch
 from watermark.core.measurement import entropy_from_logits
 from watermark.core.text import decode_ids
 from watermark.fused import GivenEntropies, draw, last_logits
-from watermark.generation import Generation
+from watermark.generation import Generation, encode_prompts
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentence_layer import SentenceLayer
 
@@ -87,14 +87,6 @@ class Stream:
         self.feed, self.mask, self.last = self.feed[index], self.mask[index], self.last[index]
 
 
-def left_padded(rows: list[list[int]], pad_id: int, device: torch.device) -> tuple:
-    """Ids and mask (B, longest) of ``rows``, left-padded."""
-    width = max(map(len, rows))
-    ids = [[pad_id] * (width - len(r)) + r for r in rows]
-    mask = [[0] * (width - len(r)) + [1] * len(r) for r in rows]
-    return torch.tensor(ids, device=device), torch.tensor(mask, device=device)
-
-
 @torch.inference_mode()
 def decode_by_sentences(
     model: torch.nn.Module,
@@ -112,11 +104,16 @@ def decode_by_sentences(
     the :class:`~watermark.sentence_generation.SentenceEnds` of the tokenizer, ``stop`` the EOS
     ids. The caller seeds torch's RNG."""
     device, n = next(model.parameters()).device, layer.candidates
-    groups = [Group(p, tokenizer(p).input_ids, fresh_processor(processor)) for p in prompts]
+    enc, _ = encode_prompts(tokenizer, prompts, device)
+    ids, mask = enc["input_ids"], enc["attention_mask"]  # left-padded, one row per prompt
+    groups = [
+        Group(p, row[keep.bool()].tolist(), fresh_processor(processor))
+        for p, row, keep in zip(prompts, ids, mask)
+    ]
     for g in groups:
         g.start_round(n, max_new_tokens, max_sentence_tokens)
     live = list(groups)
-    ids, mask = left_padded([g.prompt_ids for g in live for _ in range(n)], ends.pad_id, device)
+    ids, mask = ids.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)  # N rows each
     streams = [Stream(model, ids, mask, lambda logits: logits)]
     mm = processor.core.measurement
     if mm.same_tokenizer and max_new_tokens < mm.window:  # the MM's own stream: [start] + S

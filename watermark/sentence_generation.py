@@ -14,7 +14,7 @@ rows of a prompt share their length, which the processor's step count needs), an
 prefills the prefix again. The fast path, :mod:`watermark.sentence_decoding`, runs every
 prompt's candidates in one decode loop and draws, for a single prompt, the same tokens; it is
 used unless the call passes ``model.generate`` arguments or the model's ``generation_config``
-adds logits processors of its own (:data:`watermark.fused.QUIET`).
+adds logits processors of its own (:func:`watermark.fused.adds_no_processors`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteria
 
 from watermark.core.sentences import ends_sentence
 from watermark.core.text import decode_ids
-from watermark.fused import QUIET
+from watermark.fused import adds_no_processors
 from watermark.generation import Generation, eos_ids, generate, warpers_off
 from watermark.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentence_decoding import decode_by_sentences
@@ -109,9 +109,7 @@ def generate_by_sentences(
     ends = SentenceEnds(tokenizer, stop)
     if seed is not None:
         torch.manual_seed(seed)
-    config = getattr(model, "generation_config", None)
-    quiet = all(getattr(config, k, v) in (v, None) for k, v in QUIET.items())
-    if fast and quiet and not generate_kwargs:
+    if fast and adds_no_processors(model) and not generate_kwargs:
         return decode_by_sentences(
             model,
             tokenizer,
