@@ -119,6 +119,8 @@ class EvalConfig:
         curve_methods: Methods on the curves.
         curve_baseline: The curve method our methods' difference tables compare to (empty: the
             KGW-1 setting within the quality limits on the curve prompts, if any).
+        curve_also_against: Further curve methods each of ours is compared to, after
+            ``curve_baseline`` (e.g. ``[synthid]``).
         curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
         curve_matched_only: Attack only the curve methods within the matched-quality limits
             (median PPL <= 1.10x, rep-4 <= 1.25x the ``unwatermarked`` curve method's, which
@@ -176,6 +178,7 @@ class EvalConfig:
     curve_attacked: int = 64
     curve_negatives: int = 0
     curve_baseline: str = ""
+    curve_also_against: list[str] = field(default_factory=list)
     curve_offset: int = 0
     curve_detect: bool = True
     unit_pool: str = "long"
@@ -196,6 +199,9 @@ class EvalConfig:
         unknown += sorted(set(self.curve_methods) - set(METHODS) - set(self.variants))
         if self.curve_baseline and self.curve_baseline not in self.curve_methods:
             raise ValueError(f"curve_baseline {self.curve_baseline!r} is not in curve_methods")
+        missing = sorted(set(self.curve_also_against) - set(self.curve_methods))
+        if missing:
+            raise ValueError(f"curve_also_against {missing} are not in curve_methods")
         if unknown:
             raise ValueError(
                 f"unknown methods {unknown}; known: {list(METHODS)}, variants {list(self.variants)}"

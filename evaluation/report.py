@@ -6,6 +6,7 @@ of oracle perplexity per method next to human text, like the paper's figures.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from evaluation.comparison import difference_table, quality_table
@@ -252,9 +253,12 @@ def _section(title: str, body: list[str]) -> list[str]:
     return [title, "", *body, ""] if body else []
 
 
-def comparison_lines(curves: dict, baseline: str | None = None) -> list[str]:
-    """Quality with intervals, and each attacked curve method against ``baseline`` (default: the
-    KGW-1 setting within the quality limits on these prompts), ours first."""
+def comparison_lines(
+    curves: dict, baseline: str | None = None, also: Sequence[str] = ()
+) -> list[str]:
+    """Quality with intervals, each attacked curve method against ``baseline`` (default: the
+    KGW-1 setting within the quality limits on these prompts), ours first, then each of ours
+    against every method of ``also``."""
     lines = []
     quality = quality_table(curves)
     if quality:
@@ -269,13 +273,15 @@ def comparison_lines(curves: dict, baseline: str | None = None) -> list[str]:
     attacked = {r["method"] for r in curves["rows"] if r["attack"] != "none"}
     methods = list(dict.fromkeys(r["method"] for r in curves["rows"]))
     family = {r["method"]: r["family"] for r in curves["rows"]}
-    for method in sorted(methods, key=lambda m: family[m] != "ours"):  # stable: ours first
-        if baseline is None or method == baseline or method not in attacked:
+    pairs = [(m, baseline) for m in sorted(methods, key=lambda m: family[m] != "ours")]
+    pairs += [(m, other) for other in also for m in methods if family[m] == "ours"]
+    for method, against in pairs:  # sorted is stable: ours first, then the others in order
+        if against is None or method == against or {method, against} - attacked:
             continue
-        table = difference_table(curves, method, baseline)
+        table = difference_table(curves, method, against)
         if table:
             lines += [
-                f"**{method} against {baseline}** (same prompts and human texts; paired "
+                f"**{method} against {against}** (same prompts and human texts; paired "
                 "bootstrap, 2,000 draws, 95% intervals)",
                 "",
                 *table,
@@ -309,7 +315,11 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
                 *matched,
                 "",
             ]
-        curve_lines += comparison_lines(curves, results["config"].get("curve_baseline"))
+        curve_lines += comparison_lines(
+            curves,
+            results["config"].get("curve_baseline"),
+            results["config"].get("curve_also_against", ()),
+        )
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:

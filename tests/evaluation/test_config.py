@@ -34,6 +34,8 @@ def test_config_errors(tmp_path: Path) -> None:
         EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
     with pytest.raises(ValueError, match="curve_baseline 'kgw1' is not in curve_methods"):
         EvalConfig(curve_methods=["ours"], curve_baseline="kgw1")
+    with pytest.raises(ValueError, match=r"curve_also_against \['synthid'\] are not"):
+        EvalConfig(curve_methods=["ours"], curve_also_against=["synthid"])
     with pytest.raises(ValueError, match="oracle"):
         EvalConfig(oracle="smollm2-135m")
 

@@ -70,3 +70,11 @@ def test_a_cell_with_texts_left_as_they_were_is_also_compared_on_the_rewritten_o
     assert "resolved, ahead" in whole  # the 5 untouched texts carry it
     assert "(15 texts)" in alone and "within noise" in alone  # level where both were rewritten
     assert not any("rewritten for both" in x for x in lines[len(ours) :])  # kgw0: all rewritten
+
+
+def test_ours_is_also_compared_to_each_further_baseline() -> None:
+    lines = comparison_lines(_curves(), "kgw1-d1.0", also=["kgw0", "missing"])
+    titles = [line.split("**")[1] for line in lines if line.startswith("**")]
+    assert titles == ["ours against kgw1-d1.0", "kgw0 against kgw1-d1.0", "ours against kgw0"]
+    last = lines[lines.index(next(x for x in lines if x.startswith("**ours against kgw0"))) :]
+    assert "resolved, ahead" in next(x for x in last if x.startswith("| paraphrase@1.0"))
