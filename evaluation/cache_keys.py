@@ -38,6 +38,7 @@ LATER_FIELDS_OFF = {
     "sentence_bits": 0,
     "sentence_candidates": 4,
     "sentence_context_bits": 0,
+    "sentence_keying": "previous",
 }
 # runtime fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)

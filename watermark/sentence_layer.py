@@ -3,9 +3,10 @@ sentence test detection adds (the rules are in :mod:`watermark.core.sentences`).
 
 Both read a sentence the same way: the continuation is cut by
 :func:`~watermark.core.sentences.sentence_spans`, a sentence is embedded alone by the watermark's
-SE and mapped by its SM, and its group comes from the sentence before it in the same text (group
-0 for the first). So the sentence a candidate ends is scored in generation exactly as detection
-will test it, as long as the text after it starts with whitespace.
+SE and mapped by its SM, and its group comes from its own outputs or from the sentence before it
+in the same text (group 0 for the first). So the sentence a candidate ends is scored in
+generation exactly as detection will test it, as long as the text after it starts with
+whitespace.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class SentenceLayer:
             self.semantic.num_dims,
             int(cfg.sentence_bits),
             int(cfg.sentence_context_bits),
+            str(cfg.sentence_keying),
         )
 
     def outputs(self, sentences: Sequence[str]) -> torch.Tensor:
@@ -57,8 +59,8 @@ class SentenceLayer:
                 lasts.append(text[a:b])
                 befores.append(text[spans[-2][0] : spans[-2][1]] if len(spans) > 1 else None)
         v = self.outputs(lasts)
-        groups = torch.zeros(len(lasts), dtype=torch.long)
-        if self.key.context_dims.numel():  # keyed by the previous sentence: embed each once
+        groups = self.key.groups(v, None)  # group 0, or each sentence's own
+        if self.key.context_dims.numel() and not self.key.own:  # the previous: embed each once
             distinct = list(dict.fromkeys(s for s in befores if s is not None))
             found = dict(zip(distinct, self.outputs(distinct)))
             rows = [i for i, s in enumerate(befores) if s is not None]

@@ -88,14 +88,16 @@ def reference_scores(layer, candidates: list[str]) -> torch.Tensor:
         previous = layer.outputs([text[slice(*spans[-2][:2])]]) if len(spans) > 1 else None
         groups.append(0 if previous is None else int(layer.key.groups(previous, previous)[0]))
     v = torch.cat([layer.outputs([s]) for s in lasts])
+    if layer.key.own:  # each candidate's group from its own outputs
+        groups = [int(layer.key.groups(row[None], None)[0]) for row in v]
     return layer.key.scores(v, torch.tensor(groups))
 
 
-@pytest.mark.parametrize("context_bits", [0, 2])
+@pytest.mark.parametrize("context_bits, keying", [(0, "previous"), (2, "previous"), (2, "own")])
 def test_the_kept_candidate_scores_best(
-    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, context_bits: int
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, context_bits: int, keying: str
 ) -> None:
-    wm = tiny.make(**LAYER, sentence_context_bits=context_bits)
+    wm = tiny.make(**LAYER, sentence_context_bits=context_bits, sentence_keying=keying)
     layer = wm.detector.sentences
     seen = []
     real = layer.choose

@@ -79,7 +79,9 @@ class Design:
         sentence_candidates: N: candidate sentences sampled per sentence, the best kept
             (generation only; with ``sentence_bits`` > 0).
         sentence_context_bits: c: the sentence layer's targets are keyed by the signs of c
-            outputs of the previous sentence (0: one global set of targets).
+            further outputs (0: one global set of targets).
+        sentence_keying: Where those c signs are read: ``previous`` (the previous sentence) or
+            ``own`` (the sentence itself, so a rewrite that reorders sentences keeps its group).
     """
 
     vocab_size: int | None = setting(SHARED, None)
@@ -101,3 +103,4 @@ class Design:
     allowed_scripts: list[str] = setting(DETECTION, ["LATIN"])
     sentence_candidates: int = setting(SAMPLING, 4)
     sentence_context_bits: int = setting(SHARED, 0)
+    sentence_keying: str = setting(SHARED, "previous", choices=("previous", "own"))

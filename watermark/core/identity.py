@@ -142,6 +142,8 @@ def fingerprint(cfg: WatermarkConfig, vocab_size: int, mapper: str, embedder: st
     shared = {name: getattr(cfg, name) for name in SHARED_FIELDS}
     if cfg.sentence_bits:  # the sentence layer, named only when on (earlier prints hold)
         shared.update(sentence_bits=cfg.sentence_bits, sentence_context=cfg.sentence_context_bits)
+        if cfg.sentence_keying != "previous":  # named only when not the first keying
+            shared.update(sentence_keying=cfg.sentence_keying)
     shared.update(
         green_lists=cfg.green_lists, vocab_size=int(vocab_size), mapper=mapper, embedder=embedder
     )

@@ -8,9 +8,10 @@ the end of the text. Generation stops a candidate at the token that ends with su
 **Sentence bits.** A sentence's embedding u (the watermark's SE) is mapped by the SM to v (D
 outputs). The key picks ``bits`` outputs d_1..d_b and, per context group g, a target sign
 t_{g,i} for each (:class:`SentenceKey`). The group is 0 for every sentence (``context_bits = 0``:
-a global key) or the signs of ``context_bits`` other keyed outputs of the previous sentence
-(2^c groups: keyed by the previous sentence, harder to learn from many texts, but a sentence's
-test then needs its predecessor to keep those signs).
+a global key) or the signs of ``context_bits`` other keyed outputs (2^c groups, harder to learn
+from many texts than one), read from the previous sentence (``keying = "previous"``: a
+sentence's test then needs its predecessor to keep those signs) or from the sentence itself
+(``"own"``: no predecessor needed, so a reordering rewrite keeps the groups).
 
 **Generation** samples N candidates per sentence and keeps the one with the highest
 :meth:`SentenceKey.scores`: sum_i tanh(t_i v_{d_i} / tau), tau the mean |v| of the candidates'
@@ -77,31 +78,41 @@ class SentenceKey:
         dims: Long (b,): the tested outputs.
         context_dims: Long (c,): the outputs whose signs in the previous sentence pick the group.
         targets: Bool (2^c, b): the target sign (True: v > 0) per group and tested output.
+        own: The group comes from the sentence's own context outputs, not its predecessor's.
     """
 
     dims: torch.Tensor
     context_dims: torch.Tensor
     targets: torch.Tensor
+    own: bool = False
 
     @classmethod
-    def of(cls, key: str, num_dims: int, bits: int, context_bits: int = 0) -> SentenceKey:
-        """The sentence key of secret ``key`` over D = ``num_dims`` mapper outputs."""
+    def of(
+        cls, key: str, num_dims: int, bits: int, context_bits: int = 0, keying: str = "previous"
+    ) -> SentenceKey:
+        """The sentence key of secret ``key`` over D = ``num_dims`` mapper outputs, its groups
+        read from the ``"previous"`` sentence or the sentence's ``"own"`` outputs."""
         if bits < 1 or context_bits < 0 or bits + context_bits > num_dims:
             raise ValueError(f"need 1 <= bits and bits + context_bits <= {num_dims}")
+        if keying not in ("previous", "own"):
+            raise ValueError(f"keying must be 'previous' or 'own', got {keying!r}")
         order = torch.randperm(num_dims, generator=_generator(key, "dims"))
         targets = torch.randint(0, 2, (2**context_bits, bits), generator=_generator(key, "signs"))
-        return cls(order[:bits], order[bits : bits + context_bits], targets.bool())
+        dims, context = order[:bits], order[bits : bits + context_bits]
+        return cls(dims, context, targets.bool(), keying == "own")
 
     @property
     def bits(self) -> int:
         return int(self.dims.numel())
 
     def groups(self, v: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
-        """Group of each sentence (N,) from the previous sentences' outputs (N, D) (``None`` or
-        a zero-width key: group 0)."""
-        if previous is None or self.context_dims.numel() == 0:
+        """Group of each sentence (N,) from its own outputs v (N, D) or, keyed by the previous
+        sentence, from the previous sentences' outputs (N, D) (``None``: group 0); a zero-width
+        key: group 0."""
+        source = v if self.own else previous
+        if source is None or self.context_dims.numel() == 0:
             return torch.zeros(v.shape[0], dtype=torch.long)
-        signs = (previous[:, self.context_dims] > 0).long().cpu()
+        signs = (source[:, self.context_dims] > 0).long().cpu()
         weights = 2 ** torch.arange(signs.shape[1])
         return (signs * weights).sum(dim=1)
 
@@ -171,9 +182,9 @@ def test_sentences(
 ) -> SentenceTest:
     """The sentence test of ``text`` cut into ``spans`` (:func:`sentence_spans`) whose outputs
     are ``v`` (N, D): each distinct complete sentence in its group (the first occurrence of a
-    sentence in a group), the first sentence in group 0."""
-    groups = key.groups(v, v.roll(1, 0))  # each sentence's group from the one before it
-    if len(spans):
+    sentence in a group); keyed by the previous sentence, the first sentence in group 0."""
+    groups = key.groups(v, v.roll(1, 0))  # keyed by the previous sentence: the one before it
+    if len(spans) and not key.own:
         groups[0] = 0  # the first sentence has no predecessor in the text
     seen, rows = set(), []
     for i, (a, b, complete) in enumerate(spans):

@@ -17,6 +17,7 @@ from watermark.core.sentences import (
     sentence_test,
     two_point_sf,
 )
+from watermark.core.sentences import test_sentences as read_sentences  # not a test
 
 
 def test_sentences_end_at_a_mark_followed_by_whitespace() -> None:
@@ -53,6 +54,24 @@ def test_groups_come_from_the_previous_sentences_signs() -> None:
     assert key.groups(torch.zeros(3, 16), previous).tolist() == [0, 1, 3]
     assert key.groups(torch.zeros(3, 16), None).tolist() == [0, 0, 0]
     assert SentenceKey.of("k", 16, 4).groups(torch.zeros(2, 16), previous[:2]).tolist() == [0, 0]
+
+
+def test_own_keying_reads_each_sentences_own_signs_and_tests_the_first_in_its_group() -> None:
+    key = SentenceKey.of("k", 16, 4, 2, keying="own")
+    assert torch.equal(key.dims, SentenceKey.of("k", 16, 4, 2).dims)  # the same outputs
+    v = torch.zeros(3, 16)
+    v[1, key.context_dims[0]] = 1.0
+    v[2, key.context_dims] = 1.0
+    assert key.groups(v, None).tolist() == [0, 1, 3]
+    assert key.groups(v, torch.ones(3, 16)).tolist() == [0, 1, 3]  # the predecessor is ignored
+    spans = [(0, 1, True), (2, 3, True)]
+    own = read_sentences(key, spans, "a b", v[[2, 1]])  # the first sentence keeps group 3
+    before = read_sentences(SentenceKey.of("k", 16, 4, 2), spans, "a b", v[[2, 1]])
+    assert own.num_sentences == before.num_sentences == 2
+    hits = key.hits(v[[2, 1]], torch.tensor([3, 1])).sum()
+    assert own.hits == int(hits)
+    with pytest.raises(ValueError, match="keying"):
+        SentenceKey.of("k", 16, 4, 2, keying="next")
 
 
 def test_the_score_prefers_the_targets_with_a_margin() -> None:
