@@ -104,23 +104,21 @@ def sign_figures(vo: torch.Tensor, vr: torch.Tensor, moved: dict) -> dict:
     }
 
 
-def chosen(vo, key, length, pick, rng, own=False):
-    """Rows of one text, each the best of ``pick`` unused rows in its group (``own``: the group
-    from the sentence's own context outputs, else from its predecessor's)."""
+def chosen(vo, key, length, pick, rng):
+    """Rows of one text, each the best of ``pick`` unused rows in its group."""
     rows: list[int] = []
     for _ in range(length):
         cand = torch.tensor(rng.sample([i for i in range(vo.shape[0]) if i not in rows], pick))
         previous = vo[rows[-1]].expand(pick, -1) if rows else None
-        previous = vo[cand] if own else previous
         rows.append(
             int(cand[int(torch.argmax(key.scores(vo[cand], key.groups(vo[cand], previous))))])
         )
     return rows
 
 
-def p_value(x: torch.Tensor, previous: torch.Tensor, key: SentenceKey, own=False) -> float:
-    groups = key.groups(x, x if own else previous)
-    if not own:
+def p_value(x: torch.Tensor, previous: torch.Tensor, key: SentenceKey) -> float:
+    groups = key.groups(x, previous)
+    if not key.own:
         groups[0] = 0  # no predecessor in the text
     return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0)
 
@@ -170,18 +168,17 @@ def main() -> None:
 
 def simulate(args, vo, vr, figures, token_p, length, bits, context, keying, secret) -> None:
     """One setting's line: N = each of ``args.candidates``."""
-    own = keying == "own"
-    key = SentenceKey.of(secret, vo.shape[1], bits, context)
+    key = SentenceKey.of(secret, vo.shape[1], bits, context, "previous" if context == 0 else keying)
     for pick in args.candidates:
         rng = random.Random(args.seed)
         marked, after, human = [], [], []
         for _ in range(args.texts):
-            rows = chosen(vo, key, length, pick, rng, own)
-            marked.append(p_value(vo[rows], vo[rows].roll(1, 0), key, own))
+            rows = chosen(vo, key, length, pick, rng)
+            marked.append(p_value(vo[rows], vo[rows].roll(1, 0), key))
             prev = rewritten_previous(vr, rows, figures["predecessor_kept"], rng)
-            after.append(p_value(vr[rows], prev, key, own))
+            after.append(p_value(vr[rows], prev, key))
             base = rng.sample(range(vo.shape[0]), length)
-            human.append(p_value(vo[base], vo[base].roll(1, 0), key, own))
+            human.append(p_value(vo[base], vo[base].roll(1, 0), key))
         combined = [fisher([p, rng.choice(token_p)]) for p in after]
         human_combined = [fisher([p, rng.random()]) for p in human]
         row = {"bits": bits, "context_bits": context, "keying": keying, "candidates": pick}
