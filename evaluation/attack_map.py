@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from evaluation.curves import LABELS
+from watermark.core.paths import resolve_path
+
+logger = logging.getLogger(__name__)
 
 KINDS = {  # attack family (the label before '@') -> marker
     "paraphrase": "o",
@@ -89,6 +94,23 @@ def map_plot(points: list[dict], out: Path) -> Path:
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def report_map(results: dict, out_dir: Path, others: Sequence[str]) -> str | None:
+    """Draw ``attack_map.png`` into ``out_dir`` from the ``results.json`` of ``others`` (paths
+    against the working directory or the repository; a missing one is skipped with a warning)
+    and this run's ``results``, which win where both hold a cell; the PNG's name, or ``None``
+    when no cell was attacked."""
+    loaded = []
+    for other in others:
+        try:
+            loaded.append(json.loads(Path(resolve_path(other)).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as err:
+            logger.warning("attack map: %s left out (%s)", other, err)
+    points = map_points([*loaded, results])
+    if not points:
+        return None
+    return map_plot(points, out_dir / "attack_map.png").name
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -121,6 +121,8 @@ class EvalConfig:
             KGW-1 setting within the quality limits on the curve prompts, if any).
         curve_also_against: Further curve methods each of ours is compared to, after
             ``curve_baseline`` (e.g. ``[synthid]``).
+        map_with: ``results.json`` of other runs whose attacked cells the report's map of ROC-AUC
+            against words kept (``attack_map.png``) draws beside this run's.
         curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
         curve_matched_only: Attack only the curve methods within the matched-quality limits
             (median PPL <= 1.10x, rep-4 <= 1.25x the ``unwatermarked`` curve method's, which
@@ -179,6 +181,7 @@ class EvalConfig:
     curve_negatives: int = 0
     curve_baseline: str = ""
     curve_also_against: list[str] = field(default_factory=list)
+    map_with: list[str] = field(default_factory=list)
     curve_offset: int = 0
     curve_detect: bool = True
     unit_pool: str = "long"

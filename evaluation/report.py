@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from evaluation.attack_map import report_map
 from evaluation.comparison import difference_table, quality_table
 from evaluation.curves import (
     PPL_LIMIT,
@@ -297,6 +298,8 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
     curves, curve_lines = results.get("curves"), []
     if curves:
         images = [curve_plot(curves, out_dir), curve_plot(curves, out_dir, "meaning")] + images
+        drawn = report_map(results, out_dir, results["config"].get("map_with", []))
+        images += [drawn] if drawn else []
         title = (
             f"### Against attack strength ({curves['prompts']} texts per method, "
             f"{curves['attacked']} per attack)"

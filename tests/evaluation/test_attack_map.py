@@ -58,3 +58,13 @@ def test_cli_writes_the_png_and_refuses_results_without_attacked_rows(tmp_path, 
     assert attack_map.main([str(empty), "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith("error: no attacked")
     assert attack_map.main([str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+
+
+def test_the_report_map_draws_other_runs_and_skips_a_missing_one(tmp_path, caplog) -> None:
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"curves": {"rows": [_row("kgw1", "paraphrase@1.0", 0.8, 0.99)]}}))
+    this = {"curves": {"rows": [_row("ours", "llm_forced@1.0t1", 0.55, 0.89)]}}
+    name = attack_map.report_map(this, tmp_path, [str(other), str(tmp_path / "gone.json")])
+    assert name == "attack_map.png" and (tmp_path / name).stat().st_size > 0
+    assert "gone.json left out" in caplog.text
+    assert attack_map.report_map({"curves": {"rows": []}}, tmp_path / "none", []) is None
