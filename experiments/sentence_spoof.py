@@ -60,7 +60,8 @@ def p_value(v: torch.Tensor, rows: list[int], key: SentenceKey) -> float:
     complete; the first in group 0)."""
     x = v[rows]
     groups = key.groups(x, x.roll(1, 0))
-    groups[0] = 0
+    if not key.own:
+        groups[0] = 0
     return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0)
 
 
@@ -70,7 +71,8 @@ def hit_rate(v: torch.Tensor, texts: list[list[int]], key: SentenceKey) -> float
     for rows in texts:
         x = v[rows]
         groups = key.groups(x, x.roll(1, 0))
-        groups[0] = 0
+        if not key.own:
+            groups[0] = 0
         hits += int(key.hits(x, groups).sum())
         total += x.shape[0] * key.bits
     return hits / total
@@ -91,6 +93,7 @@ def main() -> None:
     parser.add_argument(
         "--context-bits", type=lambda x: [int(c) for c in x.split(",")], default=[0]
     )
+    parser.add_argument("--keying", default="previous", help="previous or own (with c > 0)")
     parser.add_argument("--candidates", type=int, default=4, help="N of the simulated generation")
     parser.add_argument("--sentences", type=int, default=7, help="sentences per text")
     parser.add_argument("--learn", type=lambda x: [int(n) for n in x.split(",")], default=[300])
@@ -116,14 +119,15 @@ def main() -> None:
     pool_marked, pool_own, pool_forge = (v[p] for p in pools)
     secret = wm.config.secret_keys()[0]
     for context in args.context_bits:
-        key = SentenceKey.of(secret, semantic.num_dims, args.bits, context)
+        key = SentenceKey.of(secret, semantic.num_dims, args.bits, context, args.keying)
         rng = torch.Generator().manual_seed(args.seed + 1)
         n = max(args.learn)
         marked = chain(pool_marked, key, n, args.sentences, args.candidates, rng)
         marked_p = [p_value(pool_marked, rows, key) for rows in marked]
         base = chain(pool_forge, key, args.forged, args.sentences, 1, rng)
         base_p = [p_value(pool_forge, rows, key) for rows in base]
-        row = {"context_bits": context, "bits": args.bits, "candidates": args.candidates}
+        row = {"context_bits": context, "keying": args.keying, "bits": args.bits}
+        row["candidates"] = args.candidates
         print(
             json.dumps(
                 {
