@@ -99,7 +99,7 @@ def null(args: argparse.Namespace) -> None:
         names = ["demo"] + [f"null-key-{k}" for k in range(1, args.keys)]
         for name in names:
             secret = wm.config.secret_keys()[0] if name == "demo" else name
-            key = SentenceKey.of(secret, semantic.num_dims, args.bits, context)
+            key = SentenceKey.of(secret, semantic.num_dims, args.bits, context, args.keying)
             for text, spans, vs in zip(texts, cut, v):
                 found = test_sentences(key, spans, text, vs)
                 ps.append(found.p_value)
@@ -107,6 +107,7 @@ def null(args: argparse.Namespace) -> None:
             per_key.append(sum(p < 0.01 for p in ps[-len(texts) :]) / len(texts))
         row = {
             "context_bits": context,
+            "keying": args.keying,
             "bits": args.bits,
             "texts": len(texts),
             "keys": args.keys,
@@ -114,6 +115,7 @@ def null(args: argparse.Namespace) -> None:
             "p<0.05": sum(p < 0.05 for p in ps) / len(ps),
             "p<0.01 demo key": per_key[0],
             "p<0.01 worst key": max(per_key),
+            "p<0.01 mean of keys 1-3": sum(per_key[:3]) / min(3, len(per_key)),
             "mean_sentences": sum(tested) / len(tested),
         }
         print(json.dumps(row))
@@ -134,6 +136,7 @@ def main() -> None:
     n.add_argument("--keys", type=int, default=20)
     n.add_argument("--bits", type=int, default=16)
     n.add_argument("--context-bits", type=lambda x: [int(c) for c in x.split(",")], default=[0])
+    n.add_argument("--keying", default="previous", help="previous or own (with c > 0)")
     args = parser.parse_args()
     {"speed": speed, "null": null}[args.command](args)
 
