@@ -116,10 +116,10 @@ def chosen(vo, key, length, pick, rng):
     return rows
 
 
-def p_value(x: torch.Tensor, previous: torch.Tensor, key: SentenceKey) -> float:
-    groups = key.groups(x, previous)
-    if not key.own:
-        groups[0] = 0  # no predecessor in the text
+def p_value(x: torch.Tensor, previous: torch.Tensor | None, key: SentenceKey) -> float:
+    """The exact sentence test of a text of sentence outputs x (predecessors: ``previous``,
+    ``None``: x's own order)."""
+    groups = key.text_groups(x, previous)
     return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0)
 
 
@@ -174,11 +174,11 @@ def simulate(args, vo, vr, figures, token_p, length, bits, context, keying, secr
         marked, after, human = [], [], []
         for _ in range(args.texts):
             rows = chosen(vo, key, length, pick, rng)
-            marked.append(p_value(vo[rows], vo[rows].roll(1, 0), key))
+            marked.append(p_value(vo[rows], None, key))
             prev = rewritten_previous(vr, rows, figures["predecessor_kept"], rng)
             after.append(p_value(vr[rows], prev, key))
             base = rng.sample(range(vo.shape[0]), length)
-            human.append(p_value(vo[base], vo[base].roll(1, 0), key))
+            human.append(p_value(vo[base], None, key))
         combined = [fisher([p, rng.choice(token_p)]) for p in after]
         human_combined = [fisher([p, rng.random()]) for p in human]
         row = {"bits": bits, "context_bits": context, "keying": keying, "candidates": pick}

@@ -59,9 +59,7 @@ def p_value(v: torch.Tensor, rows: list[int], key: SentenceKey) -> float:
     """The detector's sentence test of a text made of these sentence rows (all distinct and
     complete; the first in group 0)."""
     x = v[rows]
-    groups = key.groups(x, x.roll(1, 0))
-    if not key.own:
-        groups[0] = 0
+    groups = key.text_groups(x)
     return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0)
 
 
@@ -70,9 +68,7 @@ def hit_rate(v: torch.Tensor, texts: list[list[int]], key: SentenceKey) -> float
     hits = total = 0
     for rows in texts:
         x = v[rows]
-        groups = key.groups(x, x.roll(1, 0))
-        if not key.own:
-            groups[0] = 0
+        groups = key.text_groups(x)
         hits += int(key.hits(x, groups).sum())
         total += x.shape[0] * key.bits
     return hits / total
@@ -126,8 +122,12 @@ def main() -> None:
         marked_p = [p_value(pool_marked, rows, key) for rows in marked]
         base = chain(pool_forge, key, args.forged, args.sentences, 1, rng)
         base_p = [p_value(pool_forge, rows, key) for rows in base]
-        row = {"context_bits": context, "keying": args.keying, "bits": args.bits}
-        row["candidates"] = args.candidates
+        row = {
+            "context_bits": context,
+            "keying": args.keying,
+            "bits": args.bits,
+            "candidates": args.candidates,
+        }
         print(
             json.dumps(
                 {

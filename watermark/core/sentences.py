@@ -76,7 +76,8 @@ class SentenceKey:
 
     Attributes:
         dims: Long (b,): the tested outputs.
-        context_dims: Long (c,): the outputs whose signs in the previous sentence pick the group.
+        context_dims: Long (c,): the outputs whose signs (the previous sentence's, or the
+            sentence's own) pick the group.
         targets: Bool (2^c, b): the target sign (True: v > 0) per group and tested output.
         own: The group comes from the sentence's own context outputs, not its predecessor's.
     """
@@ -115,6 +116,15 @@ class SentenceKey:
         signs = (source[:, self.context_dims] > 0).long().cpu()
         weights = 2 ** torch.arange(signs.shape[1])
         return (signs * weights).sum(dim=1)
+
+    def text_groups(self, v: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
+        """Groups (N,) of a text's sentences in order, whose outputs are v (N, D): keyed by the
+        previous sentence, each from ``previous`` (N, D; default: the sentence before it in v)
+        and the first in group 0, as it has no predecessor in the text; else each its own."""
+        groups = self.groups(v, v.roll(1, 0) if previous is None else previous)
+        if len(groups) and not self.own:
+            groups[0] = 0
+        return groups
 
     def hits(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
         """Bool (N, b): whether each sentence's tested outputs have their group's target sign."""
@@ -183,9 +193,7 @@ def test_sentences(
     """The sentence test of ``text`` cut into ``spans`` (:func:`sentence_spans`) whose outputs
     are ``v`` (N, D): each distinct complete sentence in its group (the first occurrence of a
     sentence in a group); keyed by the previous sentence, the first sentence in group 0."""
-    groups = key.groups(v, v.roll(1, 0))  # keyed by the previous sentence: the one before it
-    if len(spans) and not key.own:
-        groups[0] = 0  # the first sentence has no predecessor in the text
+    groups = key.text_groups(v)
     seen, rows = set(), []
     for i, (a, b, complete) in enumerate(spans):
         if complete and (text[a:b], int(groups[i])) not in seen:
