@@ -119,6 +119,25 @@ def repeated(prefix: list[int], h: int) -> bool:
     return any(prefix[j : j + h] == prefix[-h:] for j in range(len(prefix) - h))
 
 
+def loop_penalty(prefix: list[int], h: int, penalty: float, cap: int = 32) -> dict[int, float]:
+    """What each token loses for extending a repeated run: for every earlier run prefix[i:i+h]
+    equal to the last h ids, the token after it loses penalty * (L - h + 1), L the length (at
+    most ``cap``) of the longest common run ending there and at the end; the largest loss wins."""
+    out: dict[int, float] = {}
+    n = len(prefix)
+    for i in range(n - h if h > 0 and penalty else 0):
+        if prefix[i : i + h] != prefix[n - h :]:
+            continue
+        length = h
+        while length < cap and i - (length - h) - 1 >= 0:
+            if prefix[i - (length - h) - 1] != prefix[n - length - 1]:
+                break
+            length += 1
+        token = prefix[i + h]
+        out[token] = max(out.get(token, 0.0), penalty * (length - h + 1))
+    return out
+
+
 def step(wm: object, prefix: list[int]) -> RefStep:
     """Reference gate and v_hat for the step after ``prefix``."""
     decision = _step(wm, prefix)
@@ -185,7 +204,10 @@ def sampling_logits(
 ) -> torch.Tensor:
     """What is sampled from at one step: the rule (if gated) and the filters, in config order
     (on the CPU)."""
-    logits = logits.cpu() / cfg.temperature
+    logits = logits.cpu().clone()
+    for token, loss in loop_penalty(prefix, cfg.context_guard, cfg.loop_penalty).items():
+        logits[token] -= loss
+    logits = logits / cfg.temperature
     if cfg.filter_first:
         logits = top_k_top_p(logits, cfg.top_k, cfg.top_p)
     if decision.gated:

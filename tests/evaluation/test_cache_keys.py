@@ -57,6 +57,7 @@ SHIPPED = {
     "window_sizes": [],
     "allowed_scripts": ["LATIN"],
     "neutral": "half",
+    "loop_penalty": 0.0,
 }
 # variant -> (generation digest, detection digest)
 PINNED = {

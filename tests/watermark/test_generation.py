@@ -25,6 +25,7 @@ WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}
         (False, {**RULE_CASES[1], **WINDOW}),
         (True, {**RULE_CASES[8], **WINDOW}),
         (False, {**RULE_CASES[8], "embed_window": 3, "opening_steps": 0}),
+        (False, {**RULE_CASES[10], "context_guard": 1, "loop_penalty": 1.5}),
     ],
 )
 def test_greedy_batch_generation_matches_reference(

@@ -31,9 +31,10 @@ class Tap(LogitsProcessor):
 
 
 TEMPERATURE_CASES = [{**RULE_CASES[7], "temperature": 1.3}, {**RULE_CASES[3], "temperature": 0.7}]
+LOOP_CASES = [{**RULE_CASES[10], "context_guard": 1, "loop_penalty": 1.5}]
 
 
-@pytest.mark.parametrize("rule", RULE_CASES + TEMPERATURE_CASES)
+@pytest.mark.parametrize("rule", RULE_CASES + TEMPERATURE_CASES + LOOP_CASES)
 def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: dict) -> None:
     """At every step of a sampled batch the processor's output equals the reference's."""
     wm = tiny.make(**rule)
@@ -53,7 +54,7 @@ def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: di
     )
     gen = out[:, enc["input_ids"].shape[1] :]
     eos = tiny.gtok.eos_token_id
-    gated = guarded = 0
+    gated = guarded = penalised = 0
     for t, (raw, got) in enumerate(zip(before.seen, after.seen), start=1):
         for row in range(len(PROMPTS)):
             prefix = gen[row, : t - 1].tolist()
@@ -62,6 +63,9 @@ def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: di
             step = reference.step(wm, prefix)
             gated += step.gated
             guarded += reference.repeated(prefix, wm.config.context_guard)
+            penalised += bool(
+                reference.loop_penalty(prefix, wm.config.context_guard, wm.config.loop_penalty)
+            )
             want = reference.sampling_logits(raw[row], step, wm.config, prefix, {eos})
             got_row = got[row].cpu()  # the reference works on the CPU side
             assert torch.equal(torch.isfinite(got_row), torch.isfinite(want))
@@ -69,6 +73,7 @@ def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: di
             assert torch.allclose(got_row[finite], want[finite], atol=1e-4)
     assert gated > 10
     assert guarded > 0 or wm.config.context_guard == 0
+    assert penalised > 0 or wm.config.loop_penalty == 0
 
 
 def test_processor_with_model_generate_and_reuse(tiny: SimpleNamespace) -> None:

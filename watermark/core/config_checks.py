@@ -103,6 +103,8 @@ def problems(cfg: object) -> list[str]:
         found.append("repeats='bigram' needs fresh_only=true and null_model='vocab'")
     if cfg.context_guard < 0:
         found.append(f"context_guard must be >= 0, got {cfg.context_guard}")
+    if cfg.loop_penalty < 0:
+        found.append(f"loop_penalty must be >= 0, got {cfg.loop_penalty}")
     if cfg.opening_steps < 0:
         found.append(f"opening_steps must be >= 0, got {cfg.opening_steps}")
     if cfg.opening_steps > 0 and not cfg.opening_sentence.strip():

@@ -23,6 +23,8 @@ class StepDecision:
         repeated: Bool (B, V): tokens read at a shifted dimension (``repeats="bigram"``), else
             None.
         repeat_shift: Long (L, B): each row's shift per list (the previous token's), else None.
+        loop_penalty: Float (B, V): logits taken from tokens that would extend a repeated run
+            (``loop_penalty`` > 0), else None.
     """
 
     step: int
@@ -32,6 +34,7 @@ class StepDecision:
     neutral: torch.Tensor | None = None
     repeated: torch.Tensor | None = None
     repeat_shift: torch.Tensor | None = None
+    loop_penalty: torch.Tensor | None = None
 
 
 @dataclass

@@ -69,6 +69,11 @@ class Design:
         embed_window: W > 0: the SE embeds only the last W tokens (a local context that moves
             with a pasted passage); 0: the prefix from its start, cut at P.
         filter_first: Apply top-k / top-p before the rule (else after it, the paper's order).
+        loop_penalty: lambda: at a step the context guard closes (its last h tokens already ran
+            earlier in the text), each token that followed such an earlier run, and so would
+            extend the repeat, loses lambda x (L - h + 1) in logit, L the length of the common run
+            (at most 32); generation only, the detector's test is unchanged (0: off, 0.1-0.6;
+            inert where ``context_guard`` is 0).
         neutral: Tokens the rule must not favour (a pair already in the text, EOS): ``kept``
             keeps their model probability (0.5.0), ``half`` gives them v_hat = 1/2 (0.2-0.4).
         null_model: gamma_t, the chance a scored token is green under H0: ``vocab`` (the green
@@ -97,6 +102,7 @@ class Design:
     embed_window: int = setting(SHARED, 32)
     filter_first: bool = setting(SAMPLING, True)
     neutral: str = setting(SAMPLING, "kept", choices=("kept", "half"))
+    loop_penalty: float = setting(SAMPLING, 0.5)
     null_model: str = setting(DETECTION, "vocab", choices=("vocab", "mm"))
     unique_tokens: bool = setting(DETECTION, True)
     outputs_once: bool = setting(DETECTION, True)

@@ -4,6 +4,9 @@
   contiguous run earlier in the text is not watermarked, in a batch during generation
   (:func:`repeated_context`) and at every step of a text during detection
   (:func:`repeated_steps`);
+* the loop penalty (``loop_penalty`` > 0): at a guarded step, the tokens that would extend the
+  repeated run lose logit in proportion to the run's length (:func:`loop_penalties`), so a text
+  that starts to circle is pushed out of the circle before it locks in;
 * pairs already in the text (``repeats="bigram"``): the tokens that already followed a row's last
   token (:func:`followers`) are left neutral, as the detector tests a repeat only at the first
   occurrence of its pair.
@@ -30,6 +33,45 @@ def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
         return torch.zeros(gen.shape[0], dtype=torch.bool, device=gen.device)
     windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
     return (windows[:, :-1] == windows[:, -1:]).all(-1).any(-1)
+
+
+LOOP_RUN_CAP = 32  # the longest common run the loop penalty grows with
+
+
+def loop_penalties(gen: torch.Tensor, h: int, vocab_size: int, penalty: float) -> torch.Tensor:
+    """What each token loses in logit for extending a repeated run: float (B, V), 0 elsewhere.
+
+    Where a row's last h ids already occurred as a run gen[i:i+h] (i + h < n), the token
+    gen[i+h] that followed it would repeat the run once more; it loses penalty * (L - h + 1),
+    L the length (at most :data:`LOOP_RUN_CAP`) of the longest common run ending at i + h and
+    at n. A token that followed several such runs loses the largest amount.
+
+    Args:
+        gen: Long tensor (B, n): generated ids so far.
+        h: Guard length (> 0).
+        vocab_size: V.
+        penalty: lambda, logits per token of the common run beyond h - 1.
+    """
+    batch, n = gen.shape
+    out = torch.zeros(batch, vocab_size, device=gen.device)
+    if h <= 0 or n <= h or penalty == 0:
+        return out
+    windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
+    rows, starts = (windows[:, :-1] == windows[:, -1:]).all(-1).nonzero(as_tuple=True)
+    if rows.numel() == 0:
+        return out
+    back = torch.arange(LOOP_RUN_CAP - h, device=gen.device)  # how far each run extends back
+    before_earlier = starts[:, None] - 1 - back  # (M, K)
+    before_last = (n - h - 1 - back).expand_as(before_earlier)
+    same = (
+        gen[rows[:, None], before_earlier.clamp(min=0)]
+        == gen[rows[:, None], before_last.clamp(min=0)]
+    )
+    same &= before_earlier >= 0
+    extra = same.int().cumprod(1).sum(1)  # L - h
+    flat = rows * vocab_size + gen[rows, starts + h].long()
+    out.view(-1).scatter_reduce_(0, flat, penalty * (extra + 1).float(), reduce="amax")
+    return out
 
 
 def repeated_steps(ids: Sequence[int], h: int) -> torch.Tensor:

@@ -33,7 +33,7 @@ from watermark.core.green_lists import GreenLists, TokenReads
 from watermark.core.identity import fingerprint
 from watermark.core.measurement import MeasurementModel
 from watermark.core.mm_states import MMGenerationState
-from watermark.core.repeats import followers, repeated_context, repeated_steps
+from watermark.core.repeats import followers, loop_penalties, repeated_context, repeated_steps
 from watermark.core.rules.logits import apply_rule
 from watermark.core.semantic import SemanticScorer
 from watermark.core.text import decode_many
@@ -232,11 +232,17 @@ class WatermarkCore:
             else:
                 neutral = seen
             neutral[:, list(eos_ids)] = True
-        return StepDecision(step, gated, entropy, lists, neutral, repeated, shift)
+        loops = None
+        if self.config.loop_penalty > 0 and policy.guard > 0:
+            loops = loop_penalties(gen, policy.guard, self.vocab_size, self.config.loop_penalty)
+        return StepDecision(step, gated, entropy, lists, neutral, repeated, shift, loops)
 
     def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
-        """The logits to sample from, (B, V): the strength rule on gated rows, then filters."""
+        """The logits to sample from, (B, V): the loop penalty, the strength rule on gated rows,
+        then filters."""
         cfg = self.config
+        if decision.loop_penalty is not None:
+            scores = scores - decision.loop_penalty.to(scores.device, scores.dtype)
         return apply_rule(
             scores,
             decision.green.signs.to(scores.device),

@@ -174,7 +174,7 @@ def test_a_user_sets_21_fields_in_sections_and_the_design_only_where_it_differs(
     assert sum(len(part) for part in data.values()) == len(user_fields()) <= 21
     assert set(field_names()) == set(shipped.to_dict())  # the flat view holds every field
     old = WatermarkConfig.load(ROOT / "configs" / "watermark-0.4.json")  # flat, as in 0.4
-    assert old.sections()["design"] == {"neutral": "half"}
+    assert old.sections()["design"] == {"neutral": "half", "loop_penalty": 0.0}
     again = WatermarkConfig.load(old.save(tmp_path / "nested.json"))
     assert again == old and again.to_dict() == old.to_dict()  # same digests and fingerprint
     with pytest.raises(ValueError, match="unknown keys \\['alpha'\\] in section 'models'"):
