@@ -38,8 +38,11 @@ def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
 LOOP_RUN_CAP = 32  # the longest common run the loop penalty grows with
 
 
-def loop_penalties(gen: torch.Tensor, h: int, vocab_size: int, penalty: float) -> torch.Tensor:
-    """What each token loses in logit for extending a repeated run: float (B, V), 0 elsewhere.
+def loop_penalties(
+    gen: torch.Tensor, h: int, vocab_size: int, penalty: float
+) -> torch.Tensor | None:
+    """What each token loses in logit for extending a repeated run: float (B, V), 0 elsewhere;
+    None where no row repeats (most steps), so nothing is allocated or subtracted.
 
     Where a row's last h ids already occurred as a run gen[i:i+h] (i + h < n), the token
     gen[i+h] that followed it would repeat the run once more; it loses penalty * (L - h + 1),
@@ -53,13 +56,13 @@ def loop_penalties(gen: torch.Tensor, h: int, vocab_size: int, penalty: float) -
         penalty: lambda, logits per token of the common run beyond h - 1.
     """
     batch, n = gen.shape
-    out = torch.zeros(batch, vocab_size, device=gen.device)
     if h <= 0 or n <= h or penalty == 0:
-        return out
+        return None
     windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
     rows, starts = (windows[:, :-1] == windows[:, -1:]).all(-1).nonzero(as_tuple=True)
     if rows.numel() == 0:
-        return out
+        return None
+    out = torch.zeros(batch, vocab_size, device=gen.device)
     back = torch.arange(LOOP_RUN_CAP - h, device=gen.device)  # how far each run extends back
     before_earlier = starts[:, None] - 1 - back  # (M, K)
     before_last = (n - h - 1 - back).expand_as(before_earlier)
