@@ -19,27 +19,31 @@ from collections.abc import Sequence
 import torch
 
 
-def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
-    """Context guard for the next step of a batch: bool (B,).
+def earlier_runs(gen: torch.Tensor, h: int) -> torch.Tensor:
+    """Bool (B, n - h): entry i is whether gen[:, i:i+h] equals the row's last h ids, i.e. an
+    earlier run of them that a token gen[:, i+h] followed; (B, 0) where h <= 0 or n <= h.
 
     Args:
         gen: Long tensor (B, n): generated ids so far (the prefix S_{0:t-1} of step t = n + 1).
         h: Guard length (0: never repeated).
-
-    Returns:
-        Whether each row's last h ids already occurred as a contiguous run starting earlier.
     """
     if h <= 0 or gen.shape[1] <= h:
-        return torch.zeros(gen.shape[0], dtype=torch.bool, device=gen.device)
+        return torch.zeros(gen.shape[0], 0, dtype=torch.bool, device=gen.device)
     windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
-    return (windows[:, :-1] == windows[:, -1:]).all(-1).any(-1)
+    return (windows[:, :-1] == windows[:, -1:]).all(-1)
+
+
+def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
+    """Context guard for the next step of a batch: bool (B,), whether each row's last h ids
+    already occurred as a contiguous run starting earlier (:func:`earlier_runs`)."""
+    return earlier_runs(gen, h).any(-1)
 
 
 LOOP_RUN_CAP = 32  # the longest common run the loop penalty grows with
 
 
 def loop_penalties(
-    gen: torch.Tensor, h: int, vocab_size: int, penalty: float
+    gen: torch.Tensor, runs: torch.Tensor, h: int, vocab_size: int, penalty: float
 ) -> torch.Tensor | None:
     """What each token loses in logit for extending a repeated run: float (B, V), 0 elsewhere;
     None where no row repeats (most steps), so nothing is allocated or subtracted.
@@ -51,18 +55,18 @@ def loop_penalties(
 
     Args:
         gen: Long tensor (B, n): generated ids so far.
+        runs: :func:`earlier_runs` of ``gen`` and ``h`` (the context guard computes it too).
         h: Guard length (> 0).
         vocab_size: V.
         penalty: lambda, logits per token of the common run beyond h - 1.
     """
-    batch, n = gen.shape
-    if h <= 0 or n <= h or penalty == 0:
+    if penalty == 0:
         return None
-    windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
-    rows, starts = (windows[:, :-1] == windows[:, -1:]).all(-1).nonzero(as_tuple=True)
+    rows, starts = runs.nonzero(as_tuple=True)
     if rows.numel() == 0:
         return None
-    out = torch.zeros(batch, vocab_size, device=gen.device)
+    n = gen.shape[1]
+    out = torch.zeros(gen.shape[0], vocab_size, device=gen.device)
     back = torch.arange(LOOP_RUN_CAP - h, device=gen.device)  # how far each run extends back
     before_earlier = starts[:, None] - 1 - back  # (M, K)
     before_last = (n - h - 1 - back).expand_as(before_earlier)

@@ -33,7 +33,7 @@ from watermark.core.green_lists import GreenLists, TokenReads
 from watermark.core.identity import fingerprint
 from watermark.core.measurement import MeasurementModel
 from watermark.core.mm_states import MMGenerationState
-from watermark.core.repeats import followers, loop_penalties, repeated_context, repeated_steps
+from watermark.core.repeats import earlier_runs, followers, loop_penalties, repeated_steps
 from watermark.core.rules.logits import apply_rule
 from watermark.core.semantic import SemanticScorer
 from watermark.core.text import decode_many
@@ -212,7 +212,8 @@ class WatermarkCore:
             entropy = state.entropies(gen, rows)
         steps = torch.full((batch,), step, dtype=torch.long)
         policy = self.config.repeat_policy
-        repeated = repeated_context(gen, policy.guard).cpu()
+        runs = earlier_runs(gen, policy.guard)  # shared by the guard and the loop penalty
+        repeated = runs.any(-1).cpu()
         gated = self.gate(steps, entropy, repeated) & active.cpu()
         rows = [int(r) for r in torch.nonzero(gated).flatten()]
         signs = self.semantic.no_signs(batch)
@@ -232,9 +233,7 @@ class WatermarkCore:
             else:
                 neutral = seen
             neutral[:, list(eos_ids)] = True
-        loops = None
-        if self.config.loop_penalty > 0 and policy.guard > 0:
-            loops = loop_penalties(gen, policy.guard, self.vocab_size, self.config.loop_penalty)
+        loops = loop_penalties(gen, runs, policy.guard, self.vocab_size, self.config.loop_penalty)
         return StepDecision(step, gated, entropy, lists, neutral, repeated, shift, loops)
 
     def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:

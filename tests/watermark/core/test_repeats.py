@@ -10,7 +10,7 @@ import torch
 
 from tests import reference
 from watermark.core.config import WatermarkConfig
-from watermark.core.repeats import LOOP_RUN_CAP, loop_penalties, repeated_context
+from watermark.core.repeats import LOOP_RUN_CAP, earlier_runs, loop_penalties, repeated_context
 
 
 @pytest.mark.parametrize("h", [1, 2, 4])
@@ -29,7 +29,7 @@ def test_loop_penalties_match_reference(h: int) -> None:
                 ]
             )
         gen = torch.tensor(rows, dtype=torch.long).reshape(5, n)
-        got = loop_penalties(gen, h, vocab, 0.75)
+        got = loop_penalties(gen, earlier_runs(gen, h), h, vocab, 0.75)
         got = torch.zeros(5, vocab) if got is None else got  # None: no row repeats
         for b, row in enumerate(rows):
             want = torch.zeros(vocab)
@@ -46,12 +46,14 @@ def test_loop_penalty_grows_with_the_run() -> None:
     short = torch.tensor([[1, 2] + phrase + phrase[:4]])
     long = torch.tensor([[1, 2] + phrase * 10 + phrase[:4]])
     h, lam = 4, 0.5
-    assert loop_penalties(short, h, 10, lam)[0, 9].item() == pytest.approx(lam)
-    assert loop_penalties(long, h, 10, lam)[0, 9].item() == pytest.approx(
-        lam * (LOOP_RUN_CAP - h + 1)
-    )
-    assert loop_penalties(long, h, 10, 0.0) is None
-    assert loop_penalties(torch.tensor([[1, 2, 3, 4, 5, 6]]), h, 10, lam) is None
+
+    def penalties(gen: torch.Tensor, penalty: float) -> torch.Tensor | None:
+        return loop_penalties(gen, earlier_runs(gen, h), h, 10, penalty)
+
+    assert penalties(short, lam)[0, 9].item() == pytest.approx(lam)
+    assert penalties(long, lam)[0, 9].item() == pytest.approx(lam * (LOOP_RUN_CAP - h + 1))
+    assert penalties(long, 0.0) is None
+    assert penalties(torch.tensor([[1, 2, 3, 4, 5, 6]]), lam) is None
 
 
 def test_loop_penalty_config_checks() -> None:
