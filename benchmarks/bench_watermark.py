@@ -22,6 +22,7 @@ Text quality against the strength rule is measured by the evaluation's frontier 
 Examples::
 
     python benchmarks/bench_watermark.py speed
+    python benchmarks/bench_watermark.py speed --variant loop_penalty=0  # its cost, same run
     python benchmarks/bench_watermark.py human --limit 150 --out runs/wm/human.jsonl
     python benchmarks/bench_watermark.py generate --limit 50 --out runs/wm/gen.jsonl
     python benchmarks/bench_watermark.py report --human runs/wm/human.jsonl --wm runs/wm/gen.jsonl
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evaluation.calibration import calibration_report, record  # noqa: E402
+from evaluation.config import key_values  # noqa: E402
 from evaluation.heldout import units  # noqa: E402
 from evaluation.speed import speed  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
@@ -90,9 +92,17 @@ def _read(path: Path) -> list[dict]:
 def cmd_speed(args: argparse.Namespace) -> dict:
     wm, model = load(args)
     found = units(args.heldout, wm.tokenizer, "news", 50, 200)[: args.batch]
+    changes = key_values(args.variant)
+    variant = None
+    if changes:
+        variant = Watermark.load(
+            wm.config.evolve(**changes), tokenizer=wm.tokenizer, generator=model
+        )
+    prompts = [u["prompt"] for u in found]
     return {
         "mapper": wm.config.mapper,
-        **speed(wm, model, [u["prompt"] for u in found], args.new_tokens, args.ref_texts),
+        **({"variant": changes} if changes else {}),
+        **speed(wm, model, prompts, args.new_tokens, args.ref_texts, variant),
     }
 
 
@@ -168,6 +178,12 @@ def main(argv: list[str] | None = None) -> None:
         help="human: join consecutive passages into texts of this many tokens",
     )
     parser.add_argument("--ref-texts", type=int, default=1, help="speed: texts for the reference")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="speed: also time the watermark with FIELD=VALUE changed (repeatable), same run",
+    )
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--limit", type=int, default=16)
     parser.add_argument("--out", type=Path, default=ROOT / "runs/wm/out.jsonl")

@@ -16,6 +16,19 @@ import yaml
 from watermark.core.config import field_names
 from watermark.core.paths import resolve_path
 
+
+def key_values(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as a dict, each value read as YAML (``8``, ``[a, b]``, ``0.5``);
+    a string without ``=`` raises ValueError."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
 ATTACKS = (
@@ -293,13 +306,10 @@ class EvalConfig:
             if bad:
                 raise ValueError(f"{path}: unknown quick keys {bad}")
             data = {**data, **overrides_quick}
-        for item in overrides or []:
-            key, sep, value = item.partition("=")
-            if not sep or key.strip() not in known - {"quick", "source_dir"}:
-                raise ValueError(
-                    f"--set {item!r}: expected KEY=VALUE with KEY one of the YAML keys"
-                )
-            data[key.strip()] = yaml.safe_load(value)
+        for key, value in key_values(overrides or []).items():
+            if key not in known - {"quick", "source_dir"}:
+                raise ValueError(f"--set {key!r}: expected KEY=VALUE with KEY one of the YAML keys")
+            data[key] = value
         data["source_dir"] = str(path.resolve().parent)
         return cls(**data)
 

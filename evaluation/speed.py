@@ -8,7 +8,9 @@ watermarked tokens/s over plain tokens/s.
 Both are measured side by side in one run on the same prompts and texts, with the extra time
 split by the core's :class:`~watermark.core.timer.StageTimer` into measurement model (``mm``),
 embedder (``embed``) and mapper (``map``). The reference detector runs on a few of the same texts
-and must agree with the fast path.
+and must agree with the fast path. A ``variant`` watermark (the same one with some fields changed,
+e.g. ``loop_penalty=0``) is timed fused in the same run, for its ratio against plain and against
+the watermark itself.
 """
 
 from __future__ import annotations
@@ -54,11 +56,20 @@ def speed(
     prompts: Sequence[str],
     new_tokens: int = 200,
     ref_texts: int = 1,
+    variant: Watermark | None = None,
 ) -> dict:
     """Generation at batch ``len(prompts)`` and detection of its outputs, fast vs reference."""
     _, without = timed_generate(wm, model, prompts, new_tokens, False)
     outs, with_wm = timed_generate(wm, model, prompts, new_tokens, True)
     _, unfused = timed_generate(wm, model, prompts, new_tokens, True, fuse=False)
+    compared = {}
+    if variant is not None:
+        _, timed = timed_generate(variant, model, prompts, new_tokens, True)
+        compared = {
+            "generate_with_variant": timed,
+            "variant_ratio": timed["tokens_per_s"] / without["tokens_per_s"],
+            "watermark_over_variant": with_wm["tokens_per_s"] / timed["tokens_per_s"],
+        }
     texts = [o.text for o in outs]
     wm.core.timer.reset()
     start = time.perf_counter()
@@ -83,4 +94,5 @@ def speed(
         "generate_with_watermark_unfused": unfused,
         "generate_ratio": with_wm["tokens_per_s"] / without["tokens_per_s"],
         "generate_ratio_unfused": unfused["tokens_per_s"] / without["tokens_per_s"],
+        **compared,
     }

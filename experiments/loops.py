@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from data.sources import split_sentences  # noqa: E402
 from evaluation.bootstrap import mean_interval, quality_ratio  # noqa: E402
+from evaluation.config import key_values  # noqa: E402
 from evaluation.heldout import units as heldout_units  # noqa: E402
 from evaluation.metrics import (  # noqa: E402
     TAIL_KEYS,
@@ -152,14 +153,7 @@ def entry_record(ids: list[int], row: int, steps: list[dict], guard: int) -> dic
 
 def run(args: argparse.Namespace) -> None:
     cfg = as_config(args.config)
-    overrides = {}
-    for item in args.set:
-        key, value = item.split("=", 1)
-        try:
-            overrides[key] = json.loads(value)
-        except json.JSONDecodeError:  # a bare string
-            overrides[key] = value
-    cfg = cfg.evolve(**overrides)
+    cfg = cfg.evolve(**key_values(args.set))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()

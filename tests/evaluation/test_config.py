@@ -48,3 +48,13 @@ def test_set_overrides_keys_as_yaml_and_rejects_unknown_ones(tmp_path: Path) -> 
     for bad in ("num_prompt=5", "num_prompts", "quick={}"):
         with pytest.raises(ValueError, match="--set"):
             EvalConfig.load(path, overrides=[bad])
+
+
+def test_key_values_reads_each_value_as_yaml() -> None:
+    from evaluation.config import key_values
+
+    got = key_values(["loop_penalty=0", "repeat_rule=keep", "sizes=[1, 2]", "x = 0.5"])
+    assert got == {"loop_penalty": 0, "repeat_rule": "keep", "sizes": [1, 2], "x": 0.5}
+    for bad in ("loop_penalty", "=1"):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
+            key_values([bad])

@@ -26,3 +26,15 @@ def test_speed_runs_generate_equal_token_counts(tiny: SimpleNamespace) -> None:
     assert res["generate_ratio"] == pytest.approx(fused / plain)
     assert res["generate_ratio_unfused"] == pytest.approx(unfused / plain)
     assert res["reference_agrees"] and res["generate_batch"] == len(PROMPTS)
+
+
+def test_speed_times_a_variant_side_by_side(tiny: SimpleNamespace) -> None:
+    wm = fused_watermark(tiny)
+    variant = fused_watermark(tiny, loop_penalty=0.0)
+    res = speed(wm, tiny.gen, PROMPTS, new_tokens=8, variant=variant)
+    timed = res["generate_with_variant"]
+    assert timed["tokens"] == 8 * len(PROMPTS)
+    plain = res["generate_without_watermark"]["tokens_per_s"]
+    assert res["variant_ratio"] == pytest.approx(timed["tokens_per_s"] / plain)
+    marked = res["generate_with_watermark"]["tokens_per_s"]
+    assert res["watermark_over_variant"] == pytest.approx(marked / timed["tokens_per_s"])
