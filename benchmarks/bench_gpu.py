@@ -9,7 +9,8 @@ Subcommands (each prints one JSON object on stdout; progress on stderr):
   that length) per detection batch size and embedder batch size; ``--texts-out`` also writes them
   as JSONL for ``python -m watermark detect-corpus``.
 * ``agree``: bfloat16 against float32 on the same texts: the share of identical gates, green flags
-  and detection decisions, and how far the p-values move.
+  and detection decisions on human text, how far the p-values move, and the decisions on
+  float32's watermarked texts read in each dtype.
 * ``profile``: where a fused watermarked step spends its time at one batch size: per-stage seconds
   with the device synchronised at stage edges, the share of the step the GPU is busy (torch
   profiler), and the top Python functions (cProfile), written under ``--out``; then the same
@@ -169,14 +170,17 @@ def cmd_detect(args: argparse.Namespace) -> dict:
 
 def cmd_agree(args: argparse.Namespace) -> dict:
     found = {}
-    texts = None
+    texts = marked = None
     for dtype in ("float32", "bfloat16"):
         wm, model = load(args, dtype)
         texts = texts or human_texts(wm.tokenizer, args.texts, 200)
         found[dtype] = wm.detect(texts)
         outs = wm.generate(model, prompts(wm, args.texts), args.new_tokens, seed=0)
         found[dtype + "_gen"] = [o.token_ids for o in outs]
+        marked = marked or [o.text for o in outs]  # float32's watermarked texts, read in both
+        found[dtype + "_marked"] = wm.detect(marked)
         del wm, model
+    marked_pairs = list(zip(found["float32_marked"], found["bfloat16_marked"]))
     pairs = list(zip(found["float32"], found["bfloat16"]))
     same_gate = same_green = total = 0
     for a, b in pairs:
@@ -196,6 +200,12 @@ def cmd_agree(args: argparse.Namespace) -> dict:
         "p_value_equal_share": sum(m == 0 for m in moved) / len(moved),
         "p_value_abs_diff_median": moved[len(moved) // 2],
         "p_value_abs_diff_max": moved[-1],
+        "watermarked_texts_flagged_float32": sum(a.is_watermarked for a, _ in marked_pairs),
+        "watermarked_texts_flagged_bfloat16": sum(b.is_watermarked for _, b in marked_pairs),
+        "same_decision_share_watermarked": sum(
+            a.is_watermarked == b.is_watermarked for a, b in marked_pairs
+        )
+        / len(marked_pairs),
         "generation_identical_share": sum(
             x == y for x, y in zip(found["float32_gen"], found["bfloat16_gen"])
         )
@@ -227,6 +237,22 @@ def cmd_profile(args: argparse.Namespace) -> dict:
     (args.out / "cprofile.txt").write_text(stream.getvalue())
     table = events.table(sort_by="self_cpu_time_total", row_limit=40)
     (args.out / "torch_profile.txt").write_text(table)
+    steps = args.new_tokens
+    stages = {k: v for k, v in synced.items() if k.endswith("_s") and k != "tokens_per_s"}
+    found = {
+        "batch": args.batch,
+        "dtype": wm.config.compute_dtype,
+        "steps": steps,
+        "plain_ms_per_step": 1000 * plain["seconds"] / steps,
+        "fused_ms_per_step_under_profiler": 1000 * marked["seconds"] / steps,
+        "gpu_busy_share_fused": gpu_us / 1e6 / marked["seconds"],
+        "synced_stage_ms_per_step": {k[:-2]: 1000 * v / steps for k, v in stages.items()},
+        "synced_fused_ms_per_step": 1000 * synced["seconds"] / steps,
+    }
+    # the generation half on disk before detection starts: a step cut by its time limit keeps it
+    (args.out / "profile_generate.json").write_text(json.dumps(found, indent=2))
+    if not args.texts:
+        return found
     texts = human_texts(wm.tokenizer, args.texts, 200)  # and the detector, the same way
     wm.detect(texts[:8], workers=args.profile_workers)
     start = time.perf_counter()
@@ -242,17 +268,8 @@ def cmd_profile(args: argparse.Namespace) -> dict:
     pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(40)
     (args.out / "detect_cprofile.txt").write_text(stream.getvalue())
     wm.detector.close()
-    steps = args.new_tokens
-    stages = {k: v for k, v in synced.items() if k.endswith("_s") and k != "tokens_per_s"}
     return {
-        "batch": args.batch,
-        "dtype": wm.config.compute_dtype,
-        "steps": steps,
-        "plain_ms_per_step": 1000 * plain["seconds"] / steps,
-        "fused_ms_per_step_under_profiler": 1000 * marked["seconds"] / steps,
-        "gpu_busy_share_fused": gpu_us / 1e6 / marked["seconds"],
-        "synced_stage_ms_per_step": {k[:-2]: 1000 * v / steps for k, v in stages.items()},
-        "synced_fused_ms_per_step": 1000 * synced["seconds"] / steps,
+        **found,
         "detect_texts": len(texts),
         "detect_workers": args.profile_workers,
         "detect_texts_per_s_under_profiler": len(texts) / detect_s,

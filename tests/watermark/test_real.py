@@ -108,7 +108,10 @@ def test_real_sampled_generation_fused_matches_unfused_and_reference(each_rule) 
 
 def test_real_round_trip_positions(real) -> None:
     wm, model = real
-    outs = wm.generate(model, PROMPTS, max_new_tokens=40, seed=0)  # first: 31 scored, 0.77 green
+    # the verdict is on the tournament score, not on the green share: on the CPU, seeds 0-3 gave
+    # p < 0.025 on every text at green shares of 0.57-0.80; a draw on CUDA (other random numbers)
+    # had 0.61 at score 0.634 over 36 scored steps
+    outs = wm.generate(model, PROMPTS, max_new_tokens=40, seed=0)
     results = wm.detect([o.text for o in outs])
     matched = 0
     for out, res in zip(outs, results):
@@ -116,7 +119,7 @@ def test_real_round_trip_positions(real) -> None:
             continue
         matched += 1
         assert res.scored_steps() == out.watermarked_steps
-        assert res.green_fraction > 0.7 and res.p_value < 0.05
+        assert res.p_value < 0.05
     assert matched >= 1
 
 
