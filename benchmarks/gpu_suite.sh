@@ -70,7 +70,7 @@ step real 240 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
 step agree 100 bench agree --texts 64 --new-tokens 128
 step generate 200 bench generate --batches "${GEN_BATCHES:-1,16,64}" --dtypes float32,bfloat16 --new-tokens 128 \
     --modes plain,fused
-step detect 150 bench detect --texts 256 --detect-batches 256 --embed-batches 256 \
+step detect 150 bench detect --texts 256 --detect-batches 64,256 --embed-batches 256 \
     --workers 0,8 --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \
     --profile-workers 0
