@@ -100,10 +100,11 @@ def main(argv: list[str] | None = None) -> None:
     secrets = replace(cfg, old_keys=list(cfg.old_keys) + fresh).secret_keys()
     texts = [json.loads(x)["text"] for x in args.human.read_text().splitlines() if x.strip()]
     rows = [json.loads(x) for x in args.tail.read_text().splitlines() if x.strip()]
-    if len(rows) != len(texts) or len(rows[0]) != len(secrets):
+    widths = sorted({len(row) for row in rows})
+    if not texts or len(rows) != len(texts) or widths != [len(secrets)]:
         raise SystemExit(
-            f"error: {args.tail} has {len(rows)} passages x {len(rows[0])} keys; "
-            f"expected {len(texts)} x {len(secrets)}"
+            f"error: {args.tail} has {len(rows)} passages x {widths} keys; "
+            f"expected {len(texts)} x {len(secrets)} (the same --fresh-keys as rotation_tail)"
         )
     token_p = np.array([[k["p"] for k in row] for row in rows])
     window_p = np.array([[k["window_p"] for k in row] for row in rows])
