@@ -7,6 +7,7 @@ Relative paths follow :func:`watermark.core.paths.resolve_path` (YAML folder, cw
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,11 @@ class EvalConfig:
             learned one's place), or of a KGW baseline, ``{name: {base: kgw1, kgw_gamma: 0.25,
             kgw_delta: 1.0}}`` (the strength sweeps of the matched-quality comparison).
         threads: torch threads (0: torch's default).
+        device: Where the generator and our watermark's models run: ``cpu`` (default),
+            ``cuda``, ``cuda:N`` or ``auto`` (CUDA when available). Texts generated on CUDA are
+            cached under their own keys (its sampling draws other tokens than the CPU's), so a
+            run on the CPU that names ``cuda`` reads them and goes on with the later stages;
+            it stops with an error only if a CUDA generation it needs is missing.
         quick: Overrides applied by ``--quick``.
     """
 
@@ -204,6 +210,7 @@ class EvalConfig:
     similarity_embedder: str = "mpnet"
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
     threads: int = 0
+    device: str = "cpu"
     quick: dict[str, Any] = field(default_factory=dict)
     source_dir: str | None = None
 
@@ -274,6 +281,8 @@ class EvalConfig:
                 raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")
         if self.unit_pool not in ("long", "short"):
             raise ValueError(f"unit_pool must be 'long' or 'short', got {self.unit_pool!r}")
+        if self.device != "auto" and not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise ValueError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}")
         if self.oracle == self.generator:
             raise ValueError("the perplexity oracle must not be the generator")
         if self.llm_paraphrase_batch < 1:

@@ -138,16 +138,23 @@ class KGWMethod(Method):
 
 
 class TransformersKGW(Method):
-    """KGW-1 through transformers' ``WatermarkLogitsProcessor`` and ``WatermarkDetector``."""
+    """KGW-1 through transformers' ``WatermarkLogitsProcessor`` and ``WatermarkDetector``
+    (``device``: where the generator runs; detection stays on the CPU)."""
 
     name = "kgw1"
 
     def __init__(
-        self, model_config: object, tokenizer: object, gamma: float, delta: float, key: int
+        self,
+        model_config: object,
+        tokenizer: object,
+        gamma: float,
+        delta: float,
+        key: int,
+        device: str = "cpu",
     ) -> None:
         from transformers import WatermarkDetector, WatermarkingConfig
 
-        self.tokenizer, self.gamma = tokenizer, gamma
+        self.tokenizer, self.gamma, self.device = tokenizer, gamma, device  # device: generation
         self.wm_config = WatermarkingConfig(
             greenlist_ratio=gamma, bias=delta, hashing_key=key, context_width=1
         )
@@ -160,7 +167,9 @@ class TransformersKGW(Method):
         from transformers.generation.logits_process import WatermarkLogitsProcessor
 
         return WatermarkLogitsProcessor(
-            vocab_size=self.detector.processor.vocab_size, device="cpu", **self.wm_config.to_dict()
+            vocab_size=self.detector.processor.vocab_size,
+            device=self.device,
+            **self.wm_config.to_dict(),
         )
 
     def green_mask(self, context_ids: Sequence[int]) -> torch.Tensor:

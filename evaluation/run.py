@@ -37,6 +37,7 @@ from evaluation.store import Store
 from evaluation.synthid import SynthIDMethod
 from watermark.api import Watermark
 from watermark.core.config import as_config
+from watermark.core.errors import UserError
 from watermark.core.models import load_lm
 from watermark.core.text import encode_text
 from watermark.sentence_generation import generate_text
@@ -75,6 +76,20 @@ def words_kept(originals: list[str], attacked: list[str]) -> float:
     return sum(shares) / max(1, len(shares))
 
 
+def generation_device(name: str) -> tuple[torch.device, str]:
+    """Where the generator runs, and the tag its generations' cache keys carry (empty on the
+    CPU). ``auto`` is CUDA when available. Where ``name`` asks for CUDA and there is none, the
+    models stay on the CPU and the tag stays: cached CUDA generations are read, and
+    :meth:`Evaluation.generations` refuses to make new ones."""
+    wants_cuda = torch.cuda.is_available() if name == "auto" else name.startswith("cuda")
+    if not wants_cuda:
+        return torch.device("cpu"), ""
+    if not torch.cuda.is_available():
+        logger.warning("device %s: no CUDA here, so only cached CUDA generations are read", name)
+        return torch.device("cpu"), "cuda"
+    return torch.device("cuda" if name == "auto" else name), "cuda"
+
+
 class Evaluation(AttackStage):
     """Models, methods and cached stages of one :class:`EvalConfig`."""
 
@@ -83,7 +98,8 @@ class Evaluation(AttackStage):
         self.out = cfg.output_path()
         self.store = Store(self.out / "cache")
         self.model, self.tokenizer = load_lm(cfg.resolve(cfg.generator))
-        self.model.eval()
+        self.device, self.device_tag = generation_device(cfg.device)
+        self.model.eval().to(self.device)
         wm_cfg = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
         if wm_cfg.generator != cfg.generator:
             wm_cfg = wm_cfg.evolve(generator=cfg.resolve(cfg.generator), vocab_size=None)
@@ -133,7 +149,12 @@ class Evaluation(AttackStage):
             return OursMethod(wm, self.model, generation_key(wm_cfg), detection_key(wm_cfg))
         if name == "kgw1":
             return TransformersKGW(
-                self.model.config, self.tokenizer, cfg.kgw_gamma, cfg.kgw_delta, cfg.kgw_key
+                self.model.config,
+                self.tokenizer,
+                cfg.kgw_gamma,
+                cfg.kgw_delta,
+                cfg.kgw_key,
+                str(self.device),
             )
         if name == "synthid":
             keys = [(cfg.kgw_key * 7919 + layer) % 2**31 for layer in range(cfg.synthid_layers)]
@@ -143,6 +164,7 @@ class Evaluation(AttackStage):
                 self.tokenizer,
                 self.wm_config.top_k,
                 self.wm_config.top_p,
+                str(self.device),
             )
         context = {"kgw0": 0, "kgw2": 2}[name]
         return KGWMethod(
@@ -169,10 +191,17 @@ class Evaluation(AttackStage):
         new = new_tokens or cfg.new_tokens
         low = min(cfg.min_new_tokens, new)
         prefix = f"{tag}{method.key}|{cfg.generator}|{cfg.seed}|{new}|{low}|{cfg.batch_size}"
+        if self.device_tag:  # made on CUDA: other draws than the CPU's
+            prefix += f"|{self.device_tag}"
         table = self.store.table("generations")
         keys = [f"{prefix}|{u['id']}" for u in units]
         batches = range(0, len(units), cfg.batch_size)
         todo = [b for b in batches if any(k not in table for k in keys[b : b + cfg.batch_size])]
+        if todo and self.device_tag and self.device.type != "cuda":
+            raise UserError(
+                f"generations of {tag}{method.name} on CUDA (device: {cfg.device}) are not "
+                f"cached ({len(todo)} of {len(batches)} batches); make them where CUDA is"
+            )
         bar = tqdm(
             total=len(todo) * cfg.batch_size,
             desc=f"generate {tag}{method.name}",

@@ -42,22 +42,30 @@ class SynthIDMethod(Method):
         ngram_len: Context length + 1 of the hashed n-grams.
         tokenizer: Generator tokenizer.
         top_k, top_p: Sampling filters applied before the tournament.
+        device: Where the generator runs (the processor's tensors live there).
     """
 
     name = "synthid"
 
     def __init__(
-        self, keys: Sequence[int], ngram_len: int, tokenizer: object, top_k: int, top_p: float
+        self,
+        keys: Sequence[int],
+        ngram_len: int,
+        tokenizer: object,
+        top_k: int,
+        top_p: float,
+        device: str = "cpu",
     ) -> None:
         from transformers import SynthIDTextWatermarkingConfig
 
         self.tokenizer, self.top_k, self.top_p = tokenizer, top_k, top_p
+        self.device = device
         self.config = SynthIDTextWatermarkingConfig(keys=list(keys), ngram_len=ngram_len)
         blob = ",".join(map(str, keys)).encode()
         self.key = f"synthid-n{ngram_len}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
     def processor(self) -> LogitsProcessor:
-        inner = self.config.construct_processor(vocab_size=0, device="cpu")
+        inner = self.config.construct_processor(vocab_size=0, device=self.device)
         return FilteredProcessor(inner, self.top_k, self.top_p)
 
     def detect(self, texts: Sequence[str]) -> list[MethodDetection]:

@@ -38,6 +38,10 @@ def test_config_errors(tmp_path: Path) -> None:
         EvalConfig(curve_methods=["ours"], curve_also_against=["synthid"])
     with pytest.raises(ValueError, match="oracle"):
         EvalConfig(oracle="smollm2-135m")
+    with pytest.raises(ValueError, match="device must be cpu, cuda, cuda:N or auto"):
+        EvalConfig(device="gpu")
+    for device in ("cpu", "cuda", "cuda:1", "auto"):
+        EvalConfig(device=device)
 
 
 def test_set_overrides_keys_as_yaml_and_rejects_unknown_ones(tmp_path: Path) -> None:

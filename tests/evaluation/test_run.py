@@ -209,3 +209,41 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
         json.loads((out / "results.json").read_text())["methods"]["ours"]["attacks"]
         == (ours["attacks"])
     )
+
+
+def test_cuda_generations_are_cached_apart_and_read_without_cuda(
+    tmp_path: Path, tiny_embedder_dir: Path, monkeypatch
+) -> None:
+    import torch
+
+    from evaluation.run import generation_device
+    from watermark.core.errors import UserError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert generation_device("cpu") == (torch.device("cpu"), "")
+    assert generation_device("auto") == (torch.device("cpu"), "")
+    assert generation_device("cuda:1") == (torch.device("cpu"), "cuda")  # reads its cache only
+    config = _tiny_setup(tmp_path, tiny_embedder_dir)
+    cpu = Evaluation(EvalConfig.load(config), progress=False)
+    units = cpu.units[:4]  # one batch
+    made = cpu.generations(cpu.method("ours"), units, new_tokens=6)
+    ev = Evaluation(EvalConfig.load(config, overrides=["device=cuda"]), progress=False)
+    assert (ev.device.type, ev.device_tag) == ("cpu", "cuda")
+    with pytest.raises(UserError, match=r"generations of ours on CUDA .* not cached \(1 of 1 batches\)"):
+        ev.generations(ev.method("ours"), units, new_tokens=6)
+    # what a CUDA machine would have written: the same records under keys tagged "cuda"
+    table = cpu.store.table("generations")
+    ev.store.put(
+        "generations",
+        [
+            {**r, "key": r["key"].replace(f"|{u['id']}", f"|cuda|{u['id']}"), "text": "on cuda"}
+            for u in units
+            for r in [next(v for k, v in table.items() if k.endswith(f"|{u['id']}"))]
+        ],
+    )
+    ev = Evaluation(EvalConfig.load(config, overrides=["device=cuda"]), progress=False)
+    assert [g["text"] for g in ev.generations(ev.method("ours"), units, new_tokens=6)] == [
+        "on cuda"
+    ] * 4
+    again = cpu.generations(cpu.method("ours"), units, new_tokens=6)  # the CPU's own, untouched
+    assert [g["text"] for g in again] == [g["text"] for g in made]
