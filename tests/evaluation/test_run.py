@@ -229,7 +229,9 @@ def test_cuda_generations_are_cached_apart_and_read_without_cuda(
     made = cpu.generations(cpu.method("ours"), units, new_tokens=6)
     ev = Evaluation(EvalConfig.load(config, overrides=["device=cuda"]), progress=False)
     assert (ev.device.type, ev.device_tag) == ("cpu", "cuda")
-    with pytest.raises(UserError, match=r"generations of ours on CUDA .* not cached \(1 of 1 batches\)"):
+    with pytest.raises(
+        UserError, match=r"generations of ours on CUDA .* not cached \(1 of 1 batches\)"
+    ):
         ev.generations(ev.method("ours"), units, new_tokens=6)
     # what a CUDA machine would have written: the same records under keys tagged "cuda"
     table = cpu.store.table("generations")

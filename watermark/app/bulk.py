@@ -8,6 +8,10 @@ without redoing finished shards. When every shard is done, rank 0 joins them int
 (one JSON object per input row, in input order, the same fields and values as ``detect``) and
 removes the parts folder.
 
+On a GPU one process is bound by the host's work (decoding, tokenizing, assembling results),
+not by the GPU: ``processes_per_gpu`` K > 1 runs K processes per GPU (Lightning's CPU processes,
+each with its models on its share of the node's GPUs), so the host work of K shards overlaps.
+
 Multi-node: start the same command on every node with ``--num-nodes N --devices D`` and the
 usual torch.distributed variables (``MASTER_ADDR``, ``MASTER_PORT``, ``NODE_RANK``), e.g. under
 SLURM or ``torchrun``; the parts folder must be on a file system all nodes share.
@@ -87,21 +91,42 @@ class CorpusDataModule(L.LightningDataModule):
         return DataLoader(shards, batch_size=1, collate_fn=lambda items: items[0])
 
 
+def placement(
+    accelerator: str, devices: int, processes_per_gpu: int, cuda: bool
+) -> tuple[str, int, int]:
+    """``(Lightning accelerator, processes per node, GPUs shared)``: with ``processes_per_gpu``
+    K > 1 the node's ``devices`` GPUs are shared by K * ``devices`` CPU processes (0 shared GPUs
+    otherwise)."""
+    if processes_per_gpu == 1:
+        return accelerator, devices, 0
+    if accelerator == "cpu" or not cuda:
+        raise UserError("--processes-per-gpu needs a GPU (--accelerator gpu or auto, with CUDA)")
+    return "cpu", devices * processes_per_gpu, devices
+
+
 class DetectionModule(L.LightningModule):
-    """Detects a shard's texts with a watermark loaded on this process's device."""
+    """Detects a shard's texts with a watermark loaded on this process's device (with
+    ``shared_gpus`` > 0: GPU ``local rank % shared_gpus``, shared with other processes)."""
 
     def __init__(
-        self, config: str | None, dtype: str | None, per_token: bool, workers: int = 0
+        self,
+        config: str | None,
+        dtype: str | None,
+        per_token: bool,
+        workers: int = 0,
+        shared_gpus: int = 0,
     ) -> None:
         super().__init__()
         self.wm_config, self.compute_dtype, self.per_token = config, dtype, per_token
-        self.workers = workers
+        self.workers, self.shared_gpus = workers, shared_gpus
         self.wm = None
 
     def setup(self, stage: str) -> None:
         from watermark.api import Watermark
 
         device = self.trainer.strategy.root_device
+        if self.shared_gpus:
+            device = torch.device("cuda", self.trainer.local_rank % self.shared_gpus)
         self.wm = Watermark.load(self.wm_config, device=device, dtype=self.compute_dtype)
 
     def predict_step(self, batch: dict, batch_idx: int) -> dict:
@@ -160,19 +185,24 @@ def detect_corpus(
     dtype: str | None = None,
     per_token: bool = False,
     workers: int = 0,
+    processes_per_gpu: int = 1,
 ) -> dict:
     """Runs bulk detection; returns a summary (rows, shards, output path) on rank 0.
-    ``workers``: assembly processes per device (:meth:`watermark.api.Watermark.detect`)."""
+    ``workers``: assembly processes per device (:meth:`watermark.api.Watermark.detect`);
+    ``processes_per_gpu``: detection processes sharing each GPU (:func:`placement`)."""
+    accelerator, processes, shared = placement(
+        accelerator, devices, processes_per_gpu, torch.cuda.is_available()
+    )
     out = Path(output)
     if not out.parent.is_dir():
         raise UserError(f"--output {out}: folder {out.parent} does not exist; create it first")
     parts = out.with_name(out.name + ".parts")
     parts.mkdir(exist_ok=True)
     dm = CorpusDataModule(input_path, field, parts, shard_size)
-    world = devices * num_nodes
+    world = processes * num_nodes
     trainer = L.Trainer(
         accelerator=accelerator,
-        devices=devices,
+        devices=processes,
         num_nodes=num_nodes,
         strategy="ddp" if world > 1 else "auto",
         logger=False,
@@ -181,7 +211,7 @@ def detect_corpus(
         callbacks=[ShardWriter(parts)],
     )
     torch.set_grad_enabled(False)
-    module = DetectionModule(config, dtype, per_token, workers)
+    module = DetectionModule(config, dtype, per_token, workers, shared)
     try:
         trainer.predict(module, datamodule=dm, return_predictions=False)
     finally:

@@ -226,6 +226,7 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         per_token=args.per_token,
         workers=args.workers,
+        processes_per_gpu=args.processes_per_gpu,
     )
     if summary:
         emit(summary)

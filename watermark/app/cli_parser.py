@@ -182,6 +182,12 @@ def _detect_corpus(sub: argparse._SubParsersAction, commands: dict[str, Callable
         help="processes per device assembling results from the models' outputs "
         "(0: none; on a GPU the host's work bounds throughput)",
     )
+    bulk.add_argument(
+        "--processes-per-gpu",
+        type=positive_int,
+        default=1,
+        help="detection processes sharing each GPU, so that their host work overlaps",
+    )
 
 
 def _keygen(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> None:

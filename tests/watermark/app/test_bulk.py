@@ -74,6 +74,20 @@ def test_input_mistakes(setup, tmp_path, capsys) -> None:
     assert "no such file" in capsys.readouterr().err
     assert main([*argv, "--input", setup.corpus, "--field", "nope"]) == 2
     assert "no 'nope' column" in capsys.readouterr().err
+    sharing = [*argv, "--input", setup.corpus, "--processes-per-gpu", "4", "--accelerator", "cpu"]
+    assert main(sharing) == 2
+    assert "--processes-per-gpu needs a GPU" in capsys.readouterr().err
+
+
+def test_processes_sharing_gpus_run_as_cpu_processes_one_gpu_each() -> None:
+    from watermark.app.bulk import placement
+
+    assert placement("auto", 2, 1, cuda=False) == ("auto", 2, 0)  # no sharing: as asked
+    assert placement("gpu", 1, 8, cuda=True) == ("cpu", 8, 1)
+    assert placement("auto", 2, 4, cuda=True) == ("cpu", 8, 2)  # ranks 0..7 on GPUs r % 2
+    for accelerator, cuda in (("cpu", True), ("auto", False), ("gpu", False)):
+        with pytest.raises(ValueError, match="needs a GPU"):
+            placement(accelerator, 1, 2, cuda=cuda)
 
 
 def run_cli(setup: SimpleNamespace, corpus: Path, out: Path, shard_size: int) -> subprocess.Popen:
