@@ -7,11 +7,13 @@
 #
 #   bash benchmarks/gpu_suite.sh OUT_DIR [STEPS]
 #
-# STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,profile,train,corpus (default:
+# STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,shared,profile,train,corpus (default:
 # all, in that order). Each step has its own time limit and the suite goes on when one fails;
 # OUT_DIR/results.jsonl gets one JSON object per finished benchmark and OUT_DIR/suite.log the rest.
 # SUITE_SECONDS (default 3600) bounds the whole run: a step gets at most the time left, and one with
-# under 20 s left is skipped. GEN_BATCHES sets generate's batch sizes (default 1,16,64).
+# under 20 s left is skipped. GEN_BATCHES sets generate's batch sizes (default 1,16,64). `shared`
+# times detect-corpus with 1, 4 and 8 processes on the GPU (--processes-per-gpu) over the texts
+# that `detect` writes, so it runs after `detect`.
 # On an H200 (2026-11-26) the steps took: tiny 53 s, real 64 s (GGUF conversion included), generate
 # 175 s (with batch 256), train 67 s + 28 s. On 2026-11-27: tiny 68 s, real 57 s, generate 126 s
 # (batches 1,16,64), detect 92 s; agree 64 texts under 95 s; profile with 8 detection workers did
@@ -19,7 +21,7 @@
 # benchmarks/gpu_stage.sh.
 set -u
 OUT=${1:?usage: gpu_suite.sh OUT_DIR [STEPS]}
-STEPS=${2:-tiny,real,agree,generate,detect,profile,train,corpus}
+STEPS=${2:-tiny,real,agree,generate,detect,shared,profile,train,corpus}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 # tokenizers keep their thread pool: detection tokenizes every step's window for the embedder,
@@ -56,7 +58,27 @@ compare() {  # compare DIR...: mapper.compare's metrics of each mapper, one JSON
 {'mapper_compare': sys.argv[1], **json.load(sys.stdin)}))" "$dir" >>"$RESULTS" || return 1
     done
 }
-export -f bench compare
+shared() {  # shared K N: detect-corpus over the first N detect texts with K processes on the GPU
+    local k=$1 n=$2 start
+    head -n "$n" "$WORK/texts.jsonl" >"$WORK/shared-in.jsonl"
+    rm -rf "$WORK/shared-out.jsonl" "$WORK/shared-out.jsonl.parts"
+    start=$EPOCHREALTIME
+    $PY -m watermark detect-corpus --input "$WORK/shared-in.jsonl" --output "$WORK/shared-out.jsonl" \
+        --accelerator gpu --devices 1 --shard-size 64 --processes-per-gpu "$k" || return 1
+    awk -v k="$k" -v n="$n" -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf \
+        "{\"corpus_processes_per_gpu\": %d, \"texts\": %d, \"seconds\": %.1f, \"texts_per_s\": %.1f}\n", \
+        k, n, b - a, n / (b - a) }' >>"$RESULTS"
+    cp "$WORK/shared-out.jsonl" "$WORK/shared-$k.jsonl"
+}
+shared_all() {  # the startup of the K processes (model loading) is inside each figure
+    shared 1 512 && shared 4 2000 && shared 8 2000 || return 1
+    $PY -c "import json, sys
+one, eight = ([json.loads(x) for x in open(f)][:512] for f in sys.argv[1:])
+print(json.dumps({'shared_same_verdicts': sum(a['is_watermarked'] == b['is_watermarked'] for a, b in zip(one, eight)),
+    'of': len(one), 'max_p_diff': max(abs(a['p_value'] - b['p_value']) for a, b in zip(one, eight))}))" \
+        "$WORK/shared-1.jsonl" "$WORK/shared-8.jsonl" >>"$RESULTS"
+}
+export -f bench compare shared shared_all
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$LOG" 2>&1
 $PY -c "import torch, transformers, sentence_transformers as st; print('torch', torch.__version__, \
@@ -72,6 +94,7 @@ step generate 200 bench generate --batches "${GEN_BATCHES:-1,16,64}" --dtypes fl
     --modes plain,fused
 step detect 150 bench detect --texts 256 --detect-batches 64,256 --embed-batches 256 \
     --workers 0,8 --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
+step shared 240 shared_all
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \
     --profile-workers 0
 step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \
