@@ -1,6 +1,7 @@
 """Command line: ``python -m evaluation --config YAML [--quick] [--set KEY=VALUE ...] [--out DIR]``.
 
 Prints a JSON summary (paths and wall time) on stdout; progress bars and logs go to stderr.
+``--generate-only`` makes the generations and stops (:func:`evaluation.experiment.generate_only`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from pathlib import Path
 import yaml
 
 from evaluation.config import EvalConfig
-from evaluation.experiment import run_experiment
+from evaluation.experiment import generate_only, run_experiment
 from evaluation.report import write_report
 from watermark.core.config import secret_fields
+from watermark.core.errors import UserError
 
 
 def _clean(obj):
@@ -32,15 +34,16 @@ def _clean(obj):
     return obj
 
 
-def _run(cfg: EvalConfig, progress: bool) -> dict:
-    """The experiment; without ``progress``, transformers' model-loading bars are off too."""
+def _run(cfg: EvalConfig, progress: bool, stage=run_experiment) -> dict:
+    """The experiment (or another ``stage``); without ``progress``, transformers' model-loading
+    bars are off too."""
     from transformers.utils import logging as hf_logging
 
     shown = hf_logging.is_progress_bar_enabled()
     if not progress:
         hf_logging.disable_progress_bar()
     try:
-        return run_experiment(cfg, progress=progress)
+        return stage(cfg, progress=progress)
     finally:
         if shown:
             hf_logging.enable_progress_bar()
@@ -66,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         "--report-only", action="store_true", help="re-write the report from results.json"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--generate-only",
+        action="store_true",
+        help="only make the main and curve methods' generations (e.g. on a GPU, device: cuda)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
@@ -78,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     out, report_dir = Path(cfg.out_dir), Path(args.report_dir or cfg.out_dir)
     words = argv if argv is not None else sys.argv[1:]
     command = "python -m evaluation " + " ".join(shlex.quote(a) for a in words)
+    if args.generate_only:
+        try:
+            print(json.dumps(_run(cfg, not args.no_progress, generate_only)))
+        except UserError as err:  # e.g. device: cuda where there is none
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        return 0
     if args.report_only:
         results = json.loads((out / "results.json").read_text(encoding="utf-8"))
         for secret in secret_fields():  # results written before the secrets were left out

@@ -57,10 +57,16 @@ def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
     return [table[k]["cos"] for k in keys]
 
 
+def curve_units(ev) -> list[dict]:
+    """The units whose prompts the curve methods continue."""
+    cfg = ev.cfg
+    return ev.all_units[cfg.curve_offset : cfg.curve_offset + cfg.curve_prompts]
+
+
 def run_curves(ev) -> dict:
     """All rows (method x attack, ``none`` first) on the curve units."""
     cfg = ev.cfg
-    units = ev.all_units[cfg.curve_offset : cfg.curve_offset + cfg.curve_prompts]
+    units = curve_units(ev)
     if len(units) < cfg.curve_prompts:
         logger.warning("only %d curve units after offset %d", len(units), cfg.curve_offset)
     humans = [u["human"] for u in units]

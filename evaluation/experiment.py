@@ -13,7 +13,7 @@ import time
 import torch
 
 from evaluation.config import EvalConfig
-from evaluation.curves import run_curves
+from evaluation.curves import curve_units, run_curves
 from evaluation.frontier import run_frontier
 from evaluation.metrics import median
 from evaluation.run import Evaluation, score_detections
@@ -76,6 +76,24 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     timings["total"] = time.perf_counter() - start
     results["seconds"] = timings
     return results
+
+
+def generate_only(cfg: EvalConfig, progress: bool = True) -> dict:
+    """Makes (or finds cached) the generations of the main methods and of the curve methods,
+    and nothing else: the part of a run that needs the generator, e.g. on a GPU machine
+    (``device: cuda``) whose cache a CPU run then reads. Returns texts per method and stage."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    start = time.perf_counter()
+    ev = Evaluation(cfg, progress)
+    made: dict[str, int] = {}
+    for name, method in ev.methods.items():
+        made[name] = len(ev.generations(method, ev.units))
+    if cfg.curve_prompts:
+        units = curve_units(ev)
+        for name in cfg.curve_methods:
+            made[f"curves {name}"] = len(ev.generations(ev.method(name), units))
+    return {"generated": made, "device": str(ev.device), "seconds": time.perf_counter() - start}
 
 
 def _human_gens(ev: Evaluation) -> list[dict]:

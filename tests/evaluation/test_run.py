@@ -249,3 +249,28 @@ def test_cuda_generations_are_cached_apart_and_read_without_cuda(
     ] * 4
     again = cpu.generations(cpu.method("ours"), units, new_tokens=6)  # the CPU's own, untouched
     assert [g["text"] for g in again] == [g["text"] for g in made]
+
+
+def test_generate_only_fills_the_generation_cache_and_stops(
+    tmp_path: Path, tiny_embedder_dir: Path, capsys, monkeypatch
+) -> None:
+    import torch
+
+    from evaluation.__main__ import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config = str(_tiny_setup(tmp_path, tiny_embedder_dir))
+    small = ["--set", "methods=[ours, kgw1]", "--set", "curve_methods=[ours, ours-a0]"]
+    capsys.readouterr()
+    assert main(["--config", config, "--generate-only", "--no-progress", *small]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["generated"] == {"ours": 6, "kgw1": 6, "curves ours": 4, "curves ours-a0": 4}
+    assert summary["device"] == "cpu"
+    out = tmp_path / "out"
+    assert not (out / "results.json").exists()  # nothing but the generations
+    assert {p.name for p in (out / "cache").glob("*.jsonl")} == {"generations.jsonl"}
+    lines = (out / "cache/generations.jsonl").read_text().splitlines()
+    assert len(lines) == 6 + 6 + 4  # the curves' ours shares the main run's first 4 prompts
+    argv = ["--config", config, "--generate-only", "--no-progress", *small, "--set", "device=cuda"]
+    assert main(argv) == 2  # no CUDA here, and no CUDA generations cached
+    assert "error: generations of ours on CUDA" in capsys.readouterr().err
