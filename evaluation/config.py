@@ -148,10 +148,10 @@ class EvalConfig:
             kgw_delta: 1.0}}`` (the strength sweeps of the matched-quality comparison).
         threads: torch threads (0: torch's default).
         device: Where the generator and our watermark's models run: ``cpu`` (default),
-            ``cuda``, ``cuda:N`` or ``auto`` (CUDA when available). Texts generated on CUDA are
-            cached under their own keys (its sampling draws other tokens than the CPU's), so a
-            run on the CPU that names ``cuda`` reads them and goes on with the later stages;
-            it stops with an error only if a CUDA generation it needs is missing.
+            ``cuda``, ``cuda:N`` or ``auto`` (CUDA when available). Each generation's record
+            names the device that made it (CUDA samples other tokens than the CPU), and a
+            cached generation is read whichever device made it: ``--generate-only`` on a GPU
+            machine, then the rest of the run on the CPU, reading that cache.
         quick: Overrides applied by ``--quick``.
     """
 

@@ -85,6 +85,7 @@ def run_curves(ev) -> dict:
             "rep4": quality["rep4"],
             "ppl_texts": quality["ppl"],
             "rep4_texts": quality["rep4_texts"],
+            "generated_on": sorted({g.get("device", "cpu") for g in gens}),
         }
         if name == "unwatermarked" or not cfg.curve_detect:  # quality rows only
             rows.append({"method": name, "attack": "none", **quality})

@@ -3,7 +3,8 @@
 :class:`Evaluation` loads the generator, the methods and the oracle once, and computes each stage
 through :class:`evaluation.store.Store`, so a re-run (after an interruption, or with a new
 attack or metric) only computes what is missing. Cache keys hold everything a result depends on
-(method settings, generator, seed, lengths, the text itself).
+(method settings, generator, seed, lengths, the text itself), except the device that made a
+generation: its record names it, and a run reads it on any device (``device``, ``--generate-only``).
 
 Generation: units are cut into fixed batches in order; batch ``b`` samples with seed
 ``seed + b`` for every method, with top-k / top-p after the watermark and EOS blocked before
@@ -37,7 +38,7 @@ from evaluation.store import Store
 from evaluation.synthid import SynthIDMethod
 from watermark.api import Watermark
 from watermark.core.config import as_config
-from watermark.core.errors import UserError
+from watermark.core.devices import resolve_device
 from watermark.core.models import load_lm
 from watermark.core.text import encode_text
 from watermark.sentence_generation import generate_text
@@ -76,20 +77,6 @@ def words_kept(originals: list[str], attacked: list[str]) -> float:
     return sum(shares) / max(1, len(shares))
 
 
-def generation_device(name: str) -> tuple[torch.device, str]:
-    """Where the generator runs, and the tag its generations' cache keys carry (empty on the
-    CPU). ``auto`` is CUDA when available. Where ``name`` asks for CUDA and there is none, the
-    models stay on the CPU and the tag stays: cached CUDA generations are read, and
-    :meth:`Evaluation.generations` refuses to make new ones."""
-    wants_cuda = torch.cuda.is_available() if name == "auto" else name.startswith("cuda")
-    if not wants_cuda:
-        return torch.device("cpu"), ""
-    if not torch.cuda.is_available():
-        logger.warning("device %s: no CUDA here, so only cached CUDA generations are read", name)
-        return torch.device("cpu"), "cuda"
-    return torch.device("cuda" if name == "auto" else name), "cuda"
-
-
 class Evaluation(AttackStage):
     """Models, methods and cached stages of one :class:`EvalConfig`."""
 
@@ -98,7 +85,7 @@ class Evaluation(AttackStage):
         self.out = cfg.output_path()
         self.store = Store(self.out / "cache")
         self.model, self.tokenizer = load_lm(cfg.resolve(cfg.generator))
-        self.device, self.device_tag = generation_device(cfg.device)
+        self.device = resolve_device(cfg.device)  # a UserError if CUDA is asked and absent
         self.model.eval().to(self.device)
         wm_cfg = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
         if wm_cfg.generator != cfg.generator:
@@ -186,22 +173,17 @@ class Evaluation(AttackStage):
     def generations(
         self, method: Method, units: list[dict], new_tokens: int | None = None, tag: str = ""
     ) -> list[dict]:
-        """``{"text", "ids", "seconds"}`` per unit (``seconds``: batch time / batch size)."""
+        """``{"text", "ids", "seconds", "device"}`` per unit (``seconds``: batch time / batch
+        size; ``device``: the type of the device that made it, absent in records older than the
+        field, which the CPU made). A cached generation is read whichever device made it."""
         cfg = self.cfg
         new = new_tokens or cfg.new_tokens
         low = min(cfg.min_new_tokens, new)
         prefix = f"{tag}{method.key}|{cfg.generator}|{cfg.seed}|{new}|{low}|{cfg.batch_size}"
-        if self.device_tag:  # made on CUDA: other draws than the CPU's
-            prefix += f"|{self.device_tag}"
         table = self.store.table("generations")
         keys = [f"{prefix}|{u['id']}" for u in units]
         batches = range(0, len(units), cfg.batch_size)
         todo = [b for b in batches if any(k not in table for k in keys[b : b + cfg.batch_size])]
-        if todo and self.device_tag and self.device.type != "cuda":
-            raise UserError(
-                f"generations of {tag}{method.name} on CUDA (device: {cfg.device}) are not "
-                f"cached ({len(todo)} of {len(batches)} batches); make them where CUDA is"
-            )
         bar = tqdm(
             total=len(todo) * cfg.batch_size,
             desc=f"generate {tag}{method.name}",
@@ -228,7 +210,13 @@ class Evaluation(AttackStage):
             self.store.put(
                 "generations",
                 [
-                    {"key": keys[b + i], "text": o.text, "ids": o.token_ids, "seconds": seconds}
+                    {
+                        "key": keys[b + i],
+                        "text": o.text,
+                        "ids": o.token_ids,
+                        "seconds": seconds,
+                        "device": self.device.type,
+                    }
                     for i, o in enumerate(outs)
                 ],
             )

@@ -211,44 +211,28 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     )
 
 
-def test_cuda_generations_are_cached_apart_and_read_without_cuda(
+def test_generations_read_from_the_cache_whichever_device_made_them(
     tmp_path: Path, tiny_embedder_dir: Path, monkeypatch
 ) -> None:
     import torch
 
-    from evaluation.run import generation_device
     from watermark.core.errors import UserError
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert generation_device("cpu") == (torch.device("cpu"), "")
-    assert generation_device("auto") == (torch.device("cpu"), "")
-    assert generation_device("cuda:1") == (torch.device("cpu"), "cuda")  # reads its cache only
     config = _tiny_setup(tmp_path, tiny_embedder_dir)
-    cpu = Evaluation(EvalConfig.load(config), progress=False)
-    units = cpu.units[:4]  # one batch
-    made = cpu.generations(cpu.method("ours"), units, new_tokens=6)
-    ev = Evaluation(EvalConfig.load(config, overrides=["device=cuda"]), progress=False)
-    assert (ev.device.type, ev.device_tag) == ("cpu", "cuda")
-    with pytest.raises(
-        UserError, match=r"generations of ours on CUDA .* not cached \(1 of 1 batches\)"
-    ):
-        ev.generations(ev.method("ours"), units, new_tokens=6)
-    # what a CUDA machine would have written: the same records under keys tagged "cuda"
-    table = cpu.store.table("generations")
-    ev.store.put(
-        "generations",
-        [
-            {**r, "key": r["key"].replace(f"|{u['id']}", f"|cuda|{u['id']}"), "text": "on cuda"}
-            for u in units
-            for r in [next(v for k, v in table.items() if k.endswith(f"|{u['id']}"))]
-        ],
-    )
-    ev = Evaluation(EvalConfig.load(config, overrides=["device=cuda"]), progress=False)
-    assert [g["text"] for g in ev.generations(ev.method("ours"), units, new_tokens=6)] == [
-        "on cuda"
-    ] * 4
-    again = cpu.generations(cpu.method("ours"), units, new_tokens=6)  # the CPU's own, untouched
-    assert [g["text"] for g in again] == [g["text"] for g in made]
+    with pytest.raises(UserError, match="CUDA is not available"):
+        Evaluation(EvalConfig.load(config, overrides=["device=cuda"]), progress=False)
+    ev = Evaluation(EvalConfig.load(config, overrides=["device=auto"]), progress=False)
+    units = ev.units[:4]  # one batch
+    made = ev.generations(ev.method("ours"), units, new_tokens=6)
+    assert {g["device"] for g in made} == {"cpu"}
+    # what a CUDA machine would have written under the same keys
+    table = ev.store.table("generations")
+    ev.store.put("generations", [{**r, "text": "on cuda", "device": "cuda"} for r in made])
+    again = Evaluation(EvalConfig.load(config), progress=False)
+    found = again.generations(again.method("ours"), units, new_tokens=6)
+    assert [(g["text"], g["device"]) for g in found] == [("on cuda", "cuda")] * 4
+    assert len(table) == 4
 
 
 def test_generate_only_fills_the_generation_cache_and_stops(
@@ -272,5 +256,5 @@ def test_generate_only_fills_the_generation_cache_and_stops(
     lines = (out / "cache/generations.jsonl").read_text().splitlines()
     assert len(lines) == 6 + 6 + 4  # the curves' ours shares the main run's first 4 prompts
     argv = ["--config", config, "--generate-only", "--no-progress", *small, "--set", "device=cuda"]
-    assert main(argv) == 2  # no CUDA here, and no CUDA generations cached
-    assert "error: generations of ours on CUDA" in capsys.readouterr().err
+    assert main(argv) == 2  # no CUDA here
+    assert "error: device 'cuda': CUDA is not available" in capsys.readouterr().err
