@@ -7,13 +7,15 @@
 #
 #   bash benchmarks/gpu_suite.sh OUT_DIR [STEPS]
 #
-# STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,shared,profile,train,corpus (default:
-# all, in that order). Each step has its own time limit and the suite goes on when one fails;
+# STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,shared,sentences,profile,
+# train,corpus (default: all, in that order). Each step has its own time limit and the suite goes on when one fails;
 # OUT_DIR/results.jsonl gets one JSON object per finished benchmark and OUT_DIR/suite.log the rest.
 # SUITE_SECONDS (default 3600) bounds the whole run: a step gets at most the time left, and one with
 # under 20 s left is skipped. GEN_BATCHES sets generate's batch sizes (default 1,16,64). `shared`
 # times detect-corpus with 1, 4 and 8 processes on the GPU (--processes-per-gpu) over the texts
-# that `detect` writes, so it runs after `detect`.
+# that `detect` writes, so it runs after `detect`. `sentences` generates the sentence layer's
+# texts for issue 54 (SENTENCE_METHODS, default ours-s16c4o-n16) into OUT/eval-sentences/cache:
+# append its generations.jsonl to runs/eval/paraphrase-claim/cache/ here.
 # On an H200 (2026-11-26) the steps took: tiny 53 s, real 64 s (GGUF conversion included), generate
 # 175 s (with batch 256), train 67 s + 28 s. On 2026-11-27: tiny 68 s, real 57 s, generate 126 s
 # (batches 1,16,64), detect 92 s; agree 64 texts under 95 s; profile with 8 detection workers did
@@ -21,7 +23,7 @@
 # benchmarks/gpu_stage.sh.
 set -u
 OUT=${1:?usage: gpu_suite.sh OUT_DIR [STEPS]}
-STEPS=${2:-tiny,real,agree,generate,detect,shared,profile,train,corpus}
+STEPS=${2:-tiny,real,agree,generate,detect,shared,sentences,profile,train,corpus}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 # tokenizers keep their thread pool: detection tokenizes every step's window for the embedder,
@@ -95,6 +97,9 @@ step generate 200 bench generate --batches "${GEN_BATCHES:-1,16,64}" --dtypes fl
 step detect 150 bench detect --texts 256 --detect-batches 64,256 --embed-batches 256 \
     --workers 0,8 --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
 step shared 240 shared_all
+step sentences 300 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
+    --generate-only --no-progress --set device=cuda --out "$OUT/eval-sentences" \
+    --set "curve_methods=[${SENTENCE_METHODS:-ours-s16c4o-n16}]"
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \
     --profile-workers 0
 step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \
