@@ -88,7 +88,8 @@ $PY -c "import torch, transformers, sentence_transformers as st; print('torch', 
 
 step tiny 150 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
     tests/watermark/core/test_devices.py tests/watermark/test_generation.py \
-    tests/watermark/test_detector.py tests/watermark/test_processor.py
+    tests/watermark/test_detector.py tests/watermark/test_processor.py \
+    tests/watermark/test_sentence_layer.py
 step real 240 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
     tests/watermark/test_real.py
 step agree 100 bench agree --texts 64 --new-tokens 128
