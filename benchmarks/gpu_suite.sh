@@ -14,7 +14,7 @@
 # under 20 s left is skipped. GEN_BATCHES sets generate's batch sizes (default 1,16,64). `shared`
 # times detect-corpus with 1, 4 and 8 processes on the GPU (--processes-per-gpu) over the texts
 # that `detect` writes, so it runs after `detect`. `sentences` generates the sentence layer's
-# texts for issue 54 (SENTENCE_METHODS, default ours-s16c4o-n16) into OUT/eval-sentences/cache:
+# texts for issue 54 (SENTENCE_METHODS, default ours-robust) into OUT/eval-sentences/cache:
 # append its generations.jsonl to runs/eval/paraphrase-claim/cache/ here.
 # On an H200 (2026-11-26) the steps took: tiny 53 s, real 64 s (GGUF conversion included), generate
 # 175 s (with batch 256), train 67 s + 28 s. On 2026-11-27: tiny 68 s, real 57 s, generate 126 s
@@ -100,7 +100,7 @@ step detect 150 bench detect --texts 256 --detect-batches 64,256 --embed-batches
 step shared 240 shared_all
 step sentences 300 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
     --generate-only --no-progress --set device=cuda --out "$OUT/eval-sentences" \
-    --set "curve_methods=[${SENTENCE_METHODS:-ours-s16c4o-n16}]"
+    --set "curve_methods=[${SENTENCE_METHODS:-ours-robust}]"
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \
     --profile-workers 0
 step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \

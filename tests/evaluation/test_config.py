@@ -62,3 +62,19 @@ def test_key_values_reads_each_value_as_yaml() -> None:
     for bad in ("loop_penalty", "=1"):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             key_values([bad])
+
+
+def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() -> None:
+    from watermark.core.config import WatermarkConfig
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = EvalConfig.load(root / "configs/evaluation/sentence-rewrites.yaml")
+    base = WatermarkConfig.load(cfg.resolve(cfg.watermark_config))
+    spec = {k: v for k, v in cfg.variants["ours-robust"].items() if k != "base"}
+    robust = WatermarkConfig.load(root / "configs/watermark-robust.json")
+    assert base.evolve(**spec) == robust
+    assert robust.sentence_bits == 16 and robust.sentence_candidates == 16
+    shipped = WatermarkConfig.default().to_dict()
+    changed = {k for k, v in robust.to_dict().items() if v != shipped[k]}
+    layer = {"sentence_bits", "sentence_context_bits", "sentence_keying", "sentence_candidates"}
+    assert changed - {"mapper_digest", "embedder_digest"} == layer  # the default + the layer
