@@ -182,3 +182,23 @@ def test_fewer_pending_shards_than_processes_still_give_each_process_one(setup, 
             got = [shards[i]["shard"] for i in DistributedSampler(shards, world, rank, False)]
             assert got == [4]
     assert len(barriers) == 3
+
+
+@pytest.mark.parametrize(
+    "rank, shared, expected", [(5, 2, "cuda:1"), (3, 1, "cuda:0"), (3, 0, "cpu")]
+)
+def test_each_process_loads_its_models_on_its_share_of_the_gpus(
+    monkeypatch, rank: int, shared: int, expected: str
+) -> None:
+    import torch
+
+    from watermark.api import Watermark
+    from watermark.app.bulk import DetectionModule
+
+    loaded = {}
+    monkeypatch.setattr(Watermark, "load", lambda config, device, dtype: loaded.update(at=device))
+    module = DetectionModule(None, None, False, shared_gpus=shared)
+    strategy = SimpleNamespace(root_device=torch.device("cpu"))
+    module._trainer = SimpleNamespace(strategy=strategy, local_rank=rank)
+    module.setup("predict")
+    assert str(loaded["at"]) == expected
