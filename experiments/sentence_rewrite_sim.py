@@ -43,7 +43,13 @@ from evaluation.metrics import detection_metrics  # noqa: E402
 from evaluation.store import Store  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import SentenceKey, fisher, sentence_spans, sentence_test  # noqa: E402
+from watermark.core.sentences import (  # noqa: E402
+    SentenceKey,
+    fisher,
+    sentence_spans,
+    sentence_test,
+    two_point_sf,
+)
 
 FORCED = "llm_forced[qwen2.5-coder-1.5b]@t1r4+facts|1.0|0"
 ints = lambda x: [int(n) for n in x.split(",")]  # noqa: E731
@@ -107,23 +113,71 @@ def sign_figures(vo: torch.Tensor, vr: torch.Tensor, moved: dict) -> dict:
     }
 
 
-def chosen(vo, key, length, pick, rng):
-    """Rows of one text, each the best of ``pick`` unused rows in its group."""
+def chosen(vo, key, length, pick, rng, choice="tanh"):
+    """Rows of one text, each the best of ``pick`` unused rows in its group: by the product's
+    score (``tanh``), or (``llr``) by the sum of the llr weights of its hits less those of its
+    misses (margins over each sentence's own mean |v|)."""
     rows: list[int] = []
     for _ in range(length):
         cand = torch.tensor(rng.sample([i for i in range(vo.shape[0]) if i not in rows], pick))
         previous = vo[rows[-1]].expand(pick, -1) if rows else None
-        rows.append(
-            int(cand[int(torch.argmax(key.scores(vo[cand], key.groups(vo[cand], previous))))])
-        )
+        x = vo[cand]
+        groups = key.groups(x, previous)
+        if choice == "tanh":
+            score = key.scores(x, groups)
+        else:
+            w = weights(x[:, key.dims].abs() / x.abs().mean(1, keepdim=True), choice)
+            score = (w * (2 * key.hits(x, groups).long() - 1)).sum(1).float()
+        rows.append(int(cand[int(torch.argmax(score))]))
     return rows
 
 
-def p_value(x: torch.Tensor, previous: torch.Tensor | None, key: SentenceKey) -> float:
+# weights of a tested output by its margin |v| / (the output's mean |v| over the pool): "sign"
+# counts hits (the product's test); "linear" weighs a hit by its margin, capped at 3; "llr" by
+# log((1 - q) / q) of the measured flip rate q in the margin's bin (sign_figures: 0.651, 0.824,
+# 0.928 and 0.979 of the signs kept below 0.5, 0.5-1, 1-2 and above 2)
+LLR_BINS = ((0.5, 0.62), (1.0, 1.54), (2.0, 2.56), (float("inf"), 3.84))
+WEIGHT_STEPS = 8  # weights are rounded to 1/8: integer sums keep the null exact
+
+
+def weights(margin: torch.Tensor, kind: str) -> torch.Tensor:
+    """Integer weights (in 1/:data:`WEIGHT_STEPS`) of tested outputs by their margins."""
+    if kind == "linear":
+        w = margin.clamp(max=3.0)
+    else:  # llr
+        w = torch.full_like(margin, LLR_BINS[-1][1])
+        for hi, value in reversed(LLR_BINS):
+            w = torch.where(margin < hi, torch.full_like(margin, value), w)
+    return (w * WEIGHT_STEPS).round().long()
+
+
+def p_value(
+    x: torch.Tensor,
+    previous: torch.Tensor | None,
+    key: SentenceKey,
+    kind: str = "sign",
+    scale: torch.Tensor | None = None,
+) -> float:
     """The exact sentence test of a text of sentence outputs x (predecessors: ``previous``,
-    ``None``: x's own order)."""
+    ``None``: x's own order). With ``kind`` linear or llr, each hit counts its weight: given the
+    text and the key's outputs, each (group, output) target is still a fair coin, so the cell
+    adds the weights of its positive or of its negative sentences, each with probability 1/2."""
     groups = key.text_groups(x, previous)
-    return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0)
+    positive, hits = x[:, key.dims] > 0, key.hits(x, groups)
+    if kind == "sign":
+        return sentence_test(hits, groups, positive)
+    if scale is None:  # each sentence's own mean |v| over all outputs: known from the text
+        scale_rows = x.abs().mean(1, keepdim=True)
+        w = weights(x[:, key.dims].abs() / scale_rows, kind)
+    else:
+        w = weights(x[:, key.dims].abs() / scale[key.dims], kind)
+    pairs = []
+    for g in groups.unique().tolist():
+        rows = groups == g
+        up = (w[rows] * positive[rows]).sum(0)
+        down = (w[rows] * ~positive[rows]).sum(0)
+        pairs += list(zip(up.tolist(), down.tolist()))
+    return two_point_sf(int((w * hits).sum()), pairs)
 
 
 def rewritten_previous(vr, rows, kept, rng):
@@ -155,6 +209,14 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=0, help="0: the originals' median")
     parser.add_argument("--texts", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--weights", default="sign", help="sign,linear,llr: the test's weights")
+    parser.add_argument("--choice", default="tanh", help="tanh (the product's score) or llr")
+    parser.add_argument(
+        "--scale",
+        default="pool",
+        help="margins over: pool (each output's mean |v| in the pool) or own (each sentence's "
+        "mean |v| over all outputs)",
+    )
     args = parser.parse_args()
     pairs = pairs_of(Store(Path(args.out) / "cache"), args.attack, args.methods)
     if not pairs:
@@ -175,19 +237,21 @@ def main() -> None:
 def simulate(args, vo, vr, figures, token_p, length, bits, context, keying, secret) -> None:
     """One setting's line: N = each of ``args.candidates``."""
     key = SentenceKey.of(secret, vo.shape[1], bits, context, "previous" if context == 0 else keying)
-    for pick in args.candidates:
+    scale = vo.abs().mean(0) if args.scale == "pool" else None
+    for pick, kind in [(n, k) for n in args.candidates for k in args.weights.split(",")]:
         rng = random.Random(args.seed)
         marked, after, human = [], [], []
         for _ in range(args.texts):
-            rows = chosen(vo, key, length, pick, rng)
-            marked.append(p_value(vo[rows], None, key))
+            rows = chosen(vo, key, length, pick, rng, args.choice)
+            marked.append(p_value(vo[rows], None, key, kind, scale))
             prev = rewritten_previous(vr, rows, figures["predecessor_kept"], rng)
-            after.append(p_value(vr[rows], prev, key))
+            after.append(p_value(vr[rows], prev, key, kind, scale))
             base = rng.sample(range(vo.shape[0]), length)
-            human.append(p_value(vo[base], None, key))
+            human.append(p_value(vo[base], None, key, kind, scale))
         combined = [fisher([p, rng.choice(token_p)]) for p in after]
         human_combined = [fisher([p, rng.random()]) for p in human]
         row = {"bits": bits, "context_bits": context, "keying": keying, "candidates": pick}
+        row["weights"], row["scale"], row["choice"] = kind, args.scale, args.choice
         for name, pos, neg in (
             ("unattacked", marked, human),
             ("rewritten", after, human),

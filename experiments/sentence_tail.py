@@ -75,10 +75,11 @@ def table(token_p: np.ndarray, window_p: np.ndarray, sent: np.ndarray) -> dict:
     }
 
 
-def setting(text: str) -> tuple[str, int, int]:
-    """``keying:context_bits:bits``, e.g. ``own:2:32``."""
-    keying, context, bits = text.split(":")
-    return keying, int(context), int(bits)
+def setting(text: str) -> tuple[str, int, int, str]:
+    """``keying:context_bits:bits[:test]``, e.g. ``own:2:32`` or ``own:4:16:margin`` (the test
+    counts ``hits`` unless named)."""
+    keying, context, bits, *test = text.split(":")
+    return keying, int(context), int(bits), test[0] if test else "hits"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         "--settings",
         type=lambda x: [setting(s) for s in x.split(",")],
         default=[setting("own:2:32")],
-        help="comma-separated keying:context_bits:bits",
+        help="comma-separated keying:context_bits:bits[:test]",
     )
     args = parser.parse_args(argv)
     cfg = WatermarkConfig.load(args.config)
@@ -116,8 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     for s in spans:
         per_text.append(outputs[at : at + len(s)])
         at += len(s)
-    for keying, context, bits in args.settings:
-        keys = [SentenceKey.of(k, outputs.shape[1], bits, context, keying) for k in secrets]
+    for keying, context, bits, test in args.settings:
+        keys = [SentenceKey.of(k, outputs.shape[1], bits, context, keying, test) for k in secrets]
         sent = np.array(
             [
                 [test_sentences(key, s, t, v).p_value for key in keys]
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
             ]
         )
         out = {
-            "setting": {"keying": keying, "context_bits": context, "bits": bits},
+            "setting": {"keying": keying, "context_bits": context, "bits": bits, "test": test},
             "passages": len(texts),
             "keys": len(secrets),
             "sentences_per_passage": round(len(flat) / len(texts), 2),

@@ -40,6 +40,7 @@ class SentenceLayer:
             int(cfg.sentence_bits),
             int(cfg.sentence_context_bits),
             str(cfg.sentence_keying),
+            str(cfg.sentence_test),
         )
 
     def outputs(self, sentences: Sequence[str]) -> torch.Tensor:

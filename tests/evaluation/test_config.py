@@ -73,8 +73,9 @@ def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() 
     spec = {k: v for k, v in cfg.variants["ours-robust"].items() if k != "base"}
     robust = WatermarkConfig.load(root / "configs/watermark-robust.json")
     assert base.evolve(**spec) == robust
-    assert robust.sentence_bits == 16 and robust.sentence_candidates == 16
+    assert robust.sentence_bits == 32 and robust.sentence_candidates == 32
     shipped = WatermarkConfig.default().to_dict()
     changed = {k for k, v in robust.to_dict().items() if v != shipped[k]}
     layer = {"sentence_bits", "sentence_context_bits", "sentence_keying", "sentence_candidates"}
+    layer.add("sentence_test")
     assert changed - {"mapper_digest", "embedder_digest"} == layer  # the default + the layer

@@ -39,3 +39,23 @@ def test_the_choice_lowers_p_and_own_groups_ignore_the_predecessor() -> None:
     rows = chosen[0]
     shuffled = v[rows].roll(2, 0)  # other predecessors: only the previous keying cares
     assert sim.p_value(v[rows], shuffled, key) == sim.p_value(v[rows], v[rows].roll(1, 0), key)
+
+
+def test_the_weighted_tests_are_exact_over_the_keys_targets() -> None:
+    import itertools
+    from dataclasses import replace
+
+    v = torch.randn(5, 12, generator=torch.Generator().manual_seed(1))
+    scale = v.abs().mean(0)
+    for kind, context in (("linear", 0), ("llr", 1)):
+        key = SentenceKey.of("k", 12, 3, context, "own")
+        groups = key.text_groups(v)
+        w = sim.weights(v[:, key.dims].abs() / scale[key.dims], kind)
+        observed = int((w * key.hits(v, groups)).sum())
+        cells = key.targets.numel()
+        as_high = 0
+        for bits in itertools.product([False, True], repeat=cells):  # every target assignment
+            other = replace(key, targets=torch.tensor(bits).reshape(key.targets.shape))
+            as_high += int((w * other.hits(v, groups)).sum()) >= observed
+        assert sim.p_value(v, None, key, kind, scale) == as_high / 2**cells
+    assert sim.weights(torch.tensor([0.2, 0.7, 1.5, 9.0]), "llr").tolist() == [5, 12, 20, 31]

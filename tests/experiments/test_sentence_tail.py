@@ -29,5 +29,6 @@ def test_uniform_parts_combine_to_the_nominal_rate() -> None:
     assert strong["combined_whole"]["p<0.01"]["mean"] > 0.3
 
 
-def test_setting_parses_keying_context_and_bits() -> None:
-    assert sentence_tail.setting("own:2:32") == ("own", 2, 32)
+def test_setting_parses_keying_context_bits_and_the_test() -> None:
+    assert sentence_tail.setting("own:2:32") == ("own", 2, 32, "hits")
+    assert sentence_tail.setting("own:4:16:margin") == ("own", 4, 16, "margin")

@@ -87,6 +87,8 @@ class Design:
             further outputs (0: one global set of targets).
         sentence_keying: Where those c signs are read: ``previous`` (the previous sentence) or
             ``own`` (the sentence itself, so a rewrite that reorders sentences keeps its group).
+        sentence_test: ``hits`` (count the keyed signs that hit their targets) or ``margin``
+            (weigh each hit by how far its output sits from zero; still exact over keys).
     """
 
     vocab_size: int | None = setting(SHARED, None)
@@ -110,3 +112,4 @@ class Design:
     sentence_candidates: int = setting(SAMPLING, 4)
     sentence_context_bits: int = setting(SHARED, 0)
     sentence_keying: str = setting(SHARED, "previous", choices=("previous", "own"))
+    sentence_test: str = setting(SHARED, "hits", choices=("hits", "margin"))

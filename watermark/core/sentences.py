@@ -25,6 +25,14 @@ target for (g, i) is +1 or -1 with probability 1/2 each, independently, so h_{g,
 whatever the sentences share (topic, style): the p-value P(T' >= T) is a convolution of two-point
 laws. For one fixed key it holds only as far as the keyed outputs are balanced over text (the
 worst of 20 keys flagged 3.1% of 353 human texts at p < 0.01: docs/research/sentence-layer.md).
+
+**The margin test** (``test = "margin"``) weighs each hit by how far its output sits from zero,
+since a rewrite flips a sign far from zero less often: the margin m = |v_{d_i}| / (the
+sentence's mean |v| over all D outputs) gets weight log((1 - q) / q) for the share q of signs a
+meaning-keeping rewrite flipped at that margin (:data:`MARGIN_WEIGHTS`). The weights are a
+function of the text and of which outputs are keyed, not of the targets, so each (g, i) still
+adds the weights of its positive or of its negative sentences with probability 1/2 each: the
+same exact convolution, over integer weights (in 1/:data:`WEIGHT_STEPS`).
 """
 
 from __future__ import annotations
@@ -65,6 +73,25 @@ def ends_sentence(piece: str) -> bool:
     return piece.rstrip(_CLOSERS)[-1:] in (".", "!", "?") if piece.strip() else False
 
 
+# (margin below, weight): log((1 - q) / q) of the flip rates q measured under the forced rewrite
+# (docs/research/sentence-layer.md, "Under the forced rewrite": 0.651, 0.824, 0.928 and 0.979 of
+# the signs kept below a margin of 0.5, 0.5-1, 1-2 and above 2)
+MARGIN_WEIGHTS = ((0.5, 0.62), (1.0, 1.54), (2.0, 2.56), (math.inf, 3.84))
+WEIGHT_STEPS = 8  # weights are whole eighths, so the weighted null is an exact convolution
+TESTS = ("hits", "margin")
+
+
+def margin_weights(v: torch.Tensor, dims: torch.Tensor) -> torch.Tensor:
+    """Long (N, b): the weight of each sentence's tested outputs ``dims`` by their margins
+    |v_d| / mean_D |v| (module docstring), in 1/:data:`WEIGHT_STEPS`."""
+    v = v.float().cpu()
+    margin = v[:, dims].abs() / v.abs().mean(dim=1, keepdim=True).clamp_min(1e-12)
+    weight = torch.full_like(margin, MARGIN_WEIGHTS[-1][1])
+    for below, value in reversed(MARGIN_WEIGHTS[:-1]):
+        weight = torch.where(margin < below, torch.full_like(margin, value), weight)
+    return (weight * WEIGHT_STEPS).round().long()
+
+
 def _generator(key: str, what: str) -> torch.Generator:
     seed = int.from_bytes(hashlib.sha256(f"{key}|sentence|{what}".encode()).digest()[:8], "little")
     return torch.Generator().manual_seed(seed)
@@ -80,27 +107,38 @@ class SentenceKey:
             sentence's own) pick the group.
         targets: Bool (2^c, b): the target sign (True: v > 0) per group and tested output.
         own: The group comes from the sentence's own context outputs, not its predecessor's.
+        margin: The test weighs each hit by its margin (:func:`margin_weights`).
     """
 
     dims: torch.Tensor
     context_dims: torch.Tensor
     targets: torch.Tensor
     own: bool = False
+    margin: bool = False
 
     @classmethod
     def of(
-        cls, key: str, num_dims: int, bits: int, context_bits: int = 0, keying: str = "previous"
+        cls,
+        key: str,
+        num_dims: int,
+        bits: int,
+        context_bits: int = 0,
+        keying: str = "previous",
+        test: str = "hits",
     ) -> SentenceKey:
         """The sentence key of secret ``key`` over D = ``num_dims`` mapper outputs, its groups
-        read from the ``"previous"`` sentence or the sentence's ``"own"`` outputs."""
+        read from the ``"previous"`` sentence or the sentence's ``"own"`` outputs, tested by
+        counting ``"hits"`` or weighing them by their ``"margin"``."""
         if bits < 1 or context_bits < 0 or bits + context_bits > num_dims:
             raise ValueError(f"need 1 <= bits and bits + context_bits <= {num_dims}")
         if keying not in ("previous", "own"):
             raise ValueError(f"keying must be 'previous' or 'own', got {keying!r}")
+        if test not in TESTS:
+            raise ValueError(f"test must be one of {TESTS}, got {test!r}")
         order = torch.randperm(num_dims, generator=_generator(key, "dims"))
         targets = torch.randint(0, 2, (2**context_bits, bits), generator=_generator(key, "signs"))
         dims, context = order[:bits], order[bits : bits + context_bits]
-        return cls(dims, context, targets.bool(), keying == "own")
+        return cls(dims, context, targets.bool(), keying == "own", test == "margin")
 
     @property
     def bits(self) -> int:
@@ -168,16 +206,22 @@ def two_point_sf(observed: int, pairs: Sequence[tuple[int, int]]) -> float:
     return float(min(1.0, law[observed:].sum())) if observed < len(law) else 0.0
 
 
-def sentence_test(hits: torch.Tensor, groups: torch.Tensor, positive: torch.Tensor) -> float:
+def sentence_test(
+    hits: torch.Tensor,
+    groups: torch.Tensor,
+    positive: torch.Tensor,
+    weights: torch.Tensor | None = None,
+) -> float:
     """Exact p-value of the hits (N, b) of N distinct sentences in their groups (N,), given
-    which tested outputs were positive (N, b) (module docstring)."""
+    which tested outputs were positive (N, b), each hit counting 1 or its integer weight
+    (N, b) (module docstring)."""
+    w = torch.ones_like(hits, dtype=torch.long) if weights is None else weights.long()
     pairs = []
     for g in groups.unique().tolist():
         rows = groups == g
-        n = int(rows.sum())
-        for c in positive[rows].sum(dim=0).tolist():
-            pairs.append((int(c), n - int(c)))
-    return two_point_sf(int(hits.sum()), pairs)
+        up, down = (w[rows] * positive[rows]).sum(0), (w[rows] * ~positive[rows]).sum(0)
+        pairs += [(int(a), int(b)) for a, b in zip(up.tolist(), down.tolist())]
+    return two_point_sf(int((w * hits).sum()), pairs)
 
 
 def fisher(p_values: Sequence[float]) -> float:
@@ -204,8 +248,9 @@ def test_sentences(
     index = torch.tensor(rows)
     hits = key.hits(v[index], groups[index])
     positive = v[index][:, key.dims] > 0
+    weights = margin_weights(v[index], key.dims) if key.margin else None
     return SentenceTest(
-        p_value=sentence_test(hits, groups[index], positive),
+        p_value=sentence_test(hits, groups[index], positive, weights),
         hits=int(hits.sum()),
         expected=len(rows) * key.bits / 2,
         num_sentences=len(rows),

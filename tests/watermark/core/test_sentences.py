@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from watermark.core.sentences import (
     SentenceKey,
     ends_sentence,
     fisher,
+    margin_weights,
     sentence_spans,
     sentence_test,
     two_point_sf,
@@ -109,6 +111,36 @@ def test_the_sentence_test_is_exact_over_keys_whatever_the_sentences_share() -> 
             ps.append(sentence_test(hits, groups, positive))
         for alpha in sorted(set(ps)):
             assert sum(p <= alpha for p in ps) / len(ps) <= alpha + 1e-12
+
+
+def test_the_margin_test_is_exact_over_keys_and_weighs_far_signs_more() -> None:
+    """Every target assignment of a key with its groups from each sentence's own signs: the
+    margin test's p-value is the share of assignments that weigh at least as much."""
+    v = torch.randn(6, 20, generator=torch.Generator().manual_seed(3))
+    v[:, :4] += 1.5  # the sentences share a lean on some outputs
+    key = SentenceKey.of("k", 20, 3, 1, "own", test="margin")
+    spans, text = [(i, i + 1, True) for i in range(6)], "abcdef"  # six distinct sentences
+    groups = key.text_groups(v)
+    w = margin_weights(v, key.dims)
+    observed = int((w * key.hits(v, groups)).sum())
+    ps, at_least = [], 0
+    for bits in itertools.product([False, True], repeat=key.targets.numel()):
+        other = replace(key, targets=torch.tensor(bits).reshape(key.targets.shape))
+        at_least += int((w * other.hits(v, groups)).sum()) >= observed
+        ps.append(read_sentences(other, spans, text, v).p_value)
+    assert read_sentences(key, spans, text, v).p_value == pytest.approx(at_least / len(ps))
+    for alpha in sorted(set(ps)):  # the level holds at every alpha
+        assert sum(p <= alpha for p in ps) / len(ps) <= alpha + 1e-12
+    # the margin |v| / mean |v|: below 0.5, 0.5-1, 1-2, above 2 -> 0.62, 1.54, 2.56, 3.84
+    row = torch.tensor([[-0.4, 0.7, -1.5, 3.0, 0.6, -0.6, 0.6, 0.6]])  # mean |v| = 1
+    assert margin_weights(row, torch.arange(4)).tolist() == [[5, 12, 20, 31]]
+    hits = SentenceKey.of("k", 20, 3, 1, "own")
+    assert (
+        not hits.margin
+        and read_sentences(hits, spans, text, v).hits == read_sentences(key, spans, text, v).hits
+    )  # the same hits, another weighing
+    with pytest.raises(ValueError, match="test must be one of"):
+        SentenceKey.of("k", 20, 3, test="margins")
 
 
 def test_fisher_combines_independent_p_values() -> None:
