@@ -129,8 +129,11 @@ def sentence_scores(layer, texts: list[str]) -> list[float]:
     return found
 
 
-def test_detection_tests_the_sentences_and_combines_the_verdict(tiny: SimpleNamespace) -> None:
-    wm = tiny.make(**LAYER)
+@pytest.mark.parametrize("test", ["hits", "margin"])
+def test_detection_tests_the_sentences_and_combines_the_verdict(
+    tiny: SimpleNamespace, test: str
+) -> None:
+    wm = tiny.make(**LAYER, sentence_test=test)
     outs = wm.generate(PROMPTS * 3, max_new_tokens=60, seed=2)
     marked = wm.detect([o.text for o in outs])
     plain = wm.generate(PROMPTS * 3, max_new_tokens=60, seed=2, watermark=False)
@@ -143,6 +146,10 @@ def test_detection_tests_the_sentences_and_combines_the_verdict(tiny: SimpleName
         assert r.is_watermarked == (r.combined_p_value < wm.config.target_fpr)
         assert set(SENTENCE_FIELDS) <= set(r.to_dict())
     assert wm.detect([outs[0].text])[0].sentences == marked[0].sentences  # a function of the text
+    if test == "margin":  # the same hits as the count's test, weighed: other p-values
+        counted = tiny.make(**LAYER).detect([o.text for o in outs])
+        assert [r.sentence_hits for r in counted] == [r.sentence_hits for r in marked]
+        assert [r.sentence_p_value for r in counted] != [r.sentence_p_value for r in marked]
 
 
 def test_the_choice_raises_the_score_of_the_sentences_detection_reads(tiny) -> None:
