@@ -39,6 +39,7 @@ LATER_FIELDS_OFF = {
     "sentence_candidates": 4,
     "sentence_context_bits": 0,
     "sentence_keying": "previous",
+    "sentence_test": "hits",
     "loop_penalty": 0.0,
 }
 # runtime fields: the cache views hold them at these values whatever the config says, so a

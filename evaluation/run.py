@@ -21,12 +21,13 @@ import torch
 from tqdm.auto import tqdm
 
 from evaluation.attack_stage import AttackStage
-from evaluation.cache_keys import detection_key, generation_key, text_hash
-from evaluation.config import KGW_BASES, EvalConfig
+from evaluation.cache_keys import text_hash
+from evaluation.config import EvalConfig
 from evaluation.detection import MethodDetection, share_flagged
 from evaluation.heldout import units as load_units
 from evaluation.meaning import words_kept_share
-from evaluation.methods import KGWMethod, Method, OursMethod, TransformersKGW
+from evaluation.method_factory import build_method
+from evaluation.methods import Method, OursMethod
 from evaluation.metrics import (
     OraclePerplexity,
     detection_metrics,
@@ -35,8 +36,6 @@ from evaluation.metrics import (
     tail_figures,
 )
 from evaluation.store import Store
-from evaluation.synthid import SynthIDMethod
-from watermark.api import Watermark
 from watermark.core.config import as_config
 from watermark.core.devices import resolve_device
 from watermark.core.models import load_lm
@@ -123,46 +122,8 @@ class Evaluation(AttackStage):
         return self._extra[name]
 
     def _method(self, name: str, **overrides: object) -> Method:
-        """Method ``name``; ``overrides`` are watermark config fields for ours, ``kgw_gamma`` /
-        ``kgw_delta`` for KGW-0/1/2."""
-        cfg = self.cfg
-        if name in KGW_BASES:
-            cfg = replace(cfg, **overrides)
-        if name == "unwatermarked":
-            return Method()
-        if name == "ours":
-            wm_cfg = self.wm_config.evolve(**overrides)
-            wm = Watermark.load(wm_cfg, tokenizer=self.tokenizer, generator=self.model)
-            return OursMethod(wm, self.model, generation_key(wm_cfg), detection_key(wm_cfg))
-        if name == "kgw1":
-            return TransformersKGW(
-                self.model.config,
-                self.tokenizer,
-                cfg.kgw_gamma,
-                cfg.kgw_delta,
-                cfg.kgw_key,
-                str(self.device),
-            )
-        if name == "synthid":
-            keys = [(cfg.kgw_key * 7919 + layer) % 2**31 for layer in range(cfg.synthid_layers)]
-            return SynthIDMethod(
-                keys,
-                cfg.synthid_ngram_len,
-                self.tokenizer,
-                self.wm_config.top_k,
-                self.wm_config.top_p,
-                str(self.device),
-            )
-        context = {"kgw0": 0, "kgw2": 2}[name]
-        return KGWMethod(
-            name,
-            self.tokenizer,
-            self.vocab_size,
-            cfg.kgw_gamma,
-            cfg.kgw_delta,
-            cfg.kgw_key,
-            context,
-        )
+        """Method ``name`` (:func:`evaluation.method_factory.build_method`)."""
+        return build_method(name, self.cfg, self.wm_config, self.model, self.tokenizer, **overrides)
 
     def ours_variant(self, **overrides: object) -> OursMethod:
         """Our method with watermark-config fields overridden (ablations)."""

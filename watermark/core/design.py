@@ -89,6 +89,7 @@ class Design:
             ``own`` (the sentence itself, so a rewrite that reorders sentences keeps its group).
         sentence_test: ``hits`` (count the keyed signs that hit their targets) or ``margin``
             (weigh each hit by how far its output sits from zero; still exact over keys).
+            Detection only: generation keeps the same candidates either way.
     """
 
     vocab_size: int | None = setting(SHARED, None)
@@ -112,4 +113,4 @@ class Design:
     sentence_candidates: int = setting(SAMPLING, 4)
     sentence_context_bits: int = setting(SHARED, 0)
     sentence_keying: str = setting(SHARED, "previous", choices=("previous", "own"))
-    sentence_test: str = setting(SHARED, "hits", choices=("hits", "margin"))
+    sentence_test: str = setting(DETECTION, "hits", choices=("hits", "margin"))

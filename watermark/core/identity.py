@@ -144,8 +144,6 @@ def fingerprint(cfg: WatermarkConfig, vocab_size: int, mapper: str, embedder: st
         shared.update(sentence_bits=cfg.sentence_bits, sentence_context=cfg.sentence_context_bits)
         if cfg.sentence_keying != "previous":  # named only when not the first keying
             shared.update(sentence_keying=cfg.sentence_keying)
-        if cfg.sentence_test != "hits":  # named only when not the first test
-            shared.update(sentence_test=cfg.sentence_test)
     shared.update(
         green_lists=cfg.green_lists, vocab_size=int(vocab_size), mapper=mapper, embedder=embedder
     )
