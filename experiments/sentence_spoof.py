@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_sentences import held_out, log  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import SentenceKey, sentence_test  # noqa: E402
+from watermark.core.sentences import SentenceKey, margin_weights, sentence_test  # noqa: E402
 
 
 def chain(v: torch.Tensor, key: SentenceKey, texts: int, length: int, pick: int, rng) -> list:
@@ -60,7 +60,8 @@ def p_value(v: torch.Tensor, rows: list[int], key: SentenceKey) -> float:
     complete; the first in group 0)."""
     x = v[rows]
     groups = key.text_groups(x)
-    return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0)
+    weights = margin_weights(x, key.dims) if key.margin else None
+    return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0, weights)
 
 
 def hit_rate(v: torch.Tensor, texts: list[list[int]], key: SentenceKey) -> float:
@@ -90,6 +91,7 @@ def main() -> None:
         "--context-bits", type=lambda x: [int(c) for c in x.split(",")], default=[0]
     )
     parser.add_argument("--keying", default="previous", help="previous or own (with c > 0)")
+    parser.add_argument("--test", default="hits", help="hits or margin: the detector's test")
     parser.add_argument("--candidates", type=int, default=4, help="N of the simulated generation")
     parser.add_argument("--sentences", type=int, default=7, help="sentences per text")
     parser.add_argument("--learn", type=lambda x: [int(n) for n in x.split(",")], default=[300])
@@ -115,7 +117,7 @@ def main() -> None:
     pool_marked, pool_own, pool_forge = (v[p] for p in pools)
     secret = wm.config.secret_keys()[0]
     for context in args.context_bits:
-        key = SentenceKey.of(secret, semantic.num_dims, args.bits, context, args.keying)
+        key = SentenceKey.of(secret, semantic.num_dims, args.bits, context, args.keying, args.test)
         rng = torch.Generator().manual_seed(args.seed + 1)
         n = max(args.learn)
         marked = chain(pool_marked, key, n, args.sentences, args.candidates, rng)
@@ -125,6 +127,7 @@ def main() -> None:
         row = {
             "context_bits": context,
             "keying": args.keying,
+            "test": args.test,
             "bits": args.bits,
             "candidates": args.candidates,
         }
