@@ -100,7 +100,8 @@ step detect 150 bench detect --texts 256 --detect-batches 64,256 --embed-batches
 step shared 240 shared_all
 step sentences 300 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
     --generate-only --no-progress --set device=cuda --out "$OUT/eval-sentences" \
-    --set "curve_methods=[${SENTENCE_METHODS:-ours-robust}]"
+    --set "curve_methods=[${SENTENCE_METHODS:-ours-robust}]" --set "curve_baseline=''" \
+    --set "curve_also_against=[]"
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \
     --profile-workers 0
 step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \
