@@ -44,11 +44,12 @@ from evaluation.store import Store  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
 from watermark.core.sentences import (  # noqa: E402
+    WEIGHT_STEPS,
     SentenceKey,
     fisher,
     sentence_spans,
     sentence_test,
-    two_point_sf,
+    weigh_margins,
 )
 
 FORCED = "llm_forced[qwen2.5-coder-1.5b]@t1r4+facts|1.0|0"
@@ -132,23 +133,18 @@ def chosen(vo, key, length, pick, rng, choice="tanh"):
     return rows
 
 
-# weights of a tested output by its margin |v| / (the output's mean |v| over the pool): "sign"
-# counts hits (the product's test); "linear" weighs a hit by its margin, capped at 3; "llr" by
-# log((1 - q) / q) of the measured flip rate q in the margin's bin (sign_figures: 0.651, 0.824,
-# 0.928 and 0.979 of the signs kept below 0.5, 0.5-1, 1-2 and above 2)
-LLR_BINS = ((0.5, 0.62), (1.0, 1.54), (2.0, 2.56), (float("inf"), 3.84))
-WEIGHT_STEPS = 8  # weights are rounded to 1/8: integer sums keep the null exact
+# weights of a tested output by its margin |v| / (its scale: the sentence's own mean |v| over all
+# outputs, as the product's margin test, or the output's mean |v| over the pool): "sign" counts
+# hits (the product's default test); "linear" weighs a hit by its margin, capped at 3; "llr" by
+# the product's margin weights (watermark.core.sentences.MARGIN_WEIGHTS)
 
 
 def weights(margin: torch.Tensor, kind: str) -> torch.Tensor:
-    """Integer weights (in 1/:data:`WEIGHT_STEPS`) of tested outputs by their margins."""
+    """Integer weights (in 1/:data:`~watermark.core.sentences.WEIGHT_STEPS`) of tested outputs
+    by their margins."""
     if kind == "linear":
-        w = margin.clamp(max=3.0)
-    else:  # llr
-        w = torch.full_like(margin, LLR_BINS[-1][1])
-        for hi, value in reversed(LLR_BINS):
-            w = torch.where(margin < hi, torch.full_like(margin, value), w)
-    return (w * WEIGHT_STEPS).round().long()
+        return (margin.clamp(max=3.0) * WEIGHT_STEPS).round().long()
+    return weigh_margins(margin)
 
 
 def p_value(
@@ -167,17 +163,10 @@ def p_value(
     if kind == "sign":
         return sentence_test(hits, groups, positive)
     if scale is None:  # each sentence's own mean |v| over all outputs: known from the text
-        scale_rows = x.abs().mean(1, keepdim=True)
-        w = weights(x[:, key.dims].abs() / scale_rows, kind)
+        w = weights(x[:, key.dims].abs() / x.abs().mean(1, keepdim=True), kind)
     else:
         w = weights(x[:, key.dims].abs() / scale[key.dims], kind)
-    pairs = []
-    for g in groups.unique().tolist():
-        rows = groups == g
-        up = (w[rows] * positive[rows]).sum(0)
-        down = (w[rows] * ~positive[rows]).sum(0)
-        pairs += list(zip(up.tolist(), down.tolist()))
-    return two_point_sf(int((w * hits).sum()), pairs)
+    return sentence_test(hits, groups, positive, w)
 
 
 def rewritten_previous(vr, rows, kept, rng):

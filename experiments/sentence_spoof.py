@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_sentences import held_out, log  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import SentenceKey, margin_weights, sentence_test  # noqa: E402
+from watermark.core.sentences import SentenceKey, sentence_test  # noqa: E402
 
 
 def chain(v: torch.Tensor, key: SentenceKey, texts: int, length: int, pick: int, rng) -> list:
@@ -60,8 +60,7 @@ def p_value(v: torch.Tensor, rows: list[int], key: SentenceKey) -> float:
     complete; the first in group 0)."""
     x = v[rows]
     groups = key.text_groups(x)
-    weights = margin_weights(x, key.dims) if key.margin else None
-    return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0, weights)
+    return sentence_test(key.hits(x, groups), groups, x[:, key.dims] > 0, key.weights(x))
 
 
 def hit_rate(v: torch.Tensor, texts: list[list[int]], key: SentenceKey) -> float:

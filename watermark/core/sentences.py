@@ -81,15 +81,20 @@ WEIGHT_STEPS = 8  # weights are whole eighths, so the weighted null is an exact 
 TESTS = ("hits", "margin")
 
 
-def margin_weights(v: torch.Tensor, dims: torch.Tensor) -> torch.Tensor:
-    """Long (N, b): the weight of each sentence's tested outputs ``dims`` by their margins
-    |v_d| / mean_D |v| (module docstring), in 1/:data:`WEIGHT_STEPS`."""
-    v = v.float().cpu()
-    margin = v[:, dims].abs() / v.abs().mean(dim=1, keepdim=True).clamp_min(1e-12)
+def weigh_margins(margin: torch.Tensor) -> torch.Tensor:
+    """Long, the shape of ``margin``: each margin's :data:`MARGIN_WEIGHTS` weight, in
+    1/:data:`WEIGHT_STEPS`."""
     weight = torch.full_like(margin, MARGIN_WEIGHTS[-1][1])
     for below, value in reversed(MARGIN_WEIGHTS[:-1]):
         weight = torch.where(margin < below, torch.full_like(margin, value), weight)
     return (weight * WEIGHT_STEPS).round().long()
+
+
+def margin_weights(v: torch.Tensor, dims: torch.Tensor) -> torch.Tensor:
+    """Long (N, b): the weight of each sentence's tested outputs ``dims`` by their margins
+    |v_d| / mean_D |v| (module docstring), in 1/:data:`WEIGHT_STEPS`."""
+    v = v.float().cpu()
+    return weigh_margins(v[:, dims].abs() / v.abs().mean(dim=1, keepdim=True).clamp_min(1e-12))
 
 
 def _generator(key: str, what: str) -> torch.Generator:
@@ -167,6 +172,11 @@ class SentenceKey:
     def hits(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
         """Bool (N, b): whether each sentence's tested outputs have their group's target sign."""
         return (v[:, self.dims].cpu() > 0) == self.targets[groups]
+
+    def weights(self, v: torch.Tensor) -> torch.Tensor | None:
+        """The test's weights of sentences whose outputs are v (N, D): the margin test's
+        (:func:`margin_weights`, (N, b)), or ``None`` where each hit counts 1."""
+        return margin_weights(v, self.dims) if self.margin else None
 
     def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
         """Float (N,): the candidates' scores sum_i tanh(t_i v_{d_i} / tau) (module docstring)."""
@@ -248,9 +258,8 @@ def test_sentences(
     index = torch.tensor(rows)
     hits = key.hits(v[index], groups[index])
     positive = v[index][:, key.dims] > 0
-    weights = margin_weights(v[index], key.dims) if key.margin else None
     return SentenceTest(
-        p_value=sentence_test(hits, groups[index], positive, weights),
+        p_value=sentence_test(hits, groups[index], positive, key.weights(v[index])),
         hits=int(hits.sum()),
         expected=len(rows) * key.bits / 2,
         num_sentences=len(rows),
