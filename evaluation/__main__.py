@@ -1,7 +1,8 @@
 """Command line: ``python -m evaluation --config YAML [--quick] [--set KEY=VALUE ...] [--out DIR]``.
 
 Prints a JSON summary (paths and wall time) on stdout; progress bars and logs go to stderr.
-``--generate-only`` makes the generations and stops (:func:`evaluation.experiment.generate_only`).
+``--generate-only`` makes the generations and stops (:func:`evaluation.experiment.generate_only`);
+``--save-cache-seed DIR`` saves the run's cache for committing (:mod:`evaluation.store`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 from evaluation.config import EvalConfig
 from evaluation.experiment import generate_only, run_experiment
 from evaluation.report import write_report
+from evaluation.store import Store
 from watermark.core.config import secret_fields
 from watermark.core.errors import UserError
 
@@ -74,6 +76,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only make the main and curve methods' generations (e.g. on a GPU, device: cuda)",
     )
+    parser.add_argument(
+        "--save-cache-seed",
+        metavar="DIR",
+        help="write the run's cache (with its cache_seeds) into DIR as <table>.jsonl.gz, to "
+        "commit and name in cache_seeds, and stop",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
@@ -86,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     out, report_dir = Path(cfg.out_dir), Path(args.report_dir or cfg.out_dir)
     words = argv if argv is not None else sys.argv[1:]
     command = "python -m evaluation " + " ".join(shlex.quote(a) for a in words)
+    if args.save_cache_seed:
+        seeds = [cfg.resolve(s) for s in cfg.cache_seeds]
+        counts = Store(out / "cache", seeds).save_seed(Path(args.save_cache_seed))
+        print(json.dumps({"seed": args.save_cache_seed, "records": counts}))
+        return 0
     if args.generate_only:
         try:
             print(json.dumps(_run(cfg, not args.no_progress, generate_only)))

@@ -152,6 +152,9 @@ class EvalConfig:
             names the device that made it (CUDA samples other tokens than the CPU), and a
             cached generation is read whichever device made it: ``--generate-only`` on a GPU
             machine, then the rest of the run on the CPU, reading that cache.
+        cache_seeds: Committed folders of cached tables (``<table>.jsonl.gz``) read before
+            ``<out_dir>/cache``, so a fresh checkout reuses generations and rewrites that took
+            hours; ``--save-cache-seed DIR`` writes one (:mod:`evaluation.store`).
         quick: Overrides applied by ``--quick``.
     """
 
@@ -211,6 +214,7 @@ class EvalConfig:
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
     threads: int = 0
     device: str = "cpu"
+    cache_seeds: list[str] = field(default_factory=list)
     quick: dict[str, Any] = field(default_factory=dict)
     source_dir: str | None = None
 

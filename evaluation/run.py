@@ -82,7 +82,7 @@ class Evaluation(AttackStage):
     def __init__(self, cfg: EvalConfig, progress: bool = True) -> None:
         self.cfg, self.progress = cfg, progress
         self.out = cfg.output_path()
-        self.store = Store(self.out / "cache")
+        self.store = Store(self.out / "cache", [cfg.resolve(s) for s in cfg.cache_seeds])
         self.model, self.tokenizer = load_lm(cfg.resolve(cfg.generator))
         self.device = resolve_device(cfg.device)  # a UserError if CUDA is asked and absent
         self.model.eval().to(self.device)

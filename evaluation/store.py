@@ -4,35 +4,52 @@ Each table (generations, attacks, detections, perplexities, ...) is one JSONL fi
 ``<out_dir>/cache``. A record is written (and flushed) as soon as its batch finishes, so an
 interrupted run loses at most one batch and a re-run only computes what is missing. A truncated
 last line (a run killed mid-write) is ignored.
+
+``runs/`` is not kept with the repository, so hours of CPU work (LLM rewrites, the sentence
+layer's generations) would be lost with a checkout. A *seed* is a committed folder of the same
+tables as ``<table>.jsonl.gz``: the store reads its seeds before its own files, and
+:meth:`Store.save_seed` writes the run's tables (merged with an existing seed) into one.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable
 from pathlib import Path
 
 
-class Store:
-    """JSONL tables of ``{"key": ..., ...}`` records under ``root``."""
+def _read_lines(path: Path, records: dict[str, dict]) -> None:
+    """Add the records of one JSONL (or ``.jsonl.gz``) file to ``records``; later lines win."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by an interrupted run
+            records[rec["key"]] = rec
 
-    def __init__(self, root: Path) -> None:
+
+class Store:
+    """JSONL tables of ``{"key": ..., ...}`` records under ``root``, after those of ``seeds``
+    (read-only folders of ``<table>.jsonl.gz``)."""
+
+    def __init__(self, root: Path, seeds: Iterable[Path] = ()) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.seeds = [Path(s) for s in seeds]
         self._tables: dict[str, dict[str, dict]] = {}
 
     def table(self, name: str) -> dict[str, dict]:
-        """``{key: record}`` of a table (later records win)."""
+        """``{key: record}`` of a table (the seeds' first, then the run's; later records win)."""
         if name not in self._tables:
             records: dict[str, dict] = {}
-            path = self.root / f"{name}.jsonl"
-            if path.exists():
-                for line in path.read_text(encoding="utf-8").splitlines():
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut short by an interrupted run
-                    records[rec["key"]] = rec
+            paths = [seed / f"{name}.jsonl.gz" for seed in self.seeds]
+            paths.append(self.root / f"{name}.jsonl")
+            for path in paths:
+                if path.exists():
+                    _read_lines(path, records)
             self._tables[name] = records
         return self._tables[name]
 
@@ -47,3 +64,31 @@ class Store:
         with path.open("a", encoding="utf-8") as f:
             f.write("".join(lines))
             f.flush()
+
+    def save_seed(self, dest: Path) -> dict[str, int]:
+        """Write every table of the run and of its seeds into ``dest`` as ``<table>.jsonl.gz``
+        (records sorted by key, a fixed gzip time, so an unchanged table writes the same bytes).
+        Returns ``{table: records}``."""
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        names = {p.name[: -len(".jsonl")] for p in self.root.glob("*.jsonl")}
+        for seed in [*self.seeds, dest]:
+            names |= {p.name[: -len(".jsonl.gz")] for p in seed.glob("*.jsonl.gz")}
+        counts = {}
+        for name in sorted(names):
+            records = dict(self.table(name))
+            old = dest / f"{name}.jsonl.gz"
+            if old.exists() and dest not in self.seeds:
+                merged: dict[str, dict] = {}
+                _read_lines(old, merged)
+                records = {**merged, **records}
+            body = "".join(
+                json.dumps(records[k], ensure_ascii=False, sort_keys=True) + "\n"
+                for k in sorted(records)
+            )
+            tmp = dest / f"{name}.jsonl.gz.tmp"
+            with open(tmp, "wb") as raw, gzip.GzipFile("", "wb", fileobj=raw, mtime=0) as f:
+                f.write(body.encode("utf-8"))
+            tmp.replace(old)
+            counts[name] = len(records)
+        return counts

@@ -258,3 +258,11 @@ def test_generate_only_fills_the_generation_cache_and_stops(
     argv = ["--config", config, "--generate-only", "--no-progress", *small, "--set", "device=cuda"]
     assert main(argv) == 2  # no CUDA here
     assert "error: device 'cuda': CUDA is not available" in capsys.readouterr().err
+    # the cache saved as a seed serves a fresh checkout: nothing is generated again
+    seed = tmp_path / "seed"
+    assert main(["--config", config, "--save-cache-seed", str(seed)]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == {"generations": 16}
+    fresh = ["--out", str(tmp_path / "fresh"), "--set", f"cache_seeds=[{seed}]"]
+    assert main(["--config", config, "--generate-only", "--no-progress", *small, *fresh]) == 0
+    assert json.loads(capsys.readouterr().out)["generated"]["curves ours-a0"] == 4
+    assert not (tmp_path / "fresh/cache/generations.jsonl").exists()

@@ -14,3 +14,27 @@ def test_store_resumes_and_ignores_a_cut_line(tmp_path: Path) -> None:
         f.write('{"key": "c", "v"')  # killed mid-write
     again = Store(tmp_path).table("t")
     assert sorted(again) == ["a", "b"] and again["b"]["v"] == 2
+
+
+def test_a_saved_seed_is_read_before_the_run_and_merges_on_save(tmp_path: Path) -> None:
+    run = Store(tmp_path / "run")
+    run.put("t", [{"key": "a", "v": 1}, {"key": "b", "v": 2}])
+    seed = tmp_path / "seed"
+    assert run.save_seed(seed) == {"t": 2}
+    first = (seed / "t.jsonl.gz").read_bytes()
+    assert Store(tmp_path / "run").save_seed(seed) == {"t": 2}
+    assert (seed / "t.jsonl.gz").read_bytes() == first  # the same tables write the same bytes
+
+    fresh = Store(tmp_path / "fresh", [seed])  # a new checkout: the run's folder is empty
+    assert fresh.table("t")["b"]["v"] == 2
+    fresh.put("t", [{"key": "b", "v": 3}, {"key": "c", "v": 4}])
+    assert (
+        not (seed / "t.jsonl").exists()
+        and Store(tmp_path / "fresh", [seed]).table("t")["b"]["v"] == 3
+    )
+
+    other = Store(tmp_path / "other")  # a second run saved into the same seed adds its records
+    other.put("u", [{"key": "x", "v": 5}])
+    assert other.save_seed(seed) == {"t": 2, "u": 1}
+    assert fresh.save_seed(seed) == {"t": 3, "u": 1}
+    assert Store(tmp_path / "empty", [seed]).table("t")["c"]["v"] == 4
