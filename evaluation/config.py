@@ -135,6 +135,10 @@ class EvalConfig:
             KGW-1 setting within the quality limits on the curve prompts, if any).
         curve_also_against: Further curve methods each of ours is compared to, after
             ``curve_baseline`` (e.g. ``[synthid]``).
+        curve_rows_from: ``results.json`` of earlier runs on the same prompts, human texts and
+            attacks whose curve rows (per-text z-scores) join this run's for the comparisons,
+            so ``curve_baseline`` and ``curve_also_against`` may name their methods
+            (:mod:`evaluation.earlier_rows`).
         map_with: ``results.json`` of other runs whose attacked cells the report's map of ROC-AUC
             against words kept (``attack_map.png``) draws beside this run's.
         curve_attacks: The curves' attacks, as in ``attacks`` (``passes`` allowed).
@@ -204,6 +208,7 @@ class EvalConfig:
     curve_baseline: str = ""
     curve_also_against: list[str] = field(default_factory=list)
     map_with: list[str] = field(default_factory=list)
+    curve_rows_from: list[str] = field(default_factory=list)
     curve_offset: int = 0
     curve_detect: bool = True
     unit_pool: str = "long"
@@ -224,11 +229,12 @@ class EvalConfig:
             raise ValueError(f"variant names {clash} clash with methods {list(METHODS)}")
         unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
         unknown += sorted(set(self.curve_methods) - set(METHODS) - set(self.variants))
-        if self.curve_baseline and self.curve_baseline not in self.curve_methods:
-            raise ValueError(f"curve_baseline {self.curve_baseline!r} is not in curve_methods")
-        missing = sorted(set(self.curve_also_against) - set(self.curve_methods))
-        if missing:
-            raise ValueError(f"curve_also_against {missing} are not in curve_methods")
+        named = set(self.curve_also_against) | ({self.curve_baseline} - {""})
+        missing = sorted(named - set(self.curve_methods))
+        if missing and not self.curve_rows_from:
+            raise ValueError(
+                f"curve_baseline/curve_also_against {missing} are not in curve_methods"
+            )
         if unknown:
             raise ValueError(
                 f"unknown methods {unknown}; known: {list(METHODS)}, variants {list(self.variants)}"

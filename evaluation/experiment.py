@@ -14,6 +14,7 @@ import torch
 
 from evaluation.config import EvalConfig
 from evaluation.curves import curve_units, run_curves
+from evaluation.earlier_rows import earlier_rows
 from evaluation.frontier import run_frontier
 from evaluation.metrics import median
 from evaluation.run import Evaluation, score_detections
@@ -70,7 +71,9 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     if cfg.frontier_prompts and (cfg.frontier or cfg.frontier_baselines):
         results["frontier"] = _timed(timings, "frontier", run_frontier, ev)
     if cfg.curve_prompts and cfg.curve_methods:
+        earlier = earlier_rows(cfg)  # checked before hours of work
         results["curves"] = _timed(timings, "curves", run_curves, ev)
+        results["curves"]["rows"] += earlier
     if cfg.ablations and cfg.ablation_prompts:
         results["ablations"] = _timed(timings, "ablations", ablations, ev)
     timings["total"] = time.perf_counter() - start

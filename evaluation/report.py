@@ -305,6 +305,12 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
             f"{curves['attacked']} per attack)"
         )
         curve_lines = [title, "", *curve_table(curves), ""]
+        earlier: dict[str, list[str]] = {}
+        for row in curves["rows"]:
+            if row.get("from") and row["method"] not in earlier.setdefault(row["from"], []):
+                earlier[row["from"]].append(row["method"])
+        for path, names in earlier.items():  # rows of an earlier run (curve_rows_from)
+            curve_lines += [f"Rows of {', '.join(names)}: from `{path}`, same texts.", ""]
         draws = draws_table(curves["rows"])
         if draws:  # the sampled rewrites: what each meaning check rejected, draw by draw
             curve_lines += ["**The meaning checks, draw by draw**", "", *draws, ""]

@@ -32,10 +32,11 @@ def test_config_errors(tmp_path: Path) -> None:
         EvalConfig(ablations={"mapper": ["m", {"mapper": "m", "embeder": "mpnet"}]})
     with pytest.raises(ValueError, match="bad attack"):
         EvalConfig(attacks=[{"kind": "rewrite", "strength": 1}])
-    with pytest.raises(ValueError, match="curve_baseline 'kgw1' is not in curve_methods"):
+    with pytest.raises(ValueError, match=r"curve_also_against \['kgw1'\] are not in curve_m"):
         EvalConfig(curve_methods=["ours"], curve_baseline="kgw1")
     with pytest.raises(ValueError, match=r"curve_also_against \['synthid'\] are not"):
         EvalConfig(curve_methods=["ours"], curve_also_against=["synthid"])
+    EvalConfig(curve_methods=["ours"], curve_baseline="kgw1", curve_rows_from=["r.json"])
     with pytest.raises(ValueError, match="oracle"):
         EvalConfig(oracle="smollm2-135m")
     with pytest.raises(ValueError, match="device must be cpu, cuda, cuda:N or auto"):

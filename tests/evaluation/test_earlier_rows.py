@@ -1,0 +1,58 @@
+"""Tests for the curve rows of earlier runs (evaluation.earlier_rows)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluation.comparison import cell_differences
+from evaluation.config import EvalConfig
+from evaluation.earlier_rows import earlier_rows
+
+
+def _results(path: Path, config: EvalConfig, rows: list[dict]) -> str:
+    path.write_text(json.dumps({"config": config.to_dict(), "curves": {"rows": rows}}))
+    return str(path)
+
+
+def _row(method: str, attack: str, z: list[float], human: list[float] | None = None) -> dict:
+    row = {"method": method, "attack": attack, "z": z, "family": method}
+    row.update({"words_kept": 0.5, "roc_auc": 1.0, "tpr@1%fpr": 1.0})
+    return row if human is None else {**row, "human_z": human}
+
+
+def test_rows_of_an_earlier_run_pair_with_this_runs_on_the_first_prompts(tmp_path: Path) -> None:
+    human = [0.1 * i - 1 for i in range(20)]
+    old = EvalConfig(curve_methods=["ours", "kgw1"], curve_negatives=20)
+    path = _results(
+        tmp_path / "old.json",
+        old,
+        [
+            _row("ours", "none", [5.0] * 8, human),  # made again by the new run: left out
+            _row("kgw1", "none", [5.0] * 8, human),
+            _row("kgw1", "cut", [0.0, 3.0, 0.0, 3.0, 9.0, 9.0, 9.0, 9.0]),
+        ],
+    )
+    cfg = EvalConfig(
+        curve_methods=["ours"], curve_negatives=20, curve_baseline="kgw1", curve_rows_from=[path]
+    )
+    rows = earlier_rows(cfg)
+    assert [(r["method"], r["attack"], r["from"]) for r in rows] == [
+        ("kgw1", "none", path),
+        ("kgw1", "cut", path),
+    ]
+    mine = [_row("ours", "none", [5.0] * 4, human), _row("ours", "cut", [3.0] * 4)]
+    (diff,) = cell_differences({"rows": mine + rows}, "ours", "kgw1")[1:]
+    assert diff["attack"] == "cut" and diff["texts"] == 4  # the first 4 prompts only
+    assert diff["tpr_diff"] == pytest.approx(0.5)  # 4 of 4 flagged against 2 of 4
+
+    other = EvalConfig(curve_methods=["ours"], curve_negatives=40, curve_rows_from=[path])
+    with pytest.raises(ValueError, match="other texts \\(curve_negatives: 20 there, 40 here\\)"):
+        earlier_rows(other)
+    absent = EvalConfig(
+        curve_methods=["ours"], curve_baseline="synthid", curve_negatives=20, curve_rows_from=[path]
+    )
+    with pytest.raises(ValueError, match="\\['synthid'\\] are neither curve methods nor in"):
+        earlier_rows(absent)
