@@ -37,6 +37,7 @@ KINDS = {  # attack family (the label before '@') -> marker
     "synonym": "x",
     "deletion": "+",
     "copy_paste": "*",
+    "truncate": "|",
 }
 METRICS = {"roc_auc": "ROC-AUC", "tpr@1%fpr": "TPR at 1% FPR"}
 

@@ -95,6 +95,9 @@ class AttackStage:
             return [atk.delete_words(t, strength, seed) for t in texts]
         if kind == "copy_paste":
             return [atk.copy_paste(t, h, strength, seed) for t, h in zip(texts, humans)]
+        if kind == "truncate":  # the first share of the generator's tokens
+            ids = [self.tokenizer(t, add_special_tokens=False).input_ids for t in texts]
+            return [self.tokenizer.decode(i[: round(strength * len(i))]) for i in ids]
         if kind in ("paraphrase_synonym", "llm_paraphrase_synonym"):  # paraphrase, then synonyms
             first = kind.removesuffix("_synonym")
             texts = self.attacked({"kind": first, "strength": 1.0, "passes": passes}, texts, humans)

@@ -12,6 +12,8 @@
   content words replaced by synonyms (the composite attack).
 * ``copy_paste``: the watermarked text makes up that share of the result's words, inserted as one
   span at a random word position of the human text (whose words fill the rest).
+* ``truncate``: only the first share of the text's tokens (the generator's tokenizer) kept: the
+  power of shorter texts, read from the same generations.
 * ``llm_paraphrase``: the whole text rewritten at once by the instruction LLM named by the
   evaluation's ``llm_paraphraser`` (:mod:`data.llm_paraphrase`: greedy, every fact kept, cached
   per text on disk); rejected outputs keep the text. Its strength must be 1.0 (the whole text);

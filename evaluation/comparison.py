@@ -54,16 +54,20 @@ def cell_differences(curves: dict, method: str, baseline: str) -> list[dict]:
 
 
 def quality_intervals(curves: dict) -> dict[str, dict]:
-    """Per method with per-text quality: PPL and rep-4 ratios to unwatermarked, with intervals."""
+    """Per method with per-text quality: PPL and rep-4 ratios to unwatermarked, with intervals,
+    on the prompts both have (the first ones: a method of fewer prompts than the reference's
+    earlier run, ``curve_rows_from``)."""
     rows = {r["method"]: r for r in curves["rows"] if r["attack"] == "none"}
     ref = rows.get("unwatermarked")
     if ref is None or "ppl_texts" not in ref:
         return {}
-    return {
-        name: quality_ratio(r["ppl_texts"], r["rep4_texts"], ref["ppl_texts"], ref["rep4_texts"])
-        for name, r in rows.items()
-        if name != "unwatermarked" and "ppl_texts" in r
-    }
+    out = {}
+    for name, r in rows.items():
+        if name != "unwatermarked" and "ppl_texts" in r:
+            n = min(len(r["ppl_texts"]), len(ref["ppl_texts"]))
+            ppl, rep4 = r["ppl_texts"][:n], r["rep4_texts"][:n]
+            out[name] = quality_ratio(ppl, rep4, ref["ppl_texts"][:n], ref["rep4_texts"][:n])
+    return out
 
 
 def _ci(values: list[float], digits: int = 3) -> str:

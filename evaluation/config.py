@@ -37,6 +37,7 @@ ATTACKS = (
     "synonym",
     "paraphrase",
     "copy_paste",
+    "truncate",
     "paraphrase_synonym",
     "llm_paraphrase",
     "llm_paraphrase_synonym",

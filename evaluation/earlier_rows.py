@@ -5,7 +5,8 @@ The caches of a run live under ``runs/`` and do not outlive a checkout, but its
 the human texts' (``human_z``). A run that adds a method on the same prompts, human texts and
 attacks (``curve_rows_from``) can so be compared, paired text by text, with methods it does not
 make again. The settings that decide which texts are compared must agree; a row pairs with this
-run's rows of the same attack label only.
+run's rows of the same attack label only. One method name may gather cells from several files,
+where they made the same texts (equal unattacked and human z-scores).
 """
 
 from __future__ import annotations
@@ -30,9 +31,18 @@ SAME_TEXTS = (
 )
 
 
+def _unattacked(rows: list[dict]) -> tuple:
+    """The z-scores of a method's unattacked texts and of the human texts: equal where two runs
+    made and detected the same texts."""
+    none = next((r for r in rows if r["attack"] == "none"), {})
+    return tuple(none.get("z", ())), tuple(none.get("human_z", ()))
+
+
 def earlier_rows(cfg) -> list[dict]:
     """Rows of ``cfg.curve_rows_from`` results whose methods this run does not make, each with
-    ``from`` naming its file. Raises ``ValueError`` where a file's texts are not this run's."""
+    ``from`` naming its file. A method of several files takes the cells of the later ones that
+    the earlier lack where its unattacked and human z-scores are the same. Raises
+    ``ValueError`` where a file's texts are not this run's."""
     mine = set(cfg.curve_methods)
     rows: list[dict] = []
     for name in cfg.curve_rows_from:
@@ -46,10 +56,14 @@ def earlier_rows(cfg) -> list[dict]:
         ]
         if differ:
             raise ValueError(f"curve_rows_from {name}: other texts ({'; '.join(differ)})")
-        known = {r["method"] for r in rows}
-        for row in results.get("curves", {}).get("rows", []):
-            if row["method"] not in mine and row["method"] not in known:
-                rows.append({**row, "from": name})
+        found = results.get("curves", {}).get("rows", [])
+        for method in dict.fromkeys(r["method"] for r in found if r["method"] not in mine):
+            theirs_rows = [r for r in found if r["method"] == method]
+            have = [r for r in rows if r["method"] == method]
+            if have and _unattacked(have) != _unattacked(theirs_rows):
+                continue  # another method under the same name (other texts): the first one's
+            cells = {r["attack"] for r in have}
+            rows += [{**r, "from": name} for r in theirs_rows if r["attack"] not in cells]
     named = {cfg.curve_baseline, *cfg.curve_also_against} - {""}
     missing = sorted(named - mine - {r["method"] for r in rows})
     if missing:

@@ -56,3 +56,34 @@ def test_rows_of_an_earlier_run_pair_with_this_runs_on_the_first_prompts(tmp_pat
     )
     with pytest.raises(ValueError, match="\\['synthid'\\] are neither curve methods nor in"):
         earlier_rows(absent)
+
+
+def test_a_method_gathers_cells_from_files_that_made_the_same_texts(tmp_path: Path) -> None:
+    human = [0.0] * 4
+    config = EvalConfig(curve_methods=["kgw1", "ours"])
+    first = _results(
+        tmp_path / "a.json",
+        config,
+        [_row("kgw1", "none", [5.0] * 4, human), _row("kgw1", "cut", [1.0] * 4)],
+    )
+    second = _results(
+        tmp_path / "b.json",
+        config,
+        [
+            _row("kgw1", "none", [5.0] * 4, human),  # the same texts: its new cell joins
+            _row("kgw1", "cut", [2.0] * 4),
+            _row("kgw1", "swap", [3.0] * 4),
+            _row("ours", "none", [4.0] * 4, human),
+        ],
+    )
+    third = _results(  # another `ours` (other z-scores): left out
+        tmp_path / "c.json", config, [_row("ours", "none", [6.0] * 4, human), _row("ours", "x", [])]
+    )
+    cfg = EvalConfig(curve_methods=["kgw0"], curve_rows_from=[first, second, third])
+    got = [(r["method"], r["attack"], r["z"][:1], r["from"]) for r in earlier_rows(cfg)]
+    assert got == [
+        ("kgw1", "none", [5.0], first),
+        ("kgw1", "cut", [1.0], first),
+        ("kgw1", "swap", [3.0], second),
+        ("ours", "none", [4.0], second),
+    ]

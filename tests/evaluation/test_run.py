@@ -233,6 +233,14 @@ def test_generations_read_from_the_cache_whichever_device_made_them(
     found = again.generations(again.method("ours"), units, new_tokens=6)
     assert [(g["text"], g["device"]) for g in found] == [("on cuda", "cuda")] * 4
     assert len(table) == 4
+    # truncate: the first share of the generator's tokens
+    texts = [g["text"] for g in made]
+    cut = again.attacked({"kind": "truncate", "strength": 0.5}, texts, texts)
+    for text, short in zip(texts, cut):
+        ids = again.tokenizer(text, add_special_tokens=False).input_ids
+        assert (
+            again.tokenizer(short, add_special_tokens=False).input_ids == ids[: round(len(ids) / 2)]
+        )
 
 
 def test_generate_only_fills_the_generation_cache_and_stops(
