@@ -14,8 +14,9 @@
 # under 20 s left is skipped. GEN_BATCHES sets generate's batch sizes (default 1,16,64). `shared`
 # times detect-corpus with 1, 4 and 8 processes on the GPU (--processes-per-gpu) over the texts
 # that `detect` writes, so it runs after `detect`. `sentences` generates the sentence layer's
-# texts for issue 54 (SENTENCE_METHODS, default ours-robust) into OUT/eval-sentences/cache:
-# append its generations.jsonl to runs/eval/paraphrase-claim/cache/ here.
+# texts for issue 54 (SENTENCE_METHODS, default ours-robust; the batches the committed seed lacks)
+# and saves them, with the seed's, into OUT/seed-sentence-rewrites, even when the time limit
+# stopped it after some batches: copy its files over data/eval-cache/sentence-rewrites/ here.
 # On an H200 (2026-11-26) the steps took: tiny 53 s, real 64 s (GGUF conversion included), generate
 # 175 s (with batch 256), train 67 s + 28 s. On 2026-11-27: tiny 68 s, real 57 s, generate 126 s
 # (batches 1,16,64), detect 92 s; agree 64 texts under 95 s; profile with 8 detection workers did
@@ -99,9 +100,10 @@ step detect 150 bench detect --texts 256 --detect-batches 64,256 --embed-batches
     --workers 0,8 --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
 step shared 240 shared_all
 step sentences 300 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
-    --generate-only --no-progress --set device=cuda --out "$OUT/eval-sentences" \
-    --set "curve_methods=[${SENTENCE_METHODS:-ours-robust}]" --set "curve_baseline=''" \
-    --set "curve_also_against=[]"
+    --generate-only --no-progress --set device=cuda --out "$WORK/eval-sentences" \
+    --set "curve_methods=[${SENTENCE_METHODS:-ours-robust}]"
+step sentences 30 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
+    --out "$WORK/eval-sentences" --save-cache-seed "$OUT/seed-sentence-rewrites"
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \
     --profile-workers 0
 step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \
