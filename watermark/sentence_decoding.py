@@ -11,8 +11,9 @@ N candidate rows share one KV cache and one forward per step, and each prompt mo
   end it is fed the pad id, masked out of attention (position ids count only real tokens), and
   it keeps the logits that followed its last real token;
 * when every row of a group has ended, the layer keeps the best candidate and the group's rows
-  all take the kept row's cache and mask (a reorder of the cache's batch), so the next round
-  continues from it with no prefill; a group that is done leaves the batch.
+  all take the kept row's cache and mask (a reorder of the cache's batch, copying only those
+  rows: :class:`~watermark.core.growing_cache.GrowingCache`), so the next round continues from
+  it with no prefill; a group that is done leaves the batch.
 
 Tokens are drawn from the whole batch at once with torch's global RNG: with one prompt this is
 the reference path's draw, token for token; with several, the draws are shared out differently.
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from watermark.core.growing_cache import GrowingCache
 from watermark.core.measurement import entropy_from_logits
 from watermark.core.text import decode_ids
 from watermark.fused import GivenEntropies, draw, last_logits
@@ -66,7 +68,7 @@ class Stream:
 
     def __init__(self, model: torch.nn.Module, feed: torch.Tensor, mask: torch.Tensor, reduce):
         self.model, self.feed, self.mask, self.reduce = model, feed, mask, reduce
-        self.cache, self.last = None, None
+        self.cache, self.last = GrowingCache(), None
 
     def step(self) -> torch.Tensor:
         """(B, ...) values after each row's last real id."""
