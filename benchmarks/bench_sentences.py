@@ -6,7 +6,8 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
   (unwatermarked), of the token-level watermark, and of the sentence layer at each N of
   ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation;
   with ``--reference`` also the sentence layer's reference path (a ``generate`` call per prompt
-  and sentence) beside its decode loop.
+  and sentence) beside its decode loop, and with ``--dynamic-cache`` the decode loop on
+  transformers' ``DynamicCache`` beside its ``GrowingCache``.
 * ``null``: the sentence test on held-out human continuations under the demo key and
   ``--keys`` - 1 others, and
   each ``--context-bits``: the share of texts at p < 0.01 and p < 0.05 (the test is exact over
@@ -28,13 +29,16 @@ import time
 from pathlib import Path
 
 import torch
+from transformers.cache_utils import DynamicCache
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evaluation.heldout import units  # noqa: E402
+from watermark import sentence_decoding  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
+from watermark.core.growing_cache import GrowingCache  # noqa: E402
 from watermark.core.sentences import SentenceKey, sentence_spans, test_sentences  # noqa: E402
 
 HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
@@ -61,10 +65,14 @@ def speed(args: argparse.Namespace) -> None:
         cfg = base.evolve(sentence_bits=args.bits, sentence_candidates=n)
         layered = Watermark.load(cfg, generator=wm.generator)
         runs.append((f"sentences N={n}", layered, True, {}))
+        if args.dynamic_cache:  # the decode loop on transformers' cache, as before GrowingCache
+            runs.append((f"sentences N={n}, DynamicCache", layered, True, {"cache": DynamicCache}))
         if args.reference:  # one model.generate per prompt and sentence
             runs.append((f"sentences N={n}, reference path", layered, True, {"fast": False}))
     plain = None
     for name, model, marked, extra in runs:
+        extra = dict(extra)
+        sentence_decoding.GrowingCache = extra.pop("cache", GrowingCache)
         start, tokens = time.perf_counter(), 0
         for b in range(0, len(prompts), args.batch):
             outs = model.generate(
@@ -76,6 +84,7 @@ def speed(args: argparse.Namespace) -> None:
             )
             tokens += sum(len(o.token_ids) for o in outs)
         rate = tokens / (time.perf_counter() - start)
+        sentence_decoding.GrowingCache = GrowingCache
         plain = plain or rate
         row = {"run": name, "tokens_per_s": round(rate, 2), "vs_plain": round(rate / plain, 3)}
         print(json.dumps({**row, "batch": args.batch, "threads": torch.get_num_threads()}))
@@ -131,6 +140,11 @@ def main() -> None:
     s.add_argument("--bits", type=int, default=16)
     s.add_argument("--candidates", type=lambda x: [int(n) for n in x.split(",")], default=[4])
     s.add_argument("--reference", action="store_true", help="also the reference path (slow)")
+    s.add_argument(
+        "--dynamic-cache",
+        action="store_true",
+        help="also the decode loop on transformers' DynamicCache (before GrowingCache)",
+    )
     n = sub.add_parser("null", help="the sentence test on human text under random keys")
     n.add_argument("--texts", type=int, default=353)
     n.add_argument("--keys", type=int, default=20)
