@@ -1,7 +1,8 @@
 """Copy-paste check: a watermarked text spliced into human text, detected with and without the
 windowed test (a script, not a timed test; prints one JSON line per placement).
 
-The watermarked texts come from ``bench_watermark.py generate`` records (``token_ids``); the
+The watermarked texts come from ``bench_watermark.py generate`` records (``token_ids``) or an
+evaluation cache's generations (``ids``, plain or gzipped JSONL); the
 human text from held-out passages not used for them. Each watermarked text makes ``--share`` of
 the spliced text, placed first or in the middle.
 
@@ -9,11 +10,14 @@ Example::
 
     python benchmarks/bench_copy_paste.py --wm runs/wm/gen150.jsonl --limit 32 --share 0.25
     python benchmarks/bench_copy_paste.py --wm runs/wm/gen150.jsonl --placements middle
+    python benchmarks/bench_copy_paste.py --config configs/watermark-robust.json \
+        --wm data/eval-cache/sentence-rewrites/generations.jsonl.gz --placements middle
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from dataclasses import replace
@@ -71,7 +75,10 @@ def main() -> None:
         sys.exit(f"error: --placements takes {', '.join(PLACEMENTS)}, got {args.placements}")
     sizes = [int(w) for w in args.windows.split(",")]
     wm = Watermark.load(replace(as_config(args.config), window_sizes=sizes))
-    marked = [json.loads(x) for x in args.wm.read_text().splitlines() if x.strip()]
+    opener = gzip.open if args.wm.suffix == ".gz" else open
+    with opener(args.wm, "rt", encoding="utf-8") as f:  # an evaluation cache names them "ids"
+        marked = [json.loads(x) for x in f if x.strip()]
+    marked = [{**r, "token_ids": r.get("token_ids", r.get("ids"))} for r in marked]
     marked = marked[: args.start + args.limit]  # record i always gets the same human text,
     # whatever --start is; passages under --min-tokens (EOS came early) are left out
     humans = [u["human"] for u in units(args.heldout, wm.tokenizer, None, 150, 200)][100:]
@@ -108,6 +115,8 @@ def main() -> None:
                     "watermarked_tokens": sum(len(r["token_ids"]) for r in marked) / len(marked),
                     "detected_whole_text": sum(r.p_value < 0.01 for r in res) / len(res),
                     "detected_windowed": sum(r.window_p_value < 0.01 for r in res) / len(res),
+                    # the verdict: the windowed test, and the sentence layer where it is on
+                    "detected_verdict": sum(r.verdict_p_value < 0.01 for r in res) / len(res),
                 }
             ),
             flush=True,

@@ -56,18 +56,16 @@ class AttackStage:
             return atk.paraphrase_texts(
                 texts,
                 strength,
-                self.out / "cache" / "paraphrases.jsonl",
+                self.out / "cache" / "paraphrases.jsonl",  # keyed by id, so never seeded
                 self.cfg.resolve(self.cfg.paraphraser),
                 seed=seed,
                 passes=passes,
                 progress=self.progress,
             )
-        # the instruction LLM's rewrites of whole texts, one cache for every kind
-        llm = (
-            self.out / "cache" / "llm_paraphrases.jsonl",
-            self.cfg.resolve(self.cfg.llm_paraphraser),
-        )
         batch = self.cfg.llm_paraphrase_batch
+        if kind.startswith("llm_") and not kind.endswith("_synonym"):
+            # the instruction LLM's rewrites of whole texts, one cache for every kind
+            llm = (self.store.file("llm_paraphrases"), self.cfg.resolve(self.cfg.llm_paraphraser))
         if kind in ("llm_round_trip", "llm_forced"):  # meaning kept, most words changed
             temperature = float(attack.get("temperature", 0.0))
             texts = atk.llm_rewrite_texts(

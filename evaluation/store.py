@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from collections.abc import Iterable
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 
 def _read_lines(path: Path, records: dict[str, dict]) -> None:
@@ -28,6 +31,8 @@ def _read_lines(path: Path, records: dict[str, dict]) -> None:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut short by an interrupted run
+            if "key" not in rec:
+                raise ValueError(f"{path}: a record without a key (not a table of this store)")
             records[rec["key"]] = rec
 
 
@@ -53,6 +58,26 @@ class Store:
             self._tables[name] = records
         return self._tables[name]
 
+    def file(self, name: str) -> Path:
+        """The run's own JSONL file of a table, for code that reads and appends it itself (the
+        LLM rewrites of :mod:`data.llm_paraphrase`). The seeds' records that the file lacks are
+        appended to it first, so that code sees them too; the table is read again on its next
+        use."""
+        path = self.root / f"{name}.jsonl"
+        own: dict[str, dict] = {}
+        if path.exists():
+            _read_lines(path, own)
+        seeded: dict[str, dict] = {}
+        for seed in self.seeds:
+            if (seed / f"{name}.jsonl.gz").exists():
+                _read_lines(seed / f"{name}.jsonl.gz", seeded)
+        missing = [rec for key, rec in seeded.items() if key not in own]
+        if missing:
+            with path.open("a", encoding="utf-8") as f:
+                f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in missing))
+        self._tables.pop(name, None)
+        return path
+
     def put(self, name: str, records: Iterable[dict]) -> None:
         """Append records (each with a ``key``) to a table and flush."""
         table = self.table(name)
@@ -76,7 +101,11 @@ class Store:
             names |= {p.name[: -len(".jsonl.gz")] for p in seed.glob("*.jsonl.gz")}
         counts = {}
         for name in sorted(names):
-            records = dict(self.table(name))
+            try:
+                records = dict(self.table(name))
+            except ValueError as err:  # e.g. the sentence paraphrases, keyed by id and mode
+                logger.warning("not saved in the seed: %s", err)
+                continue
             old = dest / f"{name}.jsonl.gz"
             if old.exists():  # a seed of its own is read again: the same records
                 merged: dict[str, dict] = {}

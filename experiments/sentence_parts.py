@@ -29,11 +29,15 @@ from evaluation.run import Evaluation  # noqa: E402
 
 
 def parts(results: list) -> dict[str, list[float]]:
-    """Per text: the token-level verdict p, the sentence p and the combined p."""
+    """Per text: the token-level verdict p, the sentence p, their combination by Fisher's rule
+    (the product's) and, for comparison, by Bonferroni's (twice the smaller p)."""
     return {
         "token": [r.token_verdict_p_value for r in results],
         "sentence": [r.sentence_p_value for r in results],
         "combined": [r.combined_p_value for r in results],
+        "bonferroni": [
+            min(1.0, 2 * min(r.token_verdict_p_value, r.sentence_p_value)) for r in results
+        ],
     }
 
 
@@ -47,10 +51,14 @@ def cell(name: str, attack: str, found: list, human: list) -> dict:
         "hit_rate": sum(r.sentence_hits for r in found) / max(1, bits),
         "sentences_per_text": statistics.fmean(r.num_sentences for r in found),
     }
-    for part in ("token", "sentence", "combined"):
+    for part in ours:
         row[f"median_p_{part}"] = statistics.median(ours[part])
+        row[f"detected_p<0.01_{part}"] = statistics.fmean(p < 0.01 for p in ours[part])
+        row[f"human_p<0.01_{part}"] = statistics.fmean(p < 0.01 for p in null[part])
         pos = [-p for p in ours[part]]  # smaller p: more evidence
-        row[f"roc_auc_{part}"] = detection_metrics(pos, [-p for p in null[part]])["roc_auc"]
+        found = detection_metrics(pos, [-p for p in null[part]])
+        row[f"roc_auc_{part}"] = found["roc_auc"]
+        row[f"tpr@1%fpr_{part}"] = found["tpr@1%fpr"]
     return row
 
 

@@ -69,11 +69,12 @@ def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() 
     from watermark.core.config import WatermarkConfig
 
     root = Path(__file__).resolve().parents[2]
-    cfg = EvalConfig.load(root / "configs/evaluation/sentence-rewrites.yaml")
-    base = WatermarkConfig.load(cfg.resolve(cfg.watermark_config))
-    spec = {k: v for k, v in cfg.variants["ours-robust"].items() if k != "base"}
     robust = WatermarkConfig.load(root / "configs/watermark-robust.json")
-    assert base.evolve(**spec) == robust
+    for name in ("sentence-rewrites", "confirm-sentence"):
+        cfg = EvalConfig.load(root / f"configs/evaluation/{name}.yaml")
+        base = WatermarkConfig.load(cfg.resolve(cfg.watermark_config))
+        spec = {k: v for k, v in cfg.variants["ours-robust"].items() if k != "base"}
+        assert base.evolve(**spec) == robust, name
     assert robust.sentence_bits == 32 and robust.sentence_candidates == 32
     shipped = WatermarkConfig.default().to_dict()
     changed = {k for k, v in robust.to_dict().items() if v != shipped[k]}

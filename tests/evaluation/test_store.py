@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from evaluation.store import Store
@@ -38,3 +39,29 @@ def test_a_saved_seed_is_read_before_the_run_and_merges_on_save(tmp_path: Path) 
     assert other.save_seed(seed) == {"t": 2, "u": 1}
     assert fresh.save_seed(seed) == {"t": 3, "u": 1}
     assert Store(tmp_path / "empty", [seed]).table("t")["c"]["v"] == 4
+
+
+def test_a_table_read_as_a_file_gets_the_seeds_records_it_lacks(tmp_path: Path) -> None:
+    """The paraphrase caches are read and appended by data's own code, by path: the seeds'
+    records must be in that file, and the run's own records must win and not be doubled."""
+    Store(tmp_path / "old").put("p", [{"key": "a", "v": 1}, {"key": "b", "v": 2}])
+    seed = tmp_path / "seed"
+    Store(tmp_path / "old").save_seed(seed)
+    run = Store(tmp_path / "run", [seed])
+    run.put("p", [{"key": "b", "v": 9}])
+    assert run.table("p")["b"]["v"] == 9
+    path = run.file("p")
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert sorted((r["key"], r["v"]) for r in lines) == [("a", 1), ("b", 9)]
+    with path.open("a") as f:  # the data code appends a record of its own
+        f.write(json.dumps({"key": "c", "v": 3}) + "\n")
+    assert run.table("p")["c"]["v"] == 3  # read again after the file was handed out
+    assert run.file("p").read_text().count('"key"') == 3  # a second call adds nothing
+
+
+def test_a_table_of_another_format_is_left_out_of_the_seed(tmp_path: Path) -> None:
+    run = Store(tmp_path / "run")
+    run.put("t", [{"key": "a", "v": 1}])
+    (tmp_path / "run" / "paraphrases.jsonl").write_text('{"id": "x", "mode": "plain"}\n')
+    assert run.save_seed(tmp_path / "seed") == {"t": 1}
+    assert not (tmp_path / "seed" / "paraphrases.jsonl.gz").exists()
