@@ -7,8 +7,8 @@
 #
 #   bash benchmarks/gpu_suite.sh OUT_DIR [STEPS]
 #
-# STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,shared,sentences,profile,
-# train,corpus (default: all, in that order). Each step has its own time limit and the suite goes on when one fails;
+# STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,shared,sentences,confirm,
+# profile,train,corpus (default: all, in that order). Each step has its own time limit and the suite goes on when one fails;
 # OUT_DIR/results.jsonl gets one JSON object per finished benchmark and OUT_DIR/suite.log the rest.
 # SUITE_SECONDS (default 3600) bounds the whole run: a step gets at most the time left, and one with
 # under 20 s left is skipped. GEN_BATCHES sets generate's batch sizes (default 1,16,64). `shared`
@@ -17,6 +17,8 @@
 # texts for issue 54 (SENTENCE_METHODS, default ours-robust; the batches the committed seed lacks)
 # and saves them, with the seed's, into OUT/seed-sentence-rewrites, even when the time limit
 # stopped it after some batches: copy its files over data/eval-cache/sentence-rewrites/ here.
+# `confirm` does the same for the 128 confirmation prompts of issue 54's quality line
+# (configs/evaluation/confirm-sentence.yaml) into OUT/seed-confirm-sentence.
 # On an H200 (2026-11-26) the steps took: tiny 53 s, real 64 s (GGUF conversion included), generate
 # 175 s (with batch 256), train 67 s + 28 s. On 2026-11-27: tiny 68 s, real 57 s, generate 126 s
 # (batches 1,16,64), detect 92 s; agree 64 texts under 95 s; profile with 8 detection workers did
@@ -24,7 +26,7 @@
 # benchmarks/gpu_stage.sh.
 set -u
 OUT=${1:?usage: gpu_suite.sh OUT_DIR [STEPS]}
-STEPS=${2:-tiny,real,agree,generate,detect,shared,sentences,profile,train,corpus}
+STEPS=${2:-tiny,real,agree,generate,detect,shared,sentences,confirm,profile,train,corpus}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 # tokenizers keep their thread pool: detection tokenizes every step's window for the embedder,
@@ -104,6 +106,10 @@ step sentences 300 $PY -m evaluation --config configs/evaluation/sentence-rewrit
     --set "curve_methods=[${SENTENCE_METHODS:-ours-robust}]"
 step sentences 30 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
     --out "$WORK/eval-sentences" --save-cache-seed "$OUT/seed-sentence-rewrites"
+step confirm 240 $PY -m evaluation --config configs/evaluation/confirm-sentence.yaml \
+    --generate-only --no-progress --set device=cuda --out "$WORK/eval-confirm"
+step confirm 30 $PY -m evaluation --config configs/evaluation/confirm-sentence.yaml \
+    --out "$WORK/eval-confirm" --save-cache-seed "$OUT/seed-confirm-sentence"
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \
     --profile-workers 0
 step train 240 env TOKENIZERS_PARALLELISM=false $PY -m mapper.train fit \
