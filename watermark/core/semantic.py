@@ -6,11 +6,13 @@ with the semantic mapper to v, and returns the signs v > 0 as a
 list a step uses: L = 1 except for the tournament's layers).
 
 A step's signs are a function of its text alone, bit for bit, whatever else is computed with it
-(other steps, other texts, the batch, the number of threads): the mapper runs on blocks of
+(other steps, other texts, the batch): the mapper runs on blocks of
 exactly :data:`MAP_ROWS` rows (the last one padded with zeros), so every matrix product has one
 shape and a row's result never depends on the rows beside it. With a free number of rows the
 BLAS picks other kernels for other shapes (and, on the CPU, splits a small product across
-threads differently), which moves outputs near zero to the other sign. The embedder embeds the
+threads differently), which moves outputs near zero to the other sign. The number of threads
+must match too: on an AVX-512 CPU, one and two threads gave one of 40 x 1024 outputs another
+sign (tests/watermark/test_determinism.py). The embedder embeds the
 spans of one text together (:class:`~watermark.detector.Detector` never mixes texts).
 
 Embeddings are computed as in mapper training (``encode(..., normalize_embeddings=False)``; the
