@@ -67,11 +67,7 @@ class Store:
         own: dict[str, dict] = {}
         if path.exists():
             _read_lines(path, own)
-        seeded: dict[str, dict] = {}
-        for seed in self.seeds:
-            if (seed / f"{name}.jsonl.gz").exists():
-                _read_lines(seed / f"{name}.jsonl.gz", seeded)
-        missing = [rec for key, rec in seeded.items() if key not in own]
+        missing = [rec for key, rec in self.table(name).items() if key not in own]
         if missing:
             with path.open("a", encoding="utf-8") as f:
                 f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in missing))

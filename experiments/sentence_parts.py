@@ -56,9 +56,9 @@ def cell(name: str, attack: str, found: list, human: list) -> dict:
         row[f"detected_p<0.01_{part}"] = statistics.fmean(p < 0.01 for p in ours[part])
         row[f"human_p<0.01_{part}"] = statistics.fmean(p < 0.01 for p in null[part])
         pos = [-p for p in ours[part]]  # smaller p: more evidence
-        found = detection_metrics(pos, [-p for p in null[part]])
-        row[f"roc_auc_{part}"] = found["roc_auc"]
-        row[f"tpr@1%fpr_{part}"] = found["tpr@1%fpr"]
+        metrics = detection_metrics(pos, [-p for p in null[part]])
+        row[f"roc_auc_{part}"] = metrics["roc_auc"]
+        row[f"tpr@1%fpr_{part}"] = metrics["tpr@1%fpr"]
     return row
 
 

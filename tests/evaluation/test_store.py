@@ -42,7 +42,7 @@ def test_a_saved_seed_is_read_before_the_run_and_merges_on_save(tmp_path: Path) 
 
 
 def test_a_table_read_as_a_file_gets_the_seeds_records_it_lacks(tmp_path: Path) -> None:
-    """The paraphrase caches are read and appended by data's own code, by path: the seeds'
+    """The LLM rewrites' cache is read and appended by data's own code, by path: the seeds'
     records must be in that file, and the run's own records must win and not be doubled."""
     Store(tmp_path / "old").put("p", [{"key": "a", "v": 1}, {"key": "b", "v": 2}])
     seed = tmp_path / "seed"
