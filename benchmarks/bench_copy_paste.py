@@ -20,7 +20,6 @@ import argparse
 import gzip
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +73,7 @@ def main() -> None:
     if not set(placements) <= set(PLACEMENTS):
         sys.exit(f"error: --placements takes {', '.join(PLACEMENTS)}, got {args.placements}")
     sizes = [int(w) for w in args.windows.split(",")]
-    wm = Watermark.load(replace(as_config(args.config), window_sizes=sizes))
+    wm = Watermark.load(as_config(args.config).evolve(window_sizes=sizes))
     opener = gzip.open if args.wm.suffix == ".gz" else open
     with opener(args.wm, "rt", encoding="utf-8") as f:  # an evaluation cache names them "ids"
         marked = [json.loads(x) for x in f if x.strip()]

@@ -9,8 +9,8 @@ step, the token pieces, the embedder's tokenizer). This measures that work on an
   forwards, the mapper and the gate entropies (the work a GPU runs), per text, best of
   ``--rounds``; ``parts_ms_per_text`` splits it (``embed_overhead``: the embedder's tokenizer
   and sentence-transformers around its forward).
-* ``assembly_texts_per_s_by_workers``: the per-text assembly (:mod:`watermark.assembly`) of the
-  same texts, in this process (0) and in ``--workers`` worker processes.
+* ``assembly_texts_per_s_by_workers``: the per-text assembly (:mod:`watermark.detect.assembly`) of
+  the same texts, in this process (0) and in ``--workers`` worker processes.
 * ``windowed_test``: the windowed test on the same texts' inputs, one draw per atom (the
   shipped :func:`watermark.core.stats.windowed_test`) against drawing every bit as 0.3.0 did,
   timed alternately in one run, with their ratio and the largest p-value difference (both are
@@ -37,9 +37,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import watermark.assembly as assembly  # noqa: E402
 import watermark.core.measurement as measurement  # noqa: E402
-import watermark.detector as detector  # noqa: E402
+import watermark.detect.assembly as assembly  # noqa: E402
+import watermark.detect.detector as detector  # noqa: E402
 from benchmarks.bench_gpu import human_texts  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import as_config  # noqa: E402
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     cfg = as_config(None)
-    model, tokenizer = load_lm(cfg.generator)
+    model, tokenizer = load_lm(cfg.models.generator)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     spent: collections.Counter = collections.Counter()
     timer_on(spent, wm.core.measurement.model, "forward", "mm_forward")

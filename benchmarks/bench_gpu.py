@@ -33,7 +33,6 @@ import json
 import pstats
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -59,8 +58,8 @@ def load(args: argparse.Namespace, dtype: str) -> tuple[Watermark, torch.nn.Modu
     """The shipped watermark and its generator on the GPU in ``dtype``."""
     cfg = as_config(args.config)
     if args.embed_batch:
-        cfg = replace(cfg, embed_batch_size=args.embed_batch)
-    model, tokenizer = load_lm(cfg.generator, dtype=getattr(torch, dtype))
+        cfg = cfg.evolve(embed_batch_size=args.embed_batch)
+    model, tokenizer = load_lm(cfg.models.generator, dtype=getattr(torch, dtype))
     model = model.to(args.device)
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model, dtype=dtype), model
 
@@ -165,7 +164,7 @@ def cmd_detect(args: argparse.Namespace) -> dict:
                 log(json.dumps(row))
                 rows.append(row)
         wm.detector.close()
-    return {"device": device_name(), "dtype": wm.config.compute_dtype, "rows": rows}
+    return {"device": device_name(), "dtype": wm.config.runtime.compute_dtype, "rows": rows}
 
 
 def cmd_agree(args: argparse.Namespace) -> dict:
@@ -241,7 +240,7 @@ def cmd_profile(args: argparse.Namespace) -> dict:
     stages = {k: v for k, v in synced.items() if k.endswith("_s") and k != "tokens_per_s"}
     found = {
         "batch": args.batch,
-        "dtype": wm.config.compute_dtype,
+        "dtype": wm.config.runtime.compute_dtype,
         "steps": steps,
         "plain_ms_per_step": 1000 * plain["seconds"] / steps,
         "fused_ms_per_step_under_profiler": 1000 * marked["seconds"] / steps,

@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,9 +33,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keys", type=int, default=3)
     args = parser.parse_args(argv)
     cfg = as_config(None)
-    model, tokenizer = load_lm(cfg.generator)
+    model, tokenizer = load_lm(cfg.models.generator)
     one = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
-    rotated_cfg = replace(cfg, old_keys=[fresh_key() for _ in range(args.keys - 1)])
+    rotated_cfg = cfg.evolve(old_keys=[fresh_key() for _ in range(args.keys - 1)])
     rotated = Watermark.load(
         rotated_cfg, tokenizer=tokenizer, generator=model, embedder=one.embedder, mapper=one.mapper
     )

@@ -35,11 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evaluation.heldout import units  # noqa: E402
-from watermark import sentence_decoding  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
 from watermark.core.growing_cache import GrowingCache  # noqa: E402
 from watermark.core.sentences import SentenceKey, sentence_spans, test_sentences  # noqa: E402
+from watermark.generate import decoding  # noqa: E402
 
 HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
 
@@ -72,7 +72,7 @@ def speed(args: argparse.Namespace) -> None:
     plain = None
     for name, model, marked, extra in runs:
         extra = dict(extra)
-        sentence_decoding.GrowingCache = extra.pop("cache", GrowingCache)
+        decoding.GrowingCache = extra.pop("cache", GrowingCache)
         start, tokens = time.perf_counter(), 0
         for b in range(0, len(prompts), args.batch):
             outs = model.generate(
@@ -84,7 +84,7 @@ def speed(args: argparse.Namespace) -> None:
             )
             tokens += sum(len(o.token_ids) for o in outs)
         rate = tokens / (time.perf_counter() - start)
-        sentence_decoding.GrowingCache = GrowingCache
+        decoding.GrowingCache = GrowingCache
         plain = plain or rate
         row = {"run": name, "tokens_per_s": round(rate, 2), "vs_plain": round(rate / plain, 3)}
         print(json.dumps({**row, "batch": args.batch, "threads": torch.get_num_threads()}))

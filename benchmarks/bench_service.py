@@ -55,7 +55,7 @@ def held_out_texts(n: int) -> list[str]:
     from watermark.loading import load_tokenizer
 
     cfg = as_config(None)
-    tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
+    tokenizer = load_tokenizer(cfg.resolve_path(cfg.models.generator))
     rows = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
     return [u["human"] for u in rows[:n]]
 

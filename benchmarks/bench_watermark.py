@@ -13,8 +13,8 @@ Subcommands (all print a JSON summary on stdout; progress on stderr):
 * ``generate``: watermarked continuations of held-out news prompts, detected, written as JSONL
   (also records re-tokenization mismatches).
 * ``report``: FPR on the human JSONL and TPR on the generated JSONL, recomputed from the stored
-  per-token flags for the null models ``vocab`` / ``mm`` with and without counting each token
-  once (:func:`evaluation.calibration.calibration_report`).
+  per-token flags, with and without counting each token once
+  (:func:`evaluation.calibration.calibration_report`).
 
 Text quality against the strength rule is measured by the evaluation's frontier stage
 (``python -m evaluation``), not here.
@@ -34,7 +34,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -48,7 +47,6 @@ from evaluation.heldout import units  # noqa: E402
 from evaluation.speed import speed  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import as_config  # noqa: E402
-from watermark.core.errors import UserError  # noqa: E402
 from watermark.core.models import load_lm  # noqa: E402
 from watermark.core.text import decode_ids, encode_text  # noqa: E402
 
@@ -57,24 +55,18 @@ def log(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def load(args: argparse.Namespace, mm_null: bool = False) -> tuple[Watermark, torch.nn.Module]:
-    """Config (with the generator / MM overrides), generator and watermark; ``mm_null`` asks
-    for the ``mm`` null where the MM shares the generator's tokenizer (detection keeps both
-    nulls' gammas then; the report recomputes variants)."""
+def load(args: argparse.Namespace) -> tuple[Watermark, torch.nn.Module]:
+    """Config (with the generator / MM overrides), generator and watermark."""
     cfg = as_config(args.config)
     if args.generator:
         cfg = cfg.evolve(generator=args.generator, vocab_size=None)
     if args.mm:
-        cfg = replace(cfg, measurement_model=args.mm)
-    log(f"mapper {cfg.mapper}; generator {cfg.generator}; MM {cfg.measurement_model}")
-    model, tokenizer = load_lm(cfg.generator)
-    if mm_null:
-        try:
-            return Watermark.load(
-                cfg.evolve(null_model="mm"), tokenizer=tokenizer, generator=model
-            ), model
-        except UserError:  # a cross-tokenizer MM: the vocab null only
-            pass
+        cfg = cfg.evolve(measurement_model=args.mm)
+    log(
+        f"mapper {cfg.models.mapper}; generator {cfg.models.generator}; "
+        f"MM {cfg.models.measurement_model}"
+    )
+    model, tokenizer = load_lm(cfg.models.generator)
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model), model
 
 
@@ -100,14 +92,14 @@ def cmd_speed(args: argparse.Namespace) -> dict:
         )
     prompts = [u["prompt"] for u in found]
     return {
-        "mapper": wm.config.mapper,
+        "mapper": wm.config.models.mapper,
         **({"variant": changes} if changes else {}),
         **speed(wm, model, prompts, args.new_tokens, args.ref_texts, variant),
     }
 
 
 def cmd_human(args: argparse.Namespace) -> dict:
-    wm, _ = load(args, mm_null=True)
+    wm, _ = load(args)
     items = units(args.heldout, wm.tokenizer, None, args.min_tokens, args.new_tokens)
     if args.join_tokens:  # longer texts: consecutive passages joined, cut at join_tokens
         joined, ids, first = [], [], None
@@ -127,7 +119,7 @@ def cmd_human(args: argparse.Namespace) -> dict:
 
 
 def cmd_generate(args: argparse.Namespace) -> dict:
-    wm, model = load(args, mm_null=True)  # generation does not read the null
+    wm, model = load(args)
     prompts = units(args.heldout, wm.tokenizer, "news", 0, 1)[args.start : args.start + args.limit]
     start = time.perf_counter()
     outs = []
@@ -146,7 +138,8 @@ def cmd_generate(args: argparse.Namespace) -> dict:
                 "prompt": u["prompt"],
                 "text": o.text,
                 "retokenization_matches": same,
-                "positions_match": same and r.scored_steps() == o.watermarked_steps,
+                "positions_match": same
+                and [i + 1 for i, s in enumerate(r.scored) if s] == o.watermarked_steps,
                 **record(r, wm.config),
             }
         )

@@ -20,7 +20,6 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,9 +53,9 @@ def main() -> None:
 
     cfg = as_config(args.config)
     sizes = [int(w) for w in args.windows.split(",") if w]
-    whole = Watermark.load(replace(cfg, window_sizes=[]))
+    whole = Watermark.load(cfg.evolve(window_sizes=[]))
     core = copy.copy(whole.core)  # the same models; only the detector's config differs
-    core.config = replace(whole.config, window_sizes=sizes)
+    core.config = whole.config.evolve(window_sizes=sizes)
     windowed = Watermark(core.config, core, whole.generator)
     for path in args.texts:
         with path.open(encoding="utf-8") as f:

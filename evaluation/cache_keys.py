@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from watermark.core.config import WatermarkConfig, fields_of
-from watermark.core.design import DETECTION, RUNTIME, SAMPLING
+from watermark.core.config_sections import DETECTION, RUNTIME, SAMPLING
 from watermark.core.schemes import SCHEMES
 
 # fields added after results were cached, at the values that leave those results unchanged
@@ -45,6 +45,8 @@ LATER_FIELDS_OFF = {
 # runtime fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)
 SPEED_ONLY = {"embed_batch_size": 32}
+# settings 0.8 removed from the runtime, at the one value every cached result was made with
+RETIRED = {"token_map": "keyed", "null_model": "vocab"}
 PINS = ("mapper_digest", "embedder_digest")  # the parts named by "mapper" and "embedder"
 # detection-policy fields that generation keys held before the fields declared their kinds:
 # kept in the generation view so that cached generations keep their keys
@@ -77,7 +79,7 @@ def detection_view(cfg: WatermarkConfig) -> dict[str, Any]:
 
 
 def _cache_view(cfg: WatermarkConfig) -> dict[str, Any]:
-    data = {**cfg.to_dict(), **SPEED_ONLY, "layers": cfg.green_lists}
+    data = {**RETIRED, **cfg.to_dict(), **SPEED_ONLY, "layers": cfg.green_lists}
     for pin in PINS:  # loading checks that "mapper" / "embedder" hold the pinned parts
         data.pop(pin)
     return {k: v for k, v in data.items() if LATER_FIELDS_OFF.get(k, object()) != v}

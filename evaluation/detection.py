@@ -1,6 +1,6 @@
 """`MethodDetection`: one text's detection, as every method of the evaluation returns it.
 
-Our method reads the library's :class:`watermark.detection_result.DetectionResult` into it
+Our method reads the library's :class:`watermark.detect.result.DetectionResult` into it
 (:meth:`MethodDetection.from_result`); the baselines fill it from their own statistics. The
 evaluation's store caches it as a JSON record with the short keys that earlier runs wrote
 (``z``, ``p``, ``num_scored``, ``num_tokens``, ``green_fraction``, ``awr``, then ``score`` and
@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
-from watermark.detection_result import DetectionResult
+from watermark.detect.result import DetectionResult
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,15 @@ from evaluation.security import (
     spoofing,
 )
 from evaluation.stealing import steal_and_spoof
+from watermark.core.config import secret_fields
 
 logger = logging.getLogger(__name__)
+
+
+def public_flat(wm_config: object) -> dict:
+    """The watermark config by flat names, without its secrets (as earlier results hold it)."""
+    hidden = set(secret_fields())
+    return {k: v for k, v in wm_config.to_dict().items() if k not in hidden}
 
 
 def _timed(timings: dict, name: str, fn, *args):
@@ -48,7 +55,7 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     ev = _timed(timings, "load", Evaluation, cfg, progress)
     results = {
         "config": cfg.to_dict(),
-        "watermark_config": ev.wm_config.public_dict(),
+        "watermark_config": public_flat(ev.wm_config),
         "units": len(ev.units),
         "sources": sorted({u["source"] for u in ev.units}),
         "methods": {},

@@ -42,7 +42,12 @@ def build_method(
     if name == "synthid":
         keys = [(cfg.kgw_key * 7919 + layer) % 2**31 for layer in range(cfg.synthid_layers)]
         return SynthIDMethod(
-            keys, cfg.synthid_ngram_len, tokenizer, wm_config.top_k, wm_config.top_p, device
+            keys,
+            cfg.synthid_ngram_len,
+            tokenizer,
+            wm_config.scheme.top_k,
+            wm_config.scheme.top_p,
+            device,
         )
     vocab_size = int(model.get_output_embeddings().weight.shape[0])
     context = {"kgw0": 0, "kgw2": 2}[name]

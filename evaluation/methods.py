@@ -94,6 +94,13 @@ class Method:
     def processor(self) -> LogitsProcessor | None:
         return None
 
+    def generate(self, model, tokenizer, prompts: Sequence[str], **settings) -> list:
+        """Continuations of ``prompts`` (:func:`watermark.generate.generation.generate` with the
+        method's processor and ``settings``)."""
+        from watermark.generate.generation import generate
+
+        return generate(model, tokenizer, prompts, self.processor(), **settings)
+
     def detect(self, texts: Sequence[str]) -> list[MethodDetection]:
         raise NotImplementedError(f"{self.name} has no detector")
 
@@ -219,13 +226,15 @@ class OursMethod(Method):
     def detect_key(self) -> str:
         return self._detect_key
 
-    @property
-    def sentences(self) -> object | None:
-        """The sentence layer (generation chooses among candidates), ``None`` when off."""
-        return self.wm.detector.sentences
+    def generate(self, model, tokenizer, prompts: Sequence[str], **settings) -> list:
+        """``Watermark.generate`` (the sentence layer's candidates where it is on); the
+        sampling filters are the config's."""
+        for name in ("top_k", "top_p", "temperature"):
+            settings.pop(name, None)
+        return self.wm.generate(model, prompts, record=False, **settings)
 
     def processor(self) -> LogitsProcessor:
-        from watermark.generation import eos_ids
+        from watermark.generate.generation import eos_ids
 
         return self.wm.logits_processor(eos_token_ids=eos_ids(self.model, self.wm.tokenizer))
 

@@ -8,7 +8,7 @@ generation: its record names it, and a run reads it on any device (``device``, `
 
 Generation: units are cut into fixed batches in order; batch ``b`` samples with seed
 ``seed + b`` for every method, with top-k / top-p after the watermark and EOS blocked before
-``min_new_tokens`` (:func:`watermark.generation.generate`, the same for every method).
+``min_new_tokens`` (:func:`watermark.generate.generation.generate`, the same for every method).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from watermark.core.config import as_config
 from watermark.core.devices import resolve_device
 from watermark.core.models import load_lm
 from watermark.core.text import encode_text
-from watermark.sentence_generation import generate_text
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ class Evaluation(AttackStage):
         self.device = resolve_device(cfg.device)  # a UserError if CUDA is asked and absent
         self.model.eval().to(self.device)
         wm_cfg = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
-        if wm_cfg.generator != cfg.generator:
+        if wm_cfg.models.generator != cfg.generator:
             wm_cfg = wm_cfg.evolve(generator=cfg.resolve(cfg.generator), vocab_size=None)
         self.wm_config = wm_cfg
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
@@ -156,14 +155,12 @@ class Evaluation(AttackStage):
             start = time.perf_counter()
             settings = dict(max_new_tokens=new, seed=cfg.seed + b // cfg.batch_size)
             prompts = [u["prompt"] for u in batch]
-            outs = generate_text(
+            outs = method.generate(
                 self.model,
                 self.tokenizer,
                 prompts,
-                method.processor(),
-                getattr(method, "sentences", None),  # the sentence layer's candidates
-                top_k=self.wm_config.top_k,
-                top_p=self.wm_config.top_p,
+                top_k=self.wm_config.scheme.top_k,
+                top_p=self.wm_config.scheme.top_p,
                 min_new_tokens=low,
                 **settings,
             )

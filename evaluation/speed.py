@@ -1,8 +1,8 @@
 """Speed stage: generation tokens/s with and without the watermark, and detection s/text.
 
 Generation runs unwatermarked, watermarked (the MM fused into the generator's forward where
-possible, see :mod:`watermark.fused`) and watermarked unfused, on the same prompts and seed,
-with EOS blocked so that every run generates the same number of tokens; the ratios are
+possible, see :mod:`watermark.generate.decoding`) and watermarked unfused, on the same prompts and
+seed, with EOS blocked so that every run generates the same number of tokens; the ratios are
 watermarked tokens/s over plain tokens/s.
 
 Both are measured side by side in one run on the same prompts and texts, with the extra time

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     cfg = as_config(args.config)
-    model, tokenizer = load_lm(cfg.generator)
+    model, tokenizer = load_lm(cfg.models.generator)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     heldout = ROOT / "data/corpus/heldout.jsonl.gz"
     human = units(heldout, tokenizer, None, 150, 200)[: args.human]

@@ -236,7 +236,7 @@ def main() -> None:
                             "design": design,
                             "margin": q,
                             "texts": n,
-                            "alpha": wm.config.alpha,
+                            "alpha": wm.config.scheme.alpha,
                             "units_original": round(n_orig / n, 1),
                             "units_attacked": round(n_att / n, 1),
                             "kept_of_original": round(kept / max(1, n_orig), 3),

@@ -99,7 +99,9 @@ class StepLog:
     def __call__(self, scores: torch.Tensor, decision) -> torch.Tensor:
         out = self.inner(scores, decision)
         cfg = self.core.config
-        base = filter_logits(scores / cfg.temperature, cfg.top_k, cfg.top_p).softmax(-1)
+        base = filter_logits(
+            scores / cfg.scheme.temperature, cfg.scheme.top_k, cfg.scheme.top_p
+        ).softmax(-1)
         marked = out.softmax(-1)
         neutral = decision.neutral
         self.steps.append(
@@ -159,7 +161,7 @@ def run(args: argparse.Namespace) -> None:
     done = set()
     if out.exists():
         done = {json.loads(line)["unit"] for line in out.open()}
-    model, tokenizer = load_lm(cfg.generator)
+    model, tokenizer = load_lm(cfg.models.generator)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     log = StepLog(wm.core)
     prompts = prompt_pool(args.pool, tokenizer)[args.start : args.start + args.count]
@@ -182,7 +184,7 @@ def run(args: argparse.Namespace) -> None:
                 rec = {"unit": p["unit"], "seed": seed, "text": g.text, "ids": ids}
                 rec.update(rep4=ngram_repetition(ids, 4), longest=longest_repeat(ids))
                 if rec["rep4"] > 0.2 and log.steps:
-                    rec.update(entry_record(g.token_ids, row, log.steps, cfg.context_guard))
+                    rec.update(entry_record(g.token_ids, row, log.steps, cfg.scheme.context_guard))
                 f.write(json.dumps(rec) + "\n")
         print(f"{len(done) + b + len(batch)}/{len(prompts)}", file=sys.stderr, flush=True)
     print(json.dumps(summary(out, {p["unit"] for p in prompts})))

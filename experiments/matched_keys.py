@@ -49,7 +49,7 @@ def keyed_method(ev: Evaluation, name: str, index: int):
     overrides = dict(ev.cfg.variants.get(name) or {})
     base = overrides.pop("base", ev.cfg.base_method(name))
     if base == "ours":
-        overrides["key"] = f"{ev.wm_config.key}#{index}"
+        overrides["key"] = f"{ev.wm_config.keys.key}#{index}"
     else:
         overrides["kgw_key"] = ev.cfg.kgw_key + index
     return ev._method(base, **overrides)

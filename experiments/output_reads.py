@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import watermark.assembly as assembly  # noqa: E402
+import watermark.detect.assembly as assembly  # noqa: E402
 from evaluation.config import EvalConfig  # noqa: E402
 from evaluation.curves import attack_label  # noqa: E402
 from evaluation.metrics import detection_metrics  # noqa: E402

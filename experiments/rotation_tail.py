@@ -32,7 +32,6 @@ import argparse
 import itertools
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import watermark.detector as detector  # noqa: E402
+import watermark.detect.detector as detector  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
 from watermark.core.models import load_lm  # noqa: E402
@@ -124,9 +123,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="JSONL of every passage's per-key records")
     args = parser.parse_args(argv)
     cfg = WatermarkConfig.load(args.config)
-    own = 1 + len(cfg.old_keys)
+    own = 1 + len(cfg.keys.old_keys)
     fresh = [f"{args.key_prefix}{i}" for i in range(args.fresh_keys)]
-    cfg = replace(cfg, old_keys=list(cfg.old_keys) + fresh)
+    cfg = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh)
     per_text = []
     best_key = detector.Detector._best_key
 
@@ -135,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         return best_key(self, per_key)
 
     detector.Detector._best_key = keep
-    model, tokenizer = load_lm(cfg.generator)
+    model, tokenizer = load_lm(cfg.models.generator)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     texts = [json.loads(x)["text"] for x in args.human.read_text().splitlines() if x.strip()]
     wm.detect(texts, progress=True)
@@ -153,13 +152,16 @@ def main(argv: list[str] | None = None) -> None:
         "set_size": size,
         "per_key": {f"p<{c}": (p < c).sum(0)[:own].tolist() for c in CUTOFFS},
         "pooled": pooled(p),
-        "rotation": rotation(p, size, cfg.target_fpr),
+        "rotation": rotation(p, size, cfg.detection.target_fpr),
     }
-    if cfg.repeats != "bigram":
+    if cfg.scheme.repeats != "bigram":
         out["one_per_dim"] = pooled(np.array([[one_per_dim_p(r) for r in row] for row in rows]))
-    if cfg.window_sizes:
+    if cfg.detection.window_sizes:
         wp = np.array([[rec["window_p"] for rec in row] for row in rows])
-        out["windowed"] = {"pooled": pooled(wp), "rotation": rotation(wp, size, cfg.target_fpr)}
+        out["windowed"] = {
+            "pooled": pooled(wp),
+            "rotation": rotation(wp, size, cfg.detection.target_fpr),
+        }
     print(json.dumps(out, indent=1))
 
 

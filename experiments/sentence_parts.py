@@ -80,7 +80,7 @@ def main() -> None:
     n = min(cfg.curve_attacked, len(units))
     for name in cfg.curve_methods:
         method = ev.method(name)
-        if getattr(method, "sentences", None) is None:
+        if getattr(getattr(method, "wm", None), "sentences", None) is None:
             continue
         texts = [g["text"] for g in ev.generations(method, units)]
         human = method.wm.detect(humans)

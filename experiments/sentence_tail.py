@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +42,6 @@ from watermark.core.sentences import (  # noqa: E402
     sentence_spans,
     test_sentences,
 )
-from watermark.sentence_layer import SentenceLayer  # noqa: E402
 
 CUTOFFS = (0.01, 0.05)
 
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = WatermarkConfig.load(args.config)
     fresh = [f"{args.key_prefix}{i}" for i in range(args.fresh_keys)]
-    secrets = replace(cfg, old_keys=list(cfg.old_keys) + fresh).secret_keys()
+    secrets = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh).secret_keys()
     texts = [json.loads(x)["text"] for x in args.human.read_text().splitlines() if x.strip()]
     rows = [json.loads(x) for x in args.tail.read_text().splitlines() if x.strip()]
     widths = sorted({len(row) for row in rows})
@@ -109,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     token_p = np.array([[k["p"] for k in row] for row in rows])
     window_p = np.array([[k["window_p"] for k in row] for row in rows])
-    layer = SentenceLayer(Watermark.load(cfg.evolve(sentence_bits=1)).core)  # its SE and SM
+    layer = Watermark.load(cfg.evolve(sentence_bits=1)).sentences  # its SE and SM
     spans = [sentence_spans(t) for t in texts]
     flat = [t[a:b] for t, s in zip(texts, spans) for a, b, _ in s]
     outputs = layer.outputs(flat)  # (all sentences, D), once for every key and setting

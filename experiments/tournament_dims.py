@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import watermark.assembly as assembly  # noqa: E402
+import watermark.detect.assembly as assembly  # noqa: E402
 from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import as_config  # noqa: E402
@@ -109,16 +108,16 @@ def main() -> None:
         repeats=args.repeats,
         window_sizes=[],
     )
-    model, tokenizer = load_lm(cfg.generator)
+    model, tokenizer = load_lm(cfg.models.generator)
     GreenLists.contains, GreenLists.contains_repeat = _contains, _contains_repeat
     assembly.green_test = _green_test
     Tournament.score = lambda self, green: 0.0
     heldout = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 150, 200)
     human = [u["human"] for u in heldout[: args.human]]
-    for key in args.keys.split(",") if args.keys else [cfg.key]:
-        wm = Watermark.load(replace(cfg, key=key), tokenizer=tokenizer, generator=model)
+    for key in args.keys.split(",") if args.keys else [cfg.keys.key]:
+        wm = Watermark.load(cfg.evolve(key=key), tokenizer=tokenizer, generator=model)
         sets = [("human", human)]
-        if args.watermarked and key == cfg.key:
+        if args.watermarked and key == cfg.keys.key:
             lines = args.watermarked.read_text().splitlines()
             sets.append(("watermarked", [json.loads(x)["text"] for x in lines]))
         for name, texts in sets:

@@ -86,7 +86,7 @@ def main() -> None:
         groups[label] = ev.attacked(attack, texts, humans[: args.texts])
     negatives = tested_features(wm, humans)
     positives = {label: tested_features(wm, group) for label, group in groups.items()}
-    layers = wm.config.layers
+    layers = wm.config.scheme.layers
     for name, f in WEIGHTS.items():
         neg = [weighted_z(x, layers, f) for x in negatives]
         row: dict = {"weighting": name, "human_sd": round(float(np.std(neg)), 3)}

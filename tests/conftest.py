@@ -101,7 +101,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
             opening_steps=5,
             top_k=10,
             top_p=0.9,
-            scaling="floor",  # the first version's rule; test cases pin their own
+            scaling="paper",  # the paper's rule; test cases pin their own
             filter_first=False,
             fresh_only=False,
             repeats="neutral",

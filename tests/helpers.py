@@ -52,8 +52,7 @@ PROMPTS = ["river city council", "the storm hit the north road and the bridge", 
 # every strength rule, both filter orders, with and without the context guard
 RULE_CASES = [
     {"scaling": "paper"},
-    {"scaling": "floor"},
-    {"scaling": "floor", "filter_first": True, "context_guard": 1},
+    {"scaling": "paper", "filter_first": True, "context_guard": 1},
     {"scaling": "additive", "bias": 2.0},
     {"scaling": "additive", "bias": 2.0, "filter_first": True, "context_guard": 2},
     {"scaling": "tournament", "layers": 3, "filter_first": True},
@@ -85,6 +84,11 @@ RULE_CASES = [
         "neutral": "half",
     },
 ]
+
+
+def scored_steps(result: object) -> list[int]:
+    """The 1-based steps a detection result scored (its W)."""
+    return [i + 1 for i, s in enumerate(result.scored) if s]
 
 
 def sentences(n: int, seed: int = 0, length: int = 12) -> list[str]:

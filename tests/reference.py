@@ -75,7 +75,7 @@ def mm_probs(wm: object, prefix: list[int]) -> torch.Tensor:
         body = list(prefix)
     else:
         body = mm.tokenizer(_decode(wm.tokenizer, prefix), add_special_tokens=False)["input_ids"]
-    context = [mm.start_id, *body[window_start(len(body), wm.config.mm_window) :]]
+    context = [mm.start_id, *body[window_start(len(body), wm.config.models.mm_window) :]]
     x = torch.tensor([context], device=mm.device)
     logits = mm.model(input_ids=x).logits[0, -1].double().cpu()
     return torch.softmax(logits, dim=-1)
@@ -141,7 +141,7 @@ def loop_penalty(prefix: list[int], h: int, penalty: float, cap: int = 32) -> di
 def step(wm: object, prefix: list[int]) -> RefStep:
     """Reference gate and v_hat for the step after ``prefix``."""
     decision = _step(wm, prefix)
-    if decision.gated and wm.config.repeats == "bigram" and prefix:
+    if decision.gated and wm.config.scheme.repeats == "bigram" and prefix:
         decision.repeat_green = repeat_green(wm, decision.signs, prefix[-1])
     return decision
 
@@ -149,18 +149,18 @@ def step(wm: object, prefix: list[int]) -> RefStep:
 def _step(wm: object, prefix: list[int]) -> RefStep:
     cfg = wm.config
     t = len(prefix) + 1
-    if repeated(prefix, cfg.context_guard):
-        h = mm_entropy(wm, prefix) if t > cfg.opening_steps else float("nan")
+    if repeated(prefix, cfg.scheme.context_guard):
+        h = mm_entropy(wm, prefix) if t > cfg.scheme.opening_steps else float("nan")
         return RefStep(False, h, None)
-    if t <= cfg.opening_steps:
-        signs = mapper_signs(wm, cfg.opening_sentence)
+    if t <= cfg.scheme.opening_steps:
+        signs = mapper_signs(wm, cfg.keys.opening_sentence)
         return RefStep(True, float("nan"), expand(wm, signs), signs)
     h = mm_entropy(wm, prefix)
-    if h >= cfg.alpha:
-        if cfg.embed_window > 0:  # a local context: the last W tokens
-            context = prefix[max(0, len(prefix) - cfg.embed_window) :]
+    if h >= cfg.scheme.alpha:
+        if cfg.models.embed_window > 0:  # a local context: the last W tokens
+            context = prefix[max(0, len(prefix) - cfg.models.embed_window) :]
         else:
-            context = prefix[: cfg.embed_prefix_tokens]
+            context = prefix[: cfg.models.embed_prefix_tokens]
         signs = mapper_signs(wm, _decode(wm.tokenizer, context))
         return RefStep(True, h, expand(wm, signs), signs)
     return RefStep(False, h, None)
@@ -169,14 +169,10 @@ def _step(wm: object, prefix: list[int]) -> RefStep:
 def rule(logits: torch.Tensor, green: torch.Tensor, cfg: object) -> torch.Tensor:
     """The strength rule on one logit vector (V,) with green values (L, V) in [0, 1]."""
     g = green[0].float()
-    if cfg.scaling == "paper":
-        return logits * (1.0 + cfg.delta * g)
-    if cfg.scaling == "floor":
-        top = sorted((x for x in logits.tolist() if math.isfinite(x)), reverse=True)
-        floor = top[: cfg.top_k if cfg.top_k > 0 else len(top)][-1]
-        return (logits - floor) * (1.0 + cfg.delta * g) + floor
-    if cfg.scaling == "additive":
-        return logits + cfg.bias * g
+    if cfg.scheme.rule == "paper":
+        return logits * (1.0 + cfg.scheme.delta * g)
+    if cfg.scheme.rule == "additive":
+        return logits + cfg.scheme.bias * g
     probs = torch.softmax(logits.double(), dim=-1)
     for bits in green.double():  # one tournament layer per green list
         probs = (probs * (1.0 + bits - float((probs * bits).sum()))).clamp_min(0.0)
@@ -205,15 +201,17 @@ def sampling_logits(
     """What is sampled from at one step: the rule (if gated) and the filters, in config order
     (on the CPU)."""
     logits = logits.cpu().clone()
-    for token, loss in loop_penalty(prefix, cfg.context_guard, cfg.loop_penalty).items():
+    for token, loss in loop_penalty(
+        prefix, cfg.scheme.context_guard, cfg.scheme.loop_penalty
+    ).items():
         logits[token] -= loss
-    logits = logits / cfg.temperature
-    if cfg.filter_first:
-        logits = top_k_top_p(logits, cfg.top_k, cfg.top_p)
+    logits = logits / cfg.scheme.temperature
+    if cfg.scheme.filter_first:
+        logits = top_k_top_p(logits, cfg.scheme.top_k, cfg.scheme.top_p)
     if decision.gated:
         green = decision.green.double()
         neutral = set()
-        if cfg.fresh_only:
+        if cfg.scheme.fresh_only:
             pairs = set(zip(prefix, prefix[1:]))
             for token in set(prefix):
                 if decision.repeat_green is not None and (prefix[-1], token) not in pairs:
@@ -221,14 +219,14 @@ def sampling_logits(
                 else:  # a token already there, or with "bigram" a pair already there
                     neutral.add(token)
             neutral |= set(eos)
-        if cfg.neutral == "kept" and neutral:
+        if cfg.scheme.neutral == "kept" and neutral:
             logits = keep_neutral(logits, green, cfg, sorted(neutral))
         else:
             for token in neutral:
                 green[:, token] = 0.5
             logits = rule(logits, green, cfg)
-    if not cfg.filter_first:
-        logits = top_k_top_p(logits, cfg.top_k, cfg.top_p)
+    if not cfg.scheme.filter_first:
+        logits = top_k_top_p(logits, cfg.scheme.top_k, cfg.scheme.top_p)
     return logits
 
 
@@ -291,13 +289,13 @@ def window_tested(
         if not scored[t - 1]:
             continue
         again = ids[t - 1] in before
-        if cfg.fresh_only and again and cfg.repeats == "bigram":
+        if cfg.scheme.fresh_only and again and cfg.scheme.repeats == "bigram":
             if tuple(ids[t - 2 : t]) not in set(zip(before, before[1:])):  # a new pair
                 found.append((t, True))
             continue
-        if cfg.unique_tokens and ids[t - 1] in before_scored:
+        if cfg.detection.unique_tokens and ids[t - 1] in before_scored:
             continue
-        if cfg.fresh_only and again:
+        if cfg.scheme.fresh_only and again:
             continue
         found.append((t, False))
     return found
@@ -326,11 +324,7 @@ def detect(wm: object, text: str) -> RefDetection:
         unit_dims[t, False] = [int(m[ids[t - 1]]) for m in maps]
         unit_gammas[t, False] = []
         for layer in range(len(bits)):
-            green = decision.green[layer].double()
-            if cfg.null_model == "mm":
-                unit_gammas[t, False].append(float((mm_probs(wm, ids[: t - 1]) * green).sum()))
-            else:
-                unit_gammas[t, False].append(float(green.mean()))
+            unit_gammas[t, False].append(float(decision.green[layer].double().mean()))
         shown[t] = bits
         if decision.repeat_green is not None:
             unit_bits[t, True] = decision.repeat_green[:, ids[t - 1]].tolist()
@@ -349,7 +343,7 @@ def detect(wm: object, text: str) -> RefDetection:
         found, seen = [], set()
         for u in units:
             for layer, d in enumerate(unit_dims[u]):
-                if not (cfg.outputs_once and d in seen):
+                if not (cfg.detection.outputs_once and d in seen):
                     found.append((u, layer))
                 seen.add(d)
         return found
@@ -358,20 +352,20 @@ def detect(wm: object, text: str) -> RefDetection:
     tested_green = [unit_bits[u][layer] for u, layer in tested]
     gammas = [unit_gammas[u][layer] for u, layer in tested]
     n = sum(result.scored)
-    if cfg.scaling == "tournament":  # no logit scale: the mean green bit over all lists
+    if cfg.scheme.rule == "tournament":  # no logit scale: the mean green bit over all lists
         bits = [b for t in shown for b in shown[t]]
         result.score = sum(bits) / len(bits) if bits else 0.0
     else:  # strength (delta or bias) times the green share of the first list
-        strength = cfg.bias if cfg.scaling == "additive" else cfg.delta
+        strength = cfg.scheme.bias if cfg.scheme.rule == "additive" else cfg.scheme.delta
         greens = sum(g for g, s in zip(result.green, result.scored) if s)
         result.score = strength * greens / n if n else 0.0
     result.z_score, result.p_value = green_test(tested_green, gammas)
-    if cfg.window_sizes:  # every (unit, list) bit is one candidate of the simulation
+    if cfg.detection.window_sizes:  # every (unit, list) bit is one candidate of the simulation
         flat = [(u, layer) for u in sorted(unit_bits) for layer in range(len(unit_bits[u]))]
         index = {b: i for i, b in enumerate(flat)}
         members = [
             [index[b] for b in reads(window_tested(cfg, ids, result.scored, start, end))]
-            for start, end in window_spans(len(ids), cfg.window_sizes)
+            for start, end in window_spans(len(ids), cfg.detection.window_sizes)
         ]
         bits = [[unit_bits[u][layer]] for u, layer in flat]
         gammas_flat = [[unit_gammas[u][layer]] for u, layer in flat]

@@ -13,12 +13,14 @@ See ``docs/research/design.md`` for the design decisions and measurements.
 Layout: each folder is a layer that imports only the layers above it in this list (checked by
 ``tests/test_layers.py``):
 
-1. ``watermark/core/``: the config (``config``, ``config_checks``), the strength rules
-   (``rules``), the scoring core (``scoring``, ``measurement``, ``semantic``, ``green_lists``,
-   ``token_map``, ``stats``, ``units``), the mapper model (``semantic_mapper``), models, devices,
-   keys, identity and paths;
-2. ``watermark/``: ``api`` (:class:`Watermark`), ``loading``, ``processor``, ``generation``,
-   ``fused``, ``detector``, ``detection_result``;
+1. ``watermark/core/``: the config (``config``, its ``config_sections``, ``config_files`` and the
+   rule classes of ``schemes``), the strength rules' formulas (``rules``), the scoring core
+   (``scoring``, ``measurement``, ``semantic``, ``green_lists``, ``token_map``, ``stats``,
+   ``units``, ``sentences``), the mapper model (``semantic_mapper``), models, devices, keys,
+   identity and paths;
+2. ``watermark/``: ``api`` (:class:`Watermark`) and ``loading``; ``generate/`` (the processor, the
+   one token-level decode path, generation), ``sentences/`` (the sentence layer) and ``detect/``
+   (the detector, assembly, results);
 3. ``watermark/app/``: the command line (``cli``, ``cli_parser``; ``python -m watermark``), the
    HTTP service (``service``, ``batcher``, ``access``, ``page``), ``calibrate`` and bulk
    detection (``bulk``).
@@ -50,11 +52,11 @@ def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
 
         return Watermark
     if name == "DetectionResult":
-        from watermark.detection_result import DetectionResult
+        from watermark.detect.result import DetectionResult
 
         return DetectionResult
     if name == "AdaptiveWatermarkLogitsProcessor":
-        from watermark.processor import AdaptiveWatermarkLogitsProcessor
+        from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 
         return AdaptiveWatermarkLogitsProcessor
     if name in ("load_lm", "resolve_lm"):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 
 import torch
 from transformers import LogitsProcessorList
@@ -25,25 +24,20 @@ from watermark.core.errors import UserError
 from watermark.core.keys import DEMO_KEY, warn_demo_key
 from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic_mapper import SemanticMapper
-from watermark.detection_result import DetectionResult
-from watermark.detector import Detector
-from watermark.generation import (
+from watermark.detect.detector import Detector
+from watermark.detect.result import DetectionResult
+from watermark.generate.generation import (
     Generation,
     check_generate_args,
     check_prompts,
     eos_ids,
+    generate,
     warpers_off,
 )
-from watermark.loading import (
-    generator_tokenizer,
-    head_width,
-    load_measurement,
-    load_semantic,
-    log_loaded,
-    vocab_size,
-)
-from watermark.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentence_generation import generate_text
+from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.loading import head_width, load_core
+from watermark.sentences.generation import generate_by_sentences
+from watermark.sentences.layer import SentenceLayer
 
 
 class Watermark:
@@ -59,7 +53,8 @@ class Watermark:
         self.core = core
         self.generator = generator  # what generate() uses when no model is given
         self.tokenizer = core.tokenizer
-        self.detector = Detector(core)
+        self.sentences = SentenceLayer.of(config, core.semantic)  # the one layer, or None
+        self.detector = Detector(core, sentences=self.sentences)
         self.uses_demo_key = False  # set by load: generation then warns once per process
 
     def __repr__(self) -> str:
@@ -110,15 +105,15 @@ class Watermark:
 
         Args:
             config: A config, a JSON path, or ``None`` for the shipped default.
-            tokenizer: Generator tokenizer (default: loaded from ``config.generator``).
+            tokenizer: Generator tokenizer (default: loaded from ``config.models.generator``).
             generator: The generator model, if loaded; used to check the LM-head width, reused
-                as the MM when ``config.measurement_model == config.generator``, and held by
-                the Watermark for :meth:`generate` and :meth:`generation_kwargs`. Without it the
-                MM is held when the config names the same model for both.
-            measurement_model: MM model (default: loaded from ``config.measurement_model``).
+                as the MM when the config names it as the measurement model too, and held by the
+                Watermark for :meth:`generate` and :meth:`generation_kwargs`. Without it the MM
+                is held when the config names the same model for both.
+            measurement_model: MM model (default: loaded from ``config.models.measurement_model``).
             mm_tokenizer: MM tokenizer (default: the generator's when the names are equal).
-            embedder: Sentence-transformers model (default: ``load_embedder(config.embedder)``).
-            mapper: Semantic mapper (default: loaded from ``config.mapper``).
+            embedder: Sentence-transformers model (default: ``config.models.embedder``).
+            mapper: Semantic mapper (default: loaded from ``config.models.mapper``).
             device: Where the MM, the SE, the mapper and the token maps run: ``None`` (the
                 generator's device, else the CPU), ``"auto"`` (CUDA when available), ``"cpu"``,
                 ``"cuda"`` or ``"cuda:N"``. Results do not depend on it beyond float noise.
@@ -130,25 +125,11 @@ class Watermark:
         """
         cfg = as_config(config)
         if dtype is not None:
-            cfg = replace(cfg, compute_dtype=dtype_name(dtype))  # checked by the config
+            cfg = cfg.evolve(compute_dtype=dtype_name(dtype))  # checked by the config
         device = resolve_device(device, generator)
-        vocab = vocab_size(cfg, generator, tokenizer is not None)  # cheap checks first
-        tokenizer = generator_tokenizer(cfg, tokenizer, vocab)
-        semantic = load_semantic(cfg, vocab, device, embedder, mapper)
-        mm = load_measurement(
-            cfg,
-            tokenizer,
-            generator,
-            measurement_model,
-            mm_tokenizer,
-            vocab,
-            device,
-            timer=semantic.timer,
-        )
-        log_loaded(cfg, vocab, semantic.num_dims, mm.same_tokenizer, device)
-        core = WatermarkCore(cfg, tokenizer, mm, semantic)
-        if generator is None and cfg.measurement_model == cfg.generator and mm.same_tokenizer:
-            generator = mm.model  # the generator's weights, loaded once
+        parts = {"tokenizer": tokenizer, "measurement_model": measurement_model}
+        parts.update(mm_tokenizer=mm_tokenizer, embedder=embedder, mapper=mapper)
+        core, generator = load_core(cfg, generator, device, **parts)
         wm = cls(cfg, core, generator)
         wm.uses_demo_key = cfg.secret_keys()[0] == DEMO_KEY
         return wm
@@ -159,8 +140,20 @@ class Watermark:
         """A new logits processor (one per concurrent generation).
 
         It applies the config's temperature, top-k and top-p itself, and refuses to run next to
-        transformers' own; :meth:`generation_kwargs` passes it with those switched off.
+        transformers' own; :meth:`generation_kwargs` passes it with those switched off. It marks
+        the token level only, so a config with the sentence layer on is refused: its candidates
+        are chosen by :meth:`generate`.
         """
+        if self.sentences is not None:
+            raise UserError(
+                "this config has the sentence layer on (sentences.bits > 0), which a logits "
+                "processor cannot apply: generate with Watermark.generate(prompts)"
+            )
+        return self._processor(record, eos_token_ids)
+
+    def _processor(
+        self, record: bool, eos_token_ids: Sequence[int] | None
+    ) -> AdaptiveWatermarkLogitsProcessor:
         if self.uses_demo_key:
             warn_demo_key()
         return AdaptiveWatermarkLogitsProcessor(
@@ -178,7 +171,7 @@ class Watermark:
         temperature, top-k and top-p. Repeating one of these keywords in the call is a
         ``TypeError``; they override the model's ``generation_config`` and one passed to the
         call; a warper that still reaches the processor makes it raise (see
-        :mod:`watermark.processor`).
+        :mod:`watermark.generate.processor`).
         """
         eos = eos_ids(self.generator, self.tokenizer)
         processor = self.logits_processor(record=record, eos_token_ids=eos)
@@ -206,9 +199,9 @@ class Watermark:
         prompts, ...)`` is accepted when ``model`` is the held generator, or when the Watermark
         holds none (its MM is another model and no generator was given to :meth:`load`).
 
-        With the sentence layer (``sentence_bits`` > 0) a watermarked generation samples
-        ``sentence_candidates`` candidates per sentence and keeps the best
-        (:mod:`watermark.sentence_generation`).
+        With the sentence layer (``sentences.bits`` > 0) a watermarked generation samples
+        ``sentences.candidates`` candidates per sentence and keeps the best
+        (:mod:`watermark.sentences.generation`); without it, generation does not pass there.
 
         Raises ``ValueError`` for an empty or blank prompt, ``max_new_tokens < 1``, a model
         other than the held one, or sampling arguments the config sets, before any work.
@@ -228,19 +221,22 @@ class Watermark:
         check_generate_args(self.config, max_new_tokens, kwargs)
         processor = None
         if watermark:
-            processor = self.logits_processor(
-                record=record, eos_token_ids=eos_ids(model, self.tokenizer)
-            )
-        return generate_text(  # by sentences where the layer is on
+            processor = self._processor(record, eos_ids(model, self.tokenizer))
+        if processor is not None and self.sentences is not None:
+            return generate_by_sentences(
+                model, self.tokenizer, prompts, processor, self.sentences,
+                max_new_tokens=max_new_tokens, seed=seed, **kwargs,
+            )  # fmt: skip
+        scheme = self.config.scheme  # the sampling settings, with or without the watermark
+        return generate(
             model,
             self.tokenizer,
             prompts,
             processor,
-            self.detector.sentences,
             max_new_tokens=max_new_tokens,
-            top_k=self.config.top_k,
-            top_p=self.config.top_p,
-            temperature=self.config.temperature,
+            top_k=scheme.top_k,
+            top_p=scheme.top_p,
+            temperature=scheme.temperature,
             seed=seed,
             **kwargs,
         )
@@ -276,7 +272,7 @@ class Watermark:
         batch_size: int | None = None,
         workers: int = 0,
     ) -> list[DetectionResult]:
-        """Detects the watermark in each text; see :class:`watermark.detector.Detector`.
+        """Detects the watermark in each text; see :class:`watermark.detect.detector.Detector`.
 
         ``batch_size`` texts are scored together (default: 8 on a CPU, 64 on an accelerator).
         ``workers`` > 0 assembles the results in that many processes (same results; for bulk

@@ -22,6 +22,7 @@ from watermark.core.errors import UserError
 from watermark.core.identity import check_part, tensor_digest
 from watermark.core.measurement import MeasurementModel, resolve_start_id
 from watermark.core.models import embedder_dim, load_embedder
+from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic import SemanticScorer
 from watermark.core.semantic_mapper import SemanticMapper
 from watermark.core.timer import StageTimer
@@ -65,15 +66,16 @@ def vocab_size(
     """V: checked against the generator's LM head, or its config when loaded by name."""
     if generator is not None:
         actual = head_width(generator)
-    elif cfg.vocab_size is None or not tokenizer_given:
-        actual = config_vocab(cfg.resolve_path(cfg.generator))
+    elif cfg.models.vocab_size is None or not tokenizer_given:
+        actual = config_vocab(cfg.resolve_path(cfg.models.generator))
     else:  # components passed in without the generator: the caller vouches for V
-        return int(cfg.vocab_size)
-    if cfg.vocab_size is not None and int(cfg.vocab_size) != actual:
+        return int(cfg.models.vocab_size)
+    if cfg.models.vocab_size is not None and int(cfg.models.vocab_size) != actual:
         raise UserError(
-            f"config vocab_size={cfg.vocab_size} but the generator {cfg.generator!r} has an "
-            f"LM head of width {actual}; the token map must match the LM head (set "
-            f"vocab_size to {actual}, or to null to read it from the generator)"
+            f"config vocab_size={cfg.models.vocab_size} but the generator "
+            f"{cfg.models.generator!r} has an LM head of width {actual}; the token map must "
+            f"match the LM head (set vocab_size to {actual}, or to null to read it from the "
+            "generator)"
         )
     return actual
 
@@ -90,8 +92,8 @@ def load_measurement(
 ) -> MeasurementModel:
     """The MM on ``device`` in ``compute_dtype`` (the generator itself when it is the same model,
     on that device, in that dtype); ``timer`` adds its time to stage ``mm``."""
-    same_name = cfg.measurement_model == cfg.generator
-    dtype = torch_dtype(cfg.compute_dtype)
+    same_name = cfg.models.measurement_model == cfg.models.generator
+    dtype = torch_dtype(cfg.runtime.compute_dtype)
     if model is None:
         reusable = generator is not None and (model_device(generator), model_dtype(generator))
         if same_name and reusable == (device, dtype):
@@ -99,30 +101,25 @@ def load_measurement(
         else:
             from watermark.core.models import load_lm
 
-            model, loaded_tok = load_lm(cfg.resolve_path(cfg.measurement_model))
+            model, loaded_tok = load_lm(cfg.resolve_path(cfg.models.measurement_model))
             mm_tokenizer = mm_tokenizer or loaded_tok
     if mm_tokenizer is None:
         if not same_name:
             raise UserError("pass mm_tokenizer together with a measurement_model of another name")
         mm_tokenizer = tokenizer
     same = same_vocabulary(tokenizer, mm_tokenizer)
-    if cfg.null_model == "mm" and (not same or head_width(model) != vocab):
-        raise UserError(
-            "null_model='mm' needs a measurement model with the generator's tokenizer and "
-            f"LM-head width {vocab}; use null_model='vocab' with {cfg.measurement_model!r}"
-        )
-    start = resolve_start_id(mm_tokenizer, cfg.mm_start_token)
+    start = resolve_start_id(mm_tokenizer, cfg.models.mm_start_token)
     if model is not generator:
         model = model.to(device=device, dtype=dtype)
     return MeasurementModel(
-        model.eval(), mm_tokenizer, tokenizer, same, start, timer=timer, window=cfg.mm_window
+        model.eval(), mm_tokenizer, tokenizer, same, start, timer=timer, window=cfg.models.mm_window
     )
 
 
 def generator_tokenizer(cfg: WatermarkConfig, tokenizer: object | None, vocab: int) -> object:
     """The generator's tokenizer (loaded by name unless given), checked against V."""
     if tokenizer is None:
-        tokenizer = load_tokenizer(cfg.resolve_path(cfg.generator))
+        tokenizer = load_tokenizer(cfg.resolve_path(cfg.models.generator))
     if len(tokenizer) > vocab:
         raise UserError(
             f"the generator tokenizer has {len(tokenizer)} tokens but vocab_size (LM-head "
@@ -145,28 +142,28 @@ def load_semantic(
         try:
             mapper = SemanticMapper.from_pretrained(cfg.mapper_dir())
         except ValueError as err:  # weights that do not match the folder's config
-            raise UserError(f"mapper {cfg.mapper!r} cannot be loaded: {err}") from err
+            raise UserError(f"mapper {cfg.models.mapper!r} cannot be loaded: {err}") from err
     digests = {"mapper": tensor_digest(mapper)}
     check_part(cfg, "mapper", digests["mapper"], mapper_by_name)
     mapper = mapper.to(device=device, dtype=torch.float32)
     if embedder is None:
-        embedder = load_embedder(cfg.resolve_path(cfg.embedder), device=str(device))
+        embedder = load_embedder(cfg.resolve_path(cfg.models.embedder), device=str(device))
     digests["embedder"] = tensor_digest(embedder)  # as loaded, before compute_dtype
     check_part(cfg, "embedder", digests["embedder"], embedder_by_name)
-    embedder = embedder.to(device=device, dtype=torch_dtype(cfg.compute_dtype))
+    embedder = embedder.to(device=device, dtype=torch_dtype(cfg.runtime.compute_dtype))
     e_dim, m_in = embedder_dim(embedder), int(mapper.config.input_dim)
     if e_dim != m_in:
         raise UserError(
-            f"embedder {cfg.embedder!r} outputs {e_dim}-d embeddings but the mapper "
-            f"{cfg.mapper!r} expects input_dim={m_in} (trained with "
+            f"embedder {cfg.models.embedder!r} outputs {e_dim}-d embeddings but the mapper "
+            f"{cfg.models.mapper!r} expects input_dim={m_in} (trained with "
             f"{mapper.config.embedder!r}); use the embedder the mapper was trained with"
         )
     D = int(mapper.config.output_dim)
     keys = cfg.secret_keys()
     try:
-        token_maps = [build_token_maps(k, vocab, D, cfg.green_lists, cfg.token_map) for k in keys]
+        token_maps = [build_token_maps(k, vocab, D, cfg.green_lists) for k in keys]
     except ValueError as err:
-        raise UserError(f"mapper {cfg.mapper!r} does not fit the token map: {err}") from err
+        raise UserError(f"mapper {cfg.models.mapper!r} does not fit the token map: {err}") from err
     shifts = []
     if cfg.repeat_policy.bigram:
         shifts = [build_repeat_shifts(k, vocab, D, cfg.green_lists) for k in keys]
@@ -174,7 +171,7 @@ def load_semantic(
         embedder,
         mapper,
         token_maps[0],
-        batch_size=cfg.embed_batch_size,
+        batch_size=cfg.runtime.embed_batch_size,
         old_token_maps=token_maps[1:],
         repeat_shifts=shifts,
         digests=digests,
@@ -185,12 +182,42 @@ def log_loaded(cfg: WatermarkConfig, vocab: int, dims: int, same: bool, device: 
     """Logs what was loaded, where, in which dtype."""
     logger.info(
         "watermark loaded: generator=%s V=%d D=%d MM=%s (%s tokenizer) SE=%s on %s, %s",
-        cfg.generator,
+        cfg.models.generator,
         vocab,
         dims,
-        cfg.measurement_model,
+        cfg.models.measurement_model,
         "same" if same else "cross",
-        cfg.embedder,
+        cfg.models.embedder,
         device,
-        cfg.compute_dtype,
+        cfg.runtime.compute_dtype,
     )
+
+
+def load_core(
+    cfg: WatermarkConfig,
+    generator: torch.nn.Module | None,
+    device: torch.device,
+    **given: object,
+) -> tuple[WatermarkCore, torch.nn.Module | None]:
+    """The scoring core of ``cfg`` on ``device``, from the parts ``given`` (``tokenizer``,
+    ``measurement_model``, ``mm_tokenizer``, ``embedder``, ``mapper``; each loaded by name where
+    it is ``None``), cheap checks first; and the generator to hold: ``generator``, else the MM
+    when the config names the same model for both."""
+    vocab = vocab_size(cfg, generator, given["tokenizer"] is not None)
+    tokenizer = generator_tokenizer(cfg, given["tokenizer"], vocab)
+    semantic = load_semantic(cfg, vocab, device, given["embedder"], given["mapper"])
+    mm = load_measurement(
+        cfg,
+        tokenizer,
+        generator,
+        given["measurement_model"],
+        given["mm_tokenizer"],
+        vocab,
+        device,
+        timer=semantic.timer,
+    )
+    log_loaded(cfg, vocab, semantic.num_dims, mm.same_tokenizer, device)
+    same = cfg.models.measurement_model == cfg.models.generator and mm.same_tokenizer
+    if generator is None and same:
+        generator = mm.model  # the generator's weights, loaded once
+    return WatermarkCore(cfg, tokenizer, mm, semantic), generator

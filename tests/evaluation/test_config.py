@@ -75,7 +75,7 @@ def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() 
         base = WatermarkConfig.load(cfg.resolve(cfg.watermark_config))
         spec = {k: v for k, v in cfg.variants["ours-robust"].items() if k != "base"}
         assert base.evolve(**spec) == robust, name
-    assert robust.sentence_bits == 32 and robust.sentence_candidates == 32
+    assert robust.sentences.bits == 32 and robust.sentences.candidates == 32
     shipped = WatermarkConfig.default().to_dict()
     changed = {k for k, v in robust.to_dict().items() if v != shipped[k]}
     layer = {"sentence_bits", "sentence_context_bits", "sentence_keying", "sentence_candidates"}

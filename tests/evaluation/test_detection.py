@@ -10,7 +10,7 @@ import pytest
 
 from evaluation.detection import MethodDetection
 from evaluation.store import Store
-from watermark.detection_result import DetectionResult
+from watermark.detect.result import DetectionResult
 
 # a line of runs/eval/matched/cache/detections.jsonl (ours), and a SynthID-style one with score
 OLD_LINES = [

@@ -34,7 +34,7 @@ def test_transformers_lefthash_ignores_all_but_the_last_token() -> None:
 def test_kgw_generation_is_detected_and_text_without_it_is_not() -> None:
     tok = word_tokenizer()
     model = tiny_llama(len(tok), seed=3)
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     for name, context in (("kgw0", 0), ("kgw2", 2)):
         method = KGWMethod(name, tok, len(tok), 0.5, 6.0, key=5, context=context)

@@ -155,7 +155,7 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert [r["family"] for r in curves[1::3]] == ["ours", "kgw0", "ours", "kgw0"]
     ev = Evaluation(EvalConfig.load(config, quick=True), progress=False)
     variant = ev.method("ours-a0")  # its own config, hence its own cache entries
-    assert variant.wm.config.alpha == 0.0 and variant.key != ev.method("ours").key
+    assert variant.wm.config.scheme.alpha == 0.0 and variant.key != ev.method("ours").key
     kgw = ev.method("kgw0-d1")  # a KGW variant: the base method at the variant's strength
     assert (kgw.name, kgw.delta, kgw.lists.context) == ("kgw0", 1.0, 0)
     assert kgw.key != ev.method("kgw0").key

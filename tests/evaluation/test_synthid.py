@@ -14,7 +14,7 @@ from tests.helpers import WORDS, tiny_llama, word_tokenizer
 def test_synthid_generation_is_detected_and_text_without_it_is_not() -> None:
     tok = word_tokenizer()
     model = tiny_llama(len(tok), seed=3)
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     method = SynthIDMethod(list(range(101, 121)), 3, tok, top_k=40, top_p=1.0)
     proc = method.processor()

@@ -20,7 +20,7 @@ from tests import reference
 from watermark.api import Watermark
 from watermark.core import models
 from watermark.core.config import WatermarkConfig
-from watermark.generation import eos_ids
+from watermark.generate.generation import eos_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def test_documented_snippet_gives_reference_tokens(
     exec(compile(code, doc, "exec"), ns)  # noqa: S102 - our own documentation
 
     wm, prompt, outs, ids = ns["wm"], ns["prompt"], ns["outs"], ns["ids"]
-    assert wm.generator is tiny.gen and wm.config.temperature == 0.8
+    assert wm.generator is tiny.gen and wm.config.scheme.temperature == 0.8
     stop = set(eos_ids(tiny.gen, tiny.gtok))
     own = ids[0, ns["inputs"]["input_ids"].shape[1] :].tolist()
     own = own[: next((i for i, t in enumerate(own) if t in stop), len(own))]

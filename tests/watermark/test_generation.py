@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests import reference
-from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS, fused_watermark
-from watermark.generation import eos_ids
+from tests.helpers import PROMPTS, RULE_CASES, SPECIAL_IDS, fused_watermark, scored_steps
+from watermark.generate.generation import eos_ids
 
 WINDOW = {"mm_window": 8, "embed_prefix_tokens": 9}
 
@@ -33,7 +33,7 @@ def test_greedy_batch_generation_matches_reference(
 ) -> None:
     wm = tiny.make(cross=cross, **rule)
     proc = wm.logits_processor(record=True)
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     outs = generate(tiny.gen, tiny.gtok, PROMPTS, proc, max_new_tokens=24, do_sample=False)
     closed = 0
@@ -63,7 +63,7 @@ def test_round_trip_positions(tiny: SimpleNamespace, cross: bool, rule: dict) ->
     results = wm.detect([o.text for o in outs])
     for out, res in zip(outs, results):
         assert res.token_ids == out.token_ids  # word-level tokens re-tokenize exactly
-        assert res.scored_steps() == out.watermarked_steps
+        assert scored_steps(res) == out.watermarked_steps
     assert sum(len(o.watermarked_steps) for o in outs) > 25
     # the watermark is visible: green fraction above the null expectation on average
     wm_green = sum(r.num_green_tested for r in results) - sum(r.expected_green for r in results)
@@ -74,9 +74,9 @@ def test_round_trip_positions(tiny: SimpleNamespace, cross: bool, rule: dict) ->
 def test_fused_generation_matches_reference_and_model_generate(
     tiny: SimpleNamespace, rule: dict, monkeypatch
 ) -> None:
-    from watermark import generation
-    from watermark.fused import can_fuse
-    from watermark.generation import generate
+    from watermark.generate import generation
+    from watermark.generate.decoding import can_fuse
+    from watermark.generate.generation import generate
 
     calls = []
     fused_generate = generation.fused_generate
@@ -87,7 +87,7 @@ def test_fused_generation_matches_reference_and_model_generate(
     proc = wm.logits_processor(record=True)
     assert can_fuse(tiny.gen, proc, 24, {}) and not can_fuse(tiny.mm, proc, 24, {})
     assert not can_fuse(tiny.gen, proc, 24, {"num_beams": 2})
-    assert not can_fuse(tiny.gen, proc, wm.config.mm_window, {})
+    assert not can_fuse(tiny.gen, proc, wm.config.models.mm_window, {})
     outs = generate(tiny.gen, tiny.gtok, PROMPTS, proc, max_new_tokens=24, do_sample=False)
     assert len(calls) == 1  # the fused path ran
     for prompt, out in zip(PROMPTS, outs):
@@ -147,7 +147,7 @@ def test_unwatermarked_generation_samples_at_the_config_temperature(
 def test_prompts_are_left_padded_without_changing_the_tokenizer(tiny: SimpleNamespace) -> None:
     import copy
 
-    from watermark.generation import encode_prompts
+    from watermark.generate.generation import encode_prompts
 
     tok = copy.deepcopy(tiny.gtok)
     tok.pad_token = None

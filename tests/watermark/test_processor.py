@@ -62,9 +62,11 @@ def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: di
                 continue
             step = reference.step(wm, prefix)
             gated += step.gated
-            guarded += reference.repeated(prefix, wm.config.context_guard)
+            guarded += reference.repeated(prefix, wm.config.scheme.context_guard)
             penalised += bool(
-                reference.loop_penalty(prefix, wm.config.context_guard, wm.config.loop_penalty)
+                reference.loop_penalty(
+                    prefix, wm.config.scheme.context_guard, wm.config.scheme.loop_penalty
+                )
             )
             want = reference.sampling_logits(raw[row], step, wm.config, prefix, {eos})
             got_row = got[row].cpu()  # the reference works on the CPU side
@@ -72,7 +74,7 @@ def test_sampling_distribution_matches_reference(tiny: SimpleNamespace, rule: di
             finite = torch.isfinite(want)
             assert torch.allclose(got_row[finite], want[finite], atol=1e-4)
     assert gated > 10
-    assert guarded > 0 or wm.config.context_guard == 0
+    assert guarded > 0 or wm.config.scheme.context_guard == 0
     assert penalised > 0 or rule not in LOOP_CASES
 
 

@@ -10,9 +10,10 @@ import torch
 
 from tests.helpers import PROMPTS
 from watermark.core.sentences import fisher, sentence_spans
-from watermark.detection_result import SENTENCE_FIELDS
-from watermark.generation import eos_ids, generate
-from watermark.sentence_generation import generate_by_sentences
+from watermark.detect.result import SENTENCE_FIELDS
+from watermark.generate.generation import eos_ids, generate
+from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.sentences.generation import generate_by_sentences
 
 LAYER = {"sentence_bits": 8, "sentence_candidates": 4}
 
@@ -34,9 +35,14 @@ def test_one_candidate_per_sentence_is_plain_generation(tiny: SimpleNamespace) -
     assert max(sentences) > 1  # several rounds
 
 
+def processor_of(tiny: SimpleNamespace, wm) -> AdaptiveWatermarkLogitsProcessor:
+    """A recording processor on ``wm``'s core (``wm.logits_processor`` refuses the layer)."""
+    return AdaptiveWatermarkLogitsProcessor(wm.core, eos_ids(tiny.gen, tiny.gtok), record=True)
+
+
 def by_sentences(tiny: SimpleNamespace, wm, prompts: list[str], fast: bool, **kwargs) -> list:
-    processor = wm.logits_processor(record=True, eos_token_ids=eos_ids(tiny.gen, tiny.gtok))
-    layer = wm.detector.sentences
+    processor = processor_of(tiny, wm)
+    layer = wm.sentences
     return generate_by_sentences(
         tiny.gen, tiny.gtok, prompts, processor, layer, seed=5, fast=fast, **kwargs
     )
@@ -69,7 +75,7 @@ def test_the_decode_loop_runs_prompts_of_different_lengths_together(tiny: Simple
     assert [o.prompt for o in outs] == prompts
     assert all(len(o.token_ids) == 60 for o in outs)  # no EOS before 60, none after
     for out in outs:  # replay: the same processor, fed the kept ids one step at a time
-        processor = wm.logits_processor(record=True, eos_token_ids=eos_ids(tiny.gen, tiny.gtok))
+        processor = processor_of(tiny, wm)
         prompt_ids = tiny.gtok(out.prompt).input_ids
         ids = prompt_ids + out.token_ids
         vocab = tiny.gen.config.vocab_size
@@ -98,7 +104,7 @@ def test_the_kept_candidate_scores_best(
     tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, context_bits: int, keying: str
 ) -> None:
     wm = tiny.make(**LAYER, sentence_context_bits=context_bits, sentence_keying=keying)
-    layer = wm.detector.sentences
+    layer = wm.sentences
     seen = []
     real = layer.choose
 
@@ -143,7 +149,7 @@ def test_detection_tests_the_sentences_and_combines_the_verdict(
         assert r.combined_p_value == pytest.approx(
             fisher([r.token_verdict_p_value, r.sentence_p_value])
         )
-        assert r.is_watermarked == (r.combined_p_value < wm.config.target_fpr)
+        assert r.is_watermarked == (r.combined_p_value < wm.config.detection.target_fpr)
         assert set(SENTENCE_FIELDS) <= set(r.to_dict())
     assert wm.detect([outs[0].text])[0].sentences == marked[0].sentences  # a function of the text
     if test == "margin":  # the same hits as the count's test, weighed: other p-values
@@ -161,19 +167,19 @@ def test_the_choice_raises_the_score_of_the_sentences_detection_reads(tiny) -> N
     for seed in (2, 3):
         for wm, into in ((four, chosen), (one, unchosen)):
             outs = wm.generate(PROMPTS * 3, max_new_tokens=80, seed=seed, min_new_tokens=80)
-            into += sentence_scores(four.detector.sentences, [o.text for o in outs])
+            into += sentence_scores(four.sentences, [o.text for o in outs])
     assert len(chosen) > 20 and len(unchosen) > 20
     assert sum(chosen) / len(chosen) > sum(unchosen) / len(unchosen) + 0.1
 
 
 def test_the_layer_off_changes_nothing(tiny: SimpleNamespace) -> None:
     off, on = tiny.make(), tiny.make(**LAYER)
-    assert off.detector.sentences is None and off.fingerprint != on.fingerprint
+    assert off.sentences is None and off.fingerprint != on.fingerprint
     assert tiny.make(sentence_candidates=9).fingerprint == off.fingerprint  # generation only
     result = off.detect(["the storm hit the north road . the bridge said ."])[0]
     assert result.sentence_p_value is None and not set(SENTENCE_FIELDS) & set(result.to_dict())
     assert "sentences" not in result.to_dict(per_token=True)
-    with pytest.raises(ValueError, match="sentence_candidates"):
+    with pytest.raises(ValueError, match="sentences.candidates >= 1"):
         tiny.make(sentence_candidates=0)
 
 
@@ -202,3 +208,38 @@ def test_the_page_marks_the_tested_sentences(tiny: SimpleNamespace) -> None:
     assert "combined p-value" in page and "sentence p-value" in page
     off = render(tiny.make().detect([text]))
     assert 'data-hits="' not in off and "sentence p-value" not in off
+
+
+def test_processors_refuse_the_layer_and_generation_without_it_skips_it(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A processor in the user's own ``model.generate`` marks tokens only: with the layer on,
+    ``generation_kwargs`` and ``logits_processor`` refuse with one line. With it off,
+    generation never enters the sentence path."""
+    on = tiny.make(**LAYER)
+    for call in (on.generation_kwargs, on.logits_processor):
+        with pytest.raises(ValueError, match="use|generate with Watermark.generate") as err:
+            call()
+        assert "\n" not in str(err.value)
+    import watermark.api as api
+
+    monkeypatch.setattr(api, "generate_by_sentences", lambda *a, **k: pytest.fail("entered"))
+    off = tiny.make()
+    assert off.sentences is None and off.detector.sentences is None
+    assert off.generate(PROMPTS[:1], max_new_tokens=8, seed=0)[0].token_ids
+
+
+def test_the_layer_tests_every_key_the_token_level_tests(tiny: SimpleNamespace) -> None:
+    """Text made under an old key: the token level and the sentence test both find it under
+    that key, and the verdict (one, over both layers) is corrected for the keys tried."""
+    old = tiny.make(**LAYER, key="older-key")
+    rotated = tiny.make(**LAYER, key="new-key", old_keys=["older-key"])
+    assert rotated.sentences is rotated.detector.sentences and len(rotated.sentences.keys) == 2
+    outs = old.generate(PROMPTS, max_new_tokens=60, seed=1, min_new_tokens=60)
+    texts = [o.text for o in outs]
+    alone, both = old.detect(texts), rotated.detect(texts)
+    for a, b in zip(alone, both):
+        assert b.key_index == 1  # the old key matched best
+        assert b.sentence_p_value == pytest.approx(min(1.0, 2 * a.sentence_p_value))
+        assert b.combined_p_value == pytest.approx(min(1.0, 2 * a.combined_p_value))
+        assert b.is_watermarked == (b.combined_p_value < rotated.config.detection.target_fpr)

@@ -115,7 +115,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     wm, _ = load(cfg, args)
     results = wm.detect([row["text"] for row in rows], progress=True)
     page = render(
-        results, prompts=[row.get("prompt") for row in rows], opening_steps=cfg.opening_steps
+        results, prompts=[row.get("prompt") for row in rows], opening_steps=cfg.scheme.opening_steps
     )
     out.write_text(page, encoding="utf-8")
     for result in results:
@@ -139,9 +139,9 @@ def cmd_keygen(args: argparse.Namespace) -> int:
         key_path = write_private(args.key_file, key + "\n", overwrite=args.force)
         key = "file:" + str(key_path.resolve())
         summary["key_file"] = str(key_path)
-    old = [base.key, *base.old_keys] if args.rotate else []
+    old = [base.keys.key, *base.keys.old_keys] if args.rotate else []
     cfg = pinned(base).evolve(key=key, old_keys=old, opening_sentence=fresh_opening_sentence())
-    write_private(out, json.dumps(cfg.to_dict(), indent=2) + "\n", overwrite=args.force)
+    write_private(out, json.dumps(cfg.sections(), indent=2) + "\n", overwrite=args.force)
     emit({**summary, "old_keys": len(old), "mode": "0600"})
     return 0
 

@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from watermark.core.errors import UserError
@@ -76,10 +75,10 @@ def read_config(args: argparse.Namespace):
     cfg = as_config(args.config)
     if getattr(args, "key_file", None):
         refs = ["file:" + str(Path(f).expanduser().resolve()) for f in args.key_file]
-        cfg = replace(cfg, key=refs[0], old_keys=refs[1:])
+        cfg = cfg.evolve(key=refs[0], old_keys=refs[1:])
     cfg.secret_keys()  # an unreadable key file or unset variable is reported now
     if getattr(args, "windows", None) is not None:
-        cfg = replace(cfg, window_sizes=args.windows)  # checked again
+        cfg = cfg.evolve(window_sizes=args.windows)  # checked again
     cfg.mapper_dir()
     return cfg
 
@@ -93,8 +92,8 @@ def load(cfg, args: argparse.Namespace, with_generator: bool = False):
         return Watermark.load(cfg, device=device, dtype=args.dtype), None
     from watermark.core.models import load_lm
 
-    dtype = torch_dtype(args.dtype or cfg.compute_dtype)
-    model, tokenizer = load_lm(cfg.resolve_path(cfg.generator), dtype=dtype)
+    dtype = torch_dtype(args.dtype or cfg.runtime.compute_dtype)
+    model, tokenizer = load_lm(cfg.resolve_path(cfg.models.generator), dtype=dtype)
     model = model.to(device)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model, device=device, dtype=args.dtype)
     return wm, model

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 
 from watermark.app.calibrate import LENGTHS
-from watermark.core.config_checks import COMPUTE_DTYPES
+from watermark.core.config_sections import COMPUTE_DTYPES
 
 USAGE_ERROR = 2
 EXAMPLES = {

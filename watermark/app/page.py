@@ -20,7 +20,7 @@ import html
 from collections.abc import Sequence
 from typing import TypeVar
 
-from watermark.detection_result import DetectionResult
+from watermark.detect.result import DetectionResult
 
 T = TypeVar("T")
 

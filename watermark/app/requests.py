@@ -16,10 +16,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from watermark.detection_result import DetectionResult
+from watermark.detect.result import DetectionResult
 
 MAX_WINDOWS, WINDOW_RANGE = 4, (16, 4096)  # a request's windowed-test sizes
-DETECT_FIELDS = ("texts", "windows", "per_token")
 
 
 @dataclass(frozen=True)

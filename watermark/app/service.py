@@ -59,8 +59,8 @@ OPEN_PATHS = ("/", "/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirec
 
 
 def public_config(config: Any) -> dict[str, Any]:
-    """The config's fields without its secrets (keys and opening sentence)."""
-    return config.public_dict()
+    """The config's sections without its secrets (keys and opening sentence)."""
+    return config.public_sections()
 
 
 def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None):
@@ -79,10 +79,10 @@ class Detectors:
     for other sizes a request asks for."""
 
     def __init__(self, watermark: Any, limits: Limits) -> None:
-        from watermark.detector import Detector
+        from watermark.detect.detector import Detector
 
         self.watermark, self.limits, self.make = watermark, limits, Detector
-        self.configured = tuple(watermark.config.window_sizes)
+        self.configured = tuple(watermark.config.detection.window_sizes)
         self.others: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     def get(self, windows: tuple[int, ...]) -> Any:
@@ -90,7 +90,9 @@ class Detectors:
         if windows == self.configured:
             return self.watermark.detector
         if windows not in self.others:
-            self.others[windows] = self.make(self.watermark.core, window_sizes=windows)
+            self.others[windows] = self.make(
+                self.watermark.core, window_sizes=windows, sentences=self.watermark.sentences
+            )
             while len(self.others) > self.limits.cached_detectors:
                 self.others.popitem(last=False)
         self.others.move_to_end(windows)
@@ -186,7 +188,7 @@ def _detection_endpoints(
     app: FastAPI, config: Any, limits: Limits, clients: Clients | None, batcher: Batcher
 ) -> None:
     """``POST /v1/detect`` and ``POST /v1/highlight``."""
-    configured = tuple(config.window_sizes)
+    configured = tuple(config.detection.window_sizes)
     detect_request, highlight_request = request_models(limits)
 
     async def read(request: Request, model: type) -> Any:
@@ -223,7 +225,7 @@ def _detection_endpoints(
         """One text's detection, its tokens highlighted as ``python -m watermark show``."""
         body = await read(request, highlight_request)
         (result,) = await run(request, [body.text], configured)
-        html = text_html(result, config.opening_steps or None) + summary_html(result)
+        html = text_html(result, config.scheme.opening_steps or None) + summary_html(result)
         return _json({"result": result.to_dict(), "html": html})
 
 
@@ -261,7 +263,9 @@ def _info_endpoints(
         """The watermark config without its secrets, and the request limits."""
         return _json({"config": public_config(config), "limits": request_limits})
 
-    marks = legend(config.opening_steps or None, windowed=bool(config.window_sizes))
+    marks = legend(
+        config.scheme.opening_steps or None, windowed=bool(config.detection.window_sizes)
+    )
     page_html = PAGE.read_text().replace("/*STYLE*/", STYLE).replace("<!--LEGEND-->", marks)
 
     @app.get("/", response_class=HTMLResponse)

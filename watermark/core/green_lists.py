@@ -128,7 +128,3 @@ class GreenLists:
         """Share of the V tokens that are green, per step and list: float64 (N, L)."""
         counts = self.dim_counts.to(self.signs.device, torch.float64)
         return (self.signs.to(torch.float64) @ counts.T) / self.vocab_size
-
-    def green_mass(self, probs: torch.Tensor) -> torch.Tensor:
-        """Probability mass on green tokens under ``probs`` (N, V): float64 (N, L)."""
-        return torch.einsum("nv,nlv->nl", probs.double(), self.mask().double())

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import replace
 from functools import lru_cache
 
 import torch
@@ -33,23 +32,6 @@ from watermark.core.config import DEFAULT_CONFIG_PATH, WatermarkConfig
 from watermark.core.errors import UserError
 
 logger = logging.getLogger(__name__)
-
-# the fields, besides the mapper and the embedder, that a text's green bits and gate depend on
-SHARED_FIELDS = (
-    "generator",
-    "measurement_model",
-    "mm_start_token",
-    "alpha",
-    "opening_steps",
-    "context_guard",
-    "fresh_only",
-    "repeats",
-    "token_map",
-    "embed_window",
-    "embed_prefix_tokens",
-    "mm_window",
-    "compute_dtype",
-)
 
 
 def tensor_digest(module: torch.nn.Module) -> str:
@@ -77,11 +59,11 @@ def expected_digest(cfg: WatermarkConfig, part: str, by_name: bool) -> str | Non
     An explicit ``<part>_digest`` always applies; without one, a part loaded by the shipped
     name is held to the shipped digest.
     """
-    pinned = getattr(cfg, f"{part}_digest")
+    pinned = getattr(cfg.models, f"{part}_digest")
     if pinned or not by_name:
         return pinned
     name, digest = shipped_pins()[part]
-    return digest if getattr(cfg, part) == name else None
+    return digest if getattr(cfg.models, part) == name else None
 
 
 def check_part(
@@ -92,7 +74,7 @@ def check_part(
     Warns (with ``warn``) when a part loaded by name is not pinned at all.
     """
     expected = expected_digest(cfg, part, by_name)
-    name = getattr(cfg, part)
+    name = getattr(cfg.models, part)
     if expected is None:
         if by_name and warn:
             logger.warning(
@@ -124,11 +106,11 @@ def pinned(cfg: WatermarkConfig) -> WatermarkConfig:
 
     found = {
         "mapper": tensor_digest(SemanticMapper.from_pretrained(cfg.mapper_dir())),
-        "embedder": tensor_digest(load_embedder(cfg.resolve_path(cfg.embedder))),
+        "embedder": tensor_digest(load_embedder(cfg.resolve_path(cfg.models.embedder))),
     }
     for part, digest in found.items():
         check_part(cfg, part, digest, by_name=True, warn=False)
-    return replace(cfg, mapper_digest=found["mapper"], embedder_digest=found["embedder"])
+    return cfg.evolve(mapper_digest=found["mapper"], embedder_digest=found["embedder"])
 
 
 def short(digest: str) -> str:
@@ -137,15 +119,13 @@ def short(digest: str) -> str:
 
 
 def fingerprint(cfg: WatermarkConfig, vocab_size: int, mapper: str, embedder: str) -> str:
-    """``"wm-<12 hex>"``: digest of the shared fields, the green lists per step, V and the found
-    mapper and embedder digests (no key, no opening sentence)."""
-    shared = {name: getattr(cfg, name) for name in SHARED_FIELDS}
-    if cfg.sentence_bits:  # the sentence layer, named only when on (earlier prints hold)
-        shared.update(sentence_bits=cfg.sentence_bits, sentence_context=cfg.sentence_context_bits)
-        if cfg.sentence_keying != "previous":  # named only when not the first keying
-            shared.update(sentence_keying=cfg.sentence_keying)
-    shared.update(
-        green_lists=cfg.green_lists, vocab_size=int(vocab_size), mapper=mapper, embedder=embedder
-    )
+    """``"wm-<12 hex>"``: digest of what each section names of itself
+    (:meth:`~watermark.core.config_sections.Section.identity`: the shared fields that are not
+    secret, the green lists per step), V and the found mapper and embedder digests (no key, no
+    opening sentence)."""
+    shared = {"token_map": "keyed"}  # the one token map since 0.8, named so that prints hold
+    for part in cfg.parts():
+        shared.update(part.identity())
+    shared.update(vocab_size=int(vocab_size), mapper=mapper, embedder=embedder)
     blob = json.dumps(shared, sort_keys=True).encode()
     return "wm-" + hashlib.sha256(blob).hexdigest()[:12]

@@ -34,7 +34,6 @@ import torch
 from torch import Tensor
 
 from watermark.core.errors import UserError
-from watermark.core.green_lists import GreenLists
 from watermark.core.text import decode_ids, encode_text
 from watermark.core.timer import StageTimer
 
@@ -287,13 +286,3 @@ class MeasurementModel:
                 for n, h in zip(group, torch.cat(found).cpu().split(sizes)):
                     out[n] = h
         return out  # type: ignore[return-value]
-
-    def text_green_mass(
-        self, gen_ids: Sequence[int], steps: Sequence[int], lists: GreenLists
-    ) -> torch.Tensor:
-        """MM probability mass on each step's green tokens: float64 (len(steps), L)."""
-        out = torch.zeros(len(steps), lists.num_lists, dtype=torch.float64)
-        for idx, logits in self.step_logits(gen_ids, steps):
-            probs = torch.softmax(logits.double(), -1).to(lists.signs.device)
-            out[idx] = lists.select(idx).green_mass(probs).cpu()
-        return out

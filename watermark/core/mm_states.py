@@ -109,6 +109,19 @@ class CrossTokenizerState(MMGenerationState):
         return out
 
 
+class GivenEntropies(MMGenerationState):
+    """The MM state of a decode loop that runs the MM in a stream of its own
+    (:mod:`watermark.generate.decoding`): ``values`` holds each row's entropy of the step."""
+
+    def __init__(self, batch_size: int) -> None:
+        self.values = torch.full((batch_size,), float("nan"))
+
+    def entropies(self, gen: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+        out = torch.full_like(self.values, float("nan"))
+        out[list(rows)] = self.values[list(rows)]
+        return out
+
+
 def start_state(mm: MeasurementModel, batch_size: int) -> MMGenerationState:
     """A fresh incremental state of ``mm`` for one ``generate`` call of ``batch_size`` rows."""
     if mm.same_tokenizer:

@@ -1,10 +1,13 @@
-"""The watermarking schemes: one class per strength rule, chosen once from a config.
+"""The scheme section of a config: one class per strength rule, each with its own checks.
 
-A scheme says which config field sets its strength, how many green lists a step reads, how it
-turns a step's logits and green values into the logits that are sampled from (:meth:`Scheme.mark`)
-and the score detection reports for the scored tokens' bits (:meth:`Scheme.score`). The config's
-``scaling`` names the scheme; :data:`SCHEMES` and :func:`scheme_for` are the only places that
-read the name. The formulas are in :mod:`watermark.core.rules.logits`.
+A scheme holds what every rule shares (the entropy gate, the sampling filters, how repeats are
+treated) and its own strength: :class:`Tournament` (``layers`` green lists, the shipped
+default), :class:`Additive` (``bias``, KGW's rule on the semantic list) and :class:`Paper`
+(``delta``, the paper's AWTS as written). A config's ``scheme`` section names its rule
+(``"rule": "tournament"``) and holds only that rule's strength, the way transformers' watermarking
+configs are one class per method. The scheme also says how it turns a step's logits and green
+values into the logits sampled from (:meth:`Scheme.mark`) and the score detection reports
+(:meth:`Scheme.score`); the formulas are in :mod:`watermark.core.rules.logits`.
 
 :class:`RepeatPolicy` is how a text's repeats are treated, shared by generation (which tokens are
 neutral, the context guard) and detection (which occurrences are tested).
@@ -18,35 +21,88 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from watermark.core.config_sections import SAMPLING, SHARED, Section, setting
+
 if TYPE_CHECKING:
     import torch
 
 
-class Scheme:
-    """A strength rule with its strength.
+@dataclass(frozen=True)
+class Scheme(Section):
+    """What every strength rule shares.
 
-    Args:
-        strength: The value of the config field :attr:`strength_field`.
+    Attributes:
+        alpha: Entropy threshold in nats: a step is watermarked iff H(P_MM) >= alpha.
+        temperature, top_k, top_p: Sampling, applied with the rule (generation only).
+        opening_steps: M: steps 1..M embed the secret opening sentence and skip the gate.
+        context_guard: h: a step whose last h tokens already occurred as a run earlier in the
+            text is neither watermarked nor scored (0: off).
+        fresh_only: The rule acts only on tokens not yet in the text; detection tests a token at
+            its first occurrence only (needs the detection's ``unique_tokens``).
+        repeats: A repeated token under ``fresh_only``: ``neutral`` (never tested) or
+            ``bigram`` (its bit read at a dimension shifted per previous token).
+        filter_first: Apply top-k / top-p before the rule (else after it, the paper's order).
+        neutral: Tokens the rule must not favour: ``kept`` keeps their model probability,
+            ``half`` gives them v_hat = 1/2 (0.2-0.4).
+        loop_penalty: lambda: at a step the context guard closes, each token that would extend
+            an earlier run loses lambda x (L - h + 1) in logit (generation only; 0: off).
     """
 
-    name: ClassVar[str]
+    name: ClassVar[str] = "scheme"
+    rule: ClassVar[str]
     strength_field: ClassVar[str]
     multi_list: ClassVar[bool] = False  # reads ``layers`` green lists per step (else one)
     on_candidates: ClassVar[bool] = False  # may run on the top-k candidates only
 
-    def __init__(self, strength: float) -> None:
-        self.strength = strength
+    alpha: float = setting(SHARED, 2.0)
+    temperature: float = setting(SAMPLING, 1.02)
+    top_k: int = setting(SAMPLING, 50)
+    top_p: float = setting(SAMPLING, 0.9)
+    opening_steps: int = setting(SHARED, 0)
+    context_guard: int = setting(SHARED, 4)
+    fresh_only: bool = setting(SHARED, True)
+    repeats: str = setting(SHARED, "bigram", choices=("neutral", "bigram"))
+    filter_first: bool = setting(SAMPLING, True)
+    neutral: str = setting(SAMPLING, "kept", choices=("kept", "half"))
+    loop_penalty: float = setting(SAMPLING, 0.5)
 
-    @classmethod
-    def validate(cls, strength: float) -> list[str]:
-        """The problems of a value of :attr:`strength_field` (empty: valid)."""
-        if strength > 0:
+    @property
+    def strength(self) -> float:
+        """The value of the rule's strength field."""
+        return getattr(self, self.strength_field)
+
+    def lists(self) -> int:
+        """Green lists per step: ``layers`` for the tournament, 1 for the biasing rules."""
+        return int(self.strength) if self.multi_list else 1
+
+    def validate(self) -> list[str]:
+        found = self.validate_strength()
+        for name in ("context_guard", "loop_penalty", "opening_steps"):
+            if getattr(self, name) < 0:
+                found.append(f"scheme.{name} must be >= 0, got {getattr(self, name)}")
+        if not self.temperature > 0:
+            found.append(f"need scheme.temperature > 0, got {self.temperature}")
+        if self.top_k < 0 or not 0 < self.top_p <= 1:
+            found.append(
+                f"need scheme.top_k >= 0 and 0 < top_p <= 1, got {self.top_k}, {self.top_p}"
+            )
+        if self.repeats == "bigram" and not self.fresh_only:
+            found.append("scheme.repeats='bigram' needs scheme.fresh_only=true")
+        return found
+
+    def validate_strength(self) -> list[str]:
+        """The problems of the strength (a biasing rule's must be > 0)."""
+        if self.strength > 0:
             return []
-        return [f"{cls.strength_field} must be > 0, got {strength}"]
+        return [f"scheme.{self.strength_field} must be > 0, got {self.strength}"]
 
-    def lists(self, layers: int) -> int:
-        """Green lists per step under a config's ``layers``."""
-        return layers if self.multi_list else 1
+    def flat(self) -> dict[str, Any]:
+        return {"scaling": self.rule, **super().flat()}
+
+    def identity(self) -> dict[str, Any]:
+        """The shared fields but the strength, and the green lists per step."""
+        named = {k: v for k, v in super().identity().items() if k != self.strength_field}
+        return {**named, "green_lists": self.lists()}
 
     def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
         """The marked logits (B, N) of logits (B, N) with green values (B, L, N) in [0, 1];
@@ -60,51 +116,21 @@ class Scheme:
             return 0.0
         return self.strength * int(green[:, 0].sum()) / green.shape[0]
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.strength_field}={self.strength!r})"
 
-
-class Paper(Scheme):
-    """``l * (1 + delta * v_hat)``: the paper's AWTS as written."""
-
-    name, strength_field = "paper", "delta"
-
-    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
-        return logits * (1.0 + self.strength * green[:, 0].to(logits.dtype))
-
-
-class Floor(Scheme):
-    """``(l - f) * (1 + delta * v_hat) + f``, ``f`` the smallest top-k logit."""
-
-    name, strength_field = "floor", "delta"
-
-    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
-        from watermark.core.rules.logits import logit_floor
-
-        floor = logit_floor(logits, top_k)
-        return (logits - floor) * (1.0 + self.strength * green[:, 0].to(logits.dtype)) + floor
-
-
-class Additive(Scheme):
-    """``l + bias * v_hat``: KGW's rule on the semantic green list."""
-
-    name, strength_field = "additive", "bias"
-
-    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
-        return logits + self.strength * green[:, 0].to(logits.dtype)
-
-
+@dataclass(frozen=True)
 class Tournament(Scheme):
     """Tournament sampling over ``layers`` green lists (SynthID-Text's update, binary g-values).
 
     Its score is the share of all N * L scored bits that are green: it has no logit scale."""
 
-    name, strength_field = "tournament", "layers"
-    multi_list = on_candidates = True
+    rule: ClassVar[str] = "tournament"
+    strength_field: ClassVar[str] = "layers"
+    multi_list: ClassVar[bool] = True
+    on_candidates: ClassVar[bool] = True
+    layers: int = setting(SHARED, 6)
 
-    @classmethod
-    def validate(cls, strength: float) -> list[str]:
-        return [] if strength >= 1 else [f"layers must be >= 1, got {strength}"]
+    def validate_strength(self) -> list[str]:
+        return [] if self.layers >= 1 else [f"scheme.layers must be >= 1, got {self.layers}"]
 
     def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
         from watermark.core.rules.logits import tournament
@@ -115,21 +141,39 @@ class Tournament(Scheme):
         return 0.0 if green.shape[0] == 0 else int(green.sum()) / green.numel()
 
 
-SCHEMES: dict[str, type[Scheme]] = {cls.name: cls for cls in (Paper, Floor, Additive, Tournament)}
-RULES = tuple(SCHEMES)  # the names a config's ``scaling`` may take
+@dataclass(frozen=True)
+class Additive(Scheme):
+    """``l + bias * v_hat``: KGW's rule on the semantic green list."""
+
+    rule: ClassVar[str] = "additive"
+    strength_field: ClassVar[str] = "bias"
+    bias: float = setting(SAMPLING, 2.0)
+
+    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
+        return logits + self.bias * green[:, 0].to(logits.dtype)
 
 
-def scheme_class(name: str) -> type[Scheme]:
-    """The scheme class named ``name``; a clear error for an unknown one."""
-    if name not in SCHEMES:
-        raise ValueError(f"unknown rule {name!r}; use one of {RULES}")
-    return SCHEMES[name]
+@dataclass(frozen=True)
+class Paper(Scheme):
+    """``l * (1 + delta * v_hat)``: the paper's AWTS as written."""
+
+    rule: ClassVar[str] = "paper"
+    strength_field: ClassVar[str] = "delta"
+    delta: float = setting(SAMPLING, 1.5)
+
+    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
+        return logits * (1.0 + self.delta * green[:, 0].to(logits.dtype))
 
 
-def scheme_for(cfg: Any) -> Scheme:
-    """The scheme of a config (its ``scaling``, with the strength of that rule's field)."""
-    cls = scheme_class(cfg.scaling)
-    return cls(getattr(cfg, cls.strength_field))
+SCHEMES: dict[str, type[Scheme]] = {cls.rule: cls for cls in (Tournament, Additive, Paper)}
+RULES = tuple(SCHEMES)  # the names a scheme's ``rule`` may take
+
+
+def scheme_class(rule: str) -> type[Scheme]:
+    """The scheme class of ``rule``; a clear error for an unknown one."""
+    if rule not in SCHEMES:
+        raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
+    return SCHEMES[rule]
 
 
 @dataclass(frozen=True)
@@ -155,12 +199,12 @@ class RepeatPolicy:
     unique_tokens: bool
 
     @classmethod
-    def of(cls, cfg: Any) -> RepeatPolicy:
-        """The policy a config's fields set."""
+    def of(cls, scheme: Scheme, unique_tokens: bool) -> RepeatPolicy:
+        """The policy a scheme and the detection's ``unique_tokens`` set."""
         return cls(
-            guard=cfg.context_guard,
-            fresh_only=cfg.fresh_only,
-            bigram=cfg.fresh_only and cfg.repeats == "bigram",
-            keep_neutral=cfg.neutral == "kept",
-            unique_tokens=cfg.unique_tokens,
+            guard=scheme.context_guard,
+            fresh_only=scheme.fresh_only,
+            bigram=scheme.fresh_only and scheme.repeats == "bigram",
+            keep_neutral=scheme.neutral == "kept",
+            unique_tokens=unique_tokens,
         )

@@ -81,7 +81,7 @@ class WatermarkCore:
 
     @property
     def opening_steps(self) -> int:
-        return int(self.config.opening_steps)
+        return int(self.config.scheme.opening_steps)
 
     @property
     def device(self) -> torch.device:
@@ -117,7 +117,7 @@ class WatermarkCore:
 
         NaN entropy closes the gate (past M); ``repeated`` is the context guard of each step.
         """
-        return ((steps <= self.opening_steps) | (entropies >= self.config.alpha)) & ~repeated
+        return ((steps <= self.opening_steps) | (entropies >= self.config.scheme.alpha)) & ~repeated
 
     def prefix_span(self, step: int) -> tuple[int, int]:
         """Token span [a, b) of the prefix S_{0:t-1} that the SE embeds at a step t > M.
@@ -125,10 +125,10 @@ class WatermarkCore:
         The last W = ``embed_window`` tokens when W > 0, else the first P =
         ``embed_prefix_tokens``.
         """
-        n, window = step - 1, self.config.embed_window
+        n, window = step - 1, self.config.models.embed_window
         if window > 0:
             return max(0, n - window), n
-        return 0, min(n, self.config.embed_prefix_tokens)
+        return 0, min(n, self.config.models.embed_prefix_tokens)
 
     def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
         """The text the SE embeds at step t: the opening sentence for t <= M, else the decoded
@@ -142,7 +142,7 @@ class WatermarkCore:
         (``prefixes[i]``: ids that start with the prefix of step ``steps[i]``)."""
         spans = [self.prefix_span(t) for t in steps]
         late = [i for i, t in enumerate(steps) if t > self.opening_steps]
-        found = [self.config.opening_sentence] * len(steps)
+        found = [self.config.keys.opening_sentence] * len(steps)
         decoded = decode_many(self.tokenizer, [prefixes[i][slice(*spans[i])] for i in late])
         for i, text in zip(late, decoded):
             found[i] = text
@@ -151,7 +151,7 @@ class WatermarkCore:
     def opening_signs(self) -> torch.Tensor:
         """Mapper signs of the opening sentence, bool (D,), computed once."""
         if self._opening is None:
-            self._opening = self.semantic.green_lists([self.config.opening_sentence]).signs[0]
+            self._opening = self.semantic.green_lists([self.config.keys.opening_sentence]).signs[0]
         return self._opening
 
     def green_lists(
@@ -233,7 +233,9 @@ class WatermarkCore:
             else:
                 neutral = seen
             neutral[:, list(eos_ids)] = True
-        loops = loop_penalties(gen, runs, policy.guard, self.vocab_size, self.config.loop_penalty)
+        loops = loop_penalties(
+            gen, runs, policy.guard, self.vocab_size, self.config.scheme.loop_penalty
+        )
         return StepDecision(step, gated, entropy, lists, neutral, repeated, shift, loops)
 
     def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
@@ -248,10 +250,10 @@ class WatermarkCore:
             decision.green.token_maps.to(scores.device),
             decision.gated,
             scheme=cfg.scheme,
-            top_k=cfg.top_k,
-            top_p=cfg.top_p,
-            filter_first=cfg.filter_first,
-            temperature=cfg.temperature,
+            top_k=cfg.scheme.top_k,
+            top_p=cfg.scheme.top_p,
+            filter_first=cfg.scheme.filter_first,
+            temperature=cfg.scheme.temperature,
             keep_neutral=cfg.repeat_policy.keep_neutral,
             neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
             repeated=None if decision.repeated is None else decision.repeated.to(scores.device),
@@ -286,9 +288,3 @@ class WatermarkCore:
         repeated = repeated_steps(ids, self.config.repeat_policy.guard)
         gated = self.gate(torch.arange(1, T + 1), entropy, repeated)
         return TextGate(entropy=entropy, gated=gated)
-
-    def null_green_mass(
-        self, ids: Sequence[int], steps: Sequence[int], lists: GreenLists
-    ) -> torch.Tensor:
-        """The ``mm`` null: MM probability mass on each step's green lists, float64 (N, L)."""
-        return self.measurement.text_green_mass(ids, steps, lists)

@@ -13,7 +13,7 @@ BLAS picks other kernels for other shapes (and, on the CPU, splits a small produ
 threads differently), which moves outputs near zero to the other sign. The number of threads
 must match too: on an AVX-512 CPU, one and two threads gave one of 40 x 1024 outputs another
 sign (tests/watermark/test_determinism.py). The embedder embeds the
-spans of one text together (:class:`~watermark.detector.Detector` never mixes texts).
+spans of one text together (:class:`~watermark.detect.detector.Detector` never mixes texts).
 
 Embeddings are computed as in mapper training (``encode(..., normalize_embeddings=False)``; the
 packaged MiniLM normalises inside the model). The SE truncates inputs to its ``max_seq_length``

@@ -4,12 +4,13 @@ The paper's mapper outputs one value per vocabulary entry. Vocabularies here run
 tokens, so the mapper outputs D values and this map expands them: token ``i`` is green at a step
 iff output dimension ``token_map[i]`` is positive.
 
-``keyed``: ``perm(V) % D`` with ``perm`` a random permutation of ``range(V)`` drawn by a CPU
+The map is ``perm(V) % D`` with ``perm`` a random permutation of ``range(V)`` drawn by a CPU
 ``torch.Generator`` seeded from SHA-256 of (key, V, D). Every dimension gets ``V // D`` or
 ``V // D + 1`` tokens, and the map is identical on any device and process (it is always drawn on
 the CPU; torch documents ``randperm`` as reproducible for a fixed seed and version).
 
-``identity``: token i -> dimension i; needs D == V (the paper's setting).
+(The paper's own setting, D == V with token i on dimension i, is the special case a mapper
+with D = V would need; no shipped mapper has it, and 0.8 dropped that map.)
 
 Rules that read several green lists per step (the tournament's layers) use one keyed map per
 layer: layer 0 is the map above, layer l > 0 the same construction keyed by (key, l), so a token's
@@ -38,32 +39,22 @@ def key_seed(key: str, vocab_size: int, num_dims: int) -> int:
     return int.from_bytes(digest[:8], "big") & ((1 << 63) - 1)
 
 
-def build_token_map(key: str, vocab_size: int, num_dims: int, kind: str = "keyed") -> torch.Tensor:
+def build_token_map(key: str, vocab_size: int, num_dims: int) -> torch.Tensor:
     """Builds the token -> dimension map.
 
     Args:
-        key: Secret key (ignored for ``identity``).
+        key: Secret key.
         vocab_size: V, the LM-head width.
         num_dims: D, the mapper's output width.
-        kind: ``"keyed"`` or ``"identity"``.
 
     Returns:
         Long tensor of shape (V,) with values in [0, D).
 
     Raises:
-        ValueError: If the shapes do not fit the kind of map.
+        ValueError: If the shapes do not fit.
     """
     if vocab_size <= 0 or num_dims <= 0:
         raise ValueError(f"token map needs V > 0 and D > 0, got V={vocab_size}, D={num_dims}")
-    if kind == "identity":
-        if num_dims != vocab_size:
-            raise ValueError(
-                f"identity token map needs mapper output width D == LM-head width V, "
-                f"got D={num_dims}, V={vocab_size}; use token_map='keyed'"
-            )
-        return torch.arange(vocab_size, dtype=torch.long)
-    if kind != "keyed":
-        raise ValueError(f"unknown token map kind {kind!r}; use 'keyed' or 'identity'")
     if num_dims > vocab_size:
         raise ValueError(
             f"mapper output width D={num_dims} exceeds the LM-head width V={vocab_size}: some "
@@ -74,20 +65,16 @@ def build_token_map(key: str, vocab_size: int, num_dims: int, kind: str = "keyed
     return perm % num_dims
 
 
-def build_token_maps(
-    key: str, vocab_size: int, num_dims: int, layers: int = 1, kind: str = "keyed"
-) -> torch.Tensor:
+def build_token_maps(key: str, vocab_size: int, num_dims: int, layers: int = 1) -> torch.Tensor:
     """One token map per layer, long tensor (L, V); layer 0 is ``build_token_map(key, ...)``.
 
     Raises:
-        ValueError: If the shapes do not fit, or ``identity`` is asked for more than one layer.
+        ValueError: If the shapes do not fit.
     """
     if layers < 1:
         raise ValueError(f"need at least one layer, got {layers}")
-    if kind == "identity" and layers > 1:
-        raise ValueError("token_map='identity' gives one green list per step; use 'keyed'")
     keys = [key] + [f"{key}\0layer{layer}" for layer in range(1, layers)]
-    return torch.stack([build_token_map(k, vocab_size, num_dims, kind) for k in keys])
+    return torch.stack([build_token_map(k, vocab_size, num_dims) for k in keys])
 
 
 def tokens_per_dim(token_map: torch.Tensor, num_dims: int) -> torch.Tensor:

@@ -17,7 +17,7 @@ def test_wilson_interval() -> None:
 
 
 def test_calibration_rows_by_length(tiny) -> None:
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     wm = tiny.make(key="key-A", old_keys=["key-B"])
     made = tiny.make(key="key-B")

@@ -74,7 +74,8 @@ def test_config_mistakes_are_reported_before_models_load(
         [*text, "--config", write_config(folders, "a.json", alpha="two")],
         "alpha must be float or int, got 'two'",
     )
-    fails(capsys, [*text, "--config", write_config(folders, "d.json", delta=-1)], "delta")
+    paper = write_config(folders, "d.json", scaling="paper", delta=-1)
+    fails(capsys, [*text, "--config", paper], "delta must be > 0")
     fails(capsys, [*text, "--config", write_config(folders, "u.json", alhpa=2)], "'alhpa'")
     fails(
         capsys,
@@ -84,6 +85,33 @@ def test_config_mistakes_are_reported_before_models_load(
     broken = tmp_path / "broken.json"
     broken.write_text('{"alpha": 2.0,\n "delta": }')
     fails(capsys, [*text, "--config", str(broken)], f"{broken}:2:", "not valid JSON")
+
+
+# ten bad config files: each gives one `error:` line naming what is wrong, and exit 2
+BAD_CONFIGS = [
+    ('{"alpha": 3.0, "scheme": {"alpha": 2.0}}', "key 'alpha' stands beside the sections"),
+    ('{"scheme": {"alpha": 2.0, "alpha": 3.0}}', "key 'alpha' is named twice"),
+    ('{"shceme": {"alpha": 2.0}}', "unknown section 'shceme'"),
+    ('{"scheme": {"alhpa": 2.0}}', "unknown key 'alhpa' in section 'scheme'"),
+    ('{"scheme": {"rule": "tournament", "bias": 3.0}}', "not a setting of rule 'tournament'"),
+    ('{"scheme": {"alpha": "two"}}', "scheme.alpha must be float or int, got 'two'"),
+    ('{"sentences": {"keying": "next"}}', "sentences.keying must be one of"),
+    ('{"detection": {"target_fpr": 2}}', "target_fpr must be in (0, 1)"),
+    ('{"scheme": {"alpha": 2.0,}}', "not valid JSON"),
+    ("[1, 2]", "must hold a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_CONFIGS)
+def test_ten_bad_config_files_give_one_line_and_exit_2(
+    text: str, message: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    import watermark.api as wm_module
+
+    monkeypatch.setattr(wm_module.Watermark, "load", lambda *a, **k: pytest.fail("loaded"))
+    config = tmp_path / "bad.json"
+    config.write_text(text)
+    fails(capsys, ["detect", "--text", "some text", "--config", str(config)], message)
 
 
 def test_vocab_size_mismatch_refuses_detect_and_generate(folders, capsys) -> None:

@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 
 from watermark.app.page import render
-from watermark.detection_result import DetectionResult
+from watermark.detect.result import DetectionResult
 
 
 class _Spans(HTMLParser):

@@ -1,15 +1,20 @@
-"""Tests for WatermarkConfig: JSON round trip, rule strengths, defaults (watermark.core.config)."""
+"""Tests for WatermarkConfig: sections, rule classes, checks, the upgrade of earlier formats and
+the files that are refused (watermark.core.config, config_sections, config_files, schemes)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from watermark.core.config import WatermarkConfig, default_of, field_names, user_fields
+from watermark.core.config import DEFAULT_FLAT, WatermarkConfig, fields_of, secret_fields
+from watermark.core.config_files import SECTIONS
+from watermark.core.config_sections import Sentences
 from watermark.core.paths import PACKAGE_DIR
+from watermark.core.schemes import Additive, Paper, Tournament
 from watermark.core.semantic_mapper import SemanticMapper
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -23,176 +28,235 @@ def test_config_json_roundtrip_and_secrets_hidden(tmp_path: Path) -> None:
     loaded = WatermarkConfig.load(path)
     assert loaded == cfg and loaded.source == str(path.resolve())
     assert "s3cret" not in repr(loaded) and "hidden words" not in repr(loaded)
-    with pytest.raises(ValueError, match="unknown watermark config keys"):
+    assert set(secret_fields()) == {"key", "old_keys", "opening_sentence"}
+    with pytest.raises(ValueError, match="unknown watermark config key 'alhpa'"):
         WatermarkConfig.from_dict({**cfg.to_dict(), "alhpa": 2})
-    with pytest.raises(ValueError, match="scaling"):
-        WatermarkConfig.of(scaling="linear", opening_sentence="x")
+    with pytest.raises(ValueError, match="rule must be one of"):
+        WatermarkConfig.of(scaling="linear")
 
 
-def test_config_rule_strengths_and_range_checks() -> None:
-    base = WatermarkConfig.of(opening_sentence="x", scaling="additive", bias=3.0, filter_first=True)
-    assert base.strength == 3.0
-    assert WatermarkConfig.of(opening_sentence="x", scaling="tournament", layers=4).strength == 4
-    assert WatermarkConfig.of(opening_sentence="x", scaling="paper", delta=0.5).strength == 0.5
-    # the biasing rules read one green list whatever ``layers`` says (the tournament's strength)
-    assert replace(base, layers=8).green_lists == 1
-    assert WatermarkConfig.of(opening_sentence="x", scaling="tournament", layers=4).green_lists == 4
+def test_one_class_per_rule_with_its_own_strength_and_checks() -> None:
+    additive = WatermarkConfig.of(scaling="additive", bias=3.0, filter_first=True)
+    assert isinstance(additive.scheme, Additive) and additive.scheme.strength == 3.0
+    assert additive.green_lists == 1  # a biasing rule reads one green list
+    tournament = WatermarkConfig.of(scaling="tournament", layers=4)
+    assert isinstance(tournament.scheme, Tournament) and tournament.green_lists == 4
+    paper = WatermarkConfig.of(scaling="paper", delta=0.5)
+    assert isinstance(paper.scheme, Paper) and paper.scheme.strength == 0.5
+    assert not hasattr(paper.scheme, "layers") and not hasattr(additive.scheme, "delta")
+    # only the rule's own strength is checked: a tournament holds no bias to be wrong
+    assert Tournament().validate() == [] and Additive(bias=-1.0).validate() != []
     for bad, match in (
-        ({"layers": 0}, "layers"),
-        ({"bias": -1.0}, "bias"),
-        ({"context_guard": -1}, "context_guard"),
+        ({"layers": 0}, "layers must be >= 1"),
+        ({"scaling": "additive", "bias": -1.0}, "bias must be > 0"),
+        ({"scaling": "paper", "delta": 0.0}, "delta must be > 0"),
+        ({"context_guard": -1}, "context_guard must be >= 0"),
     ):
         with pytest.raises(ValueError, match=match):
-            WatermarkConfig.of(opening_sentence="x", **bad)
+            WatermarkConfig.of(**bad)
 
 
-def test_default_config_points_at_the_packaged_mapper(tmp_path: Path, monkeypatch) -> None:
-    cfg = WatermarkConfig.default()
-    assert cfg.mapper == "checkpoints/mapper-minilm" and cfg.generator == "smollm2-135m"
-    assert (cfg.alpha, cfg.delta, cfg.opening_steps, cfg.top_k, cfg.top_p) == (2, 1.5, 0, 50, 0.9)
-    assert cfg.embed_window == 32
-    # 0.2.0: the tournament over 6 lists, each mapper output counted once (0.1: additive, bias 2)
-    assert (cfg.scaling, cfg.layers, cfg.temperature) == ("tournament", 6, 1.02)
-    assert (cfg.context_guard, cfg.outputs_once) == (4, True)
-    assert (cfg.filter_first, cfg.fresh_only, cfg.repeats) == (True, True, "bigram")
-    # the dataclass defaults are the shipped rule (secrets and paths aside)
-    plain = WatermarkConfig.of(opening_sentence="x")
-    rule = (
-        "scaling",
-        "bias",
-        "delta",
-        "layers",
-        "filter_first",
-        "context_guard",
-        "fresh_only",
-        "temperature",
-        "repeats",
-        "outputs_once",
-    )
-    assert all(getattr(plain, f) == getattr(cfg, f) for f in rule)
-    monkeypatch.chdir(tmp_path)  # resolution does not depend on the working directory
-    expected = PACKAGE_DIR / "checkpoints" / "mapper-minilm"  # package data of `watermark`
-    assert cfg.mapper_dir() == plain.mapper_dir() == expected.resolve()
-    shipped = SemanticMapper.from_pretrained(cfg.mapper_dir())  # fails if the files are missing
-    assert shipped.config.input_dim == 384  # MiniLM, the default embedder
-    missing = WatermarkConfig.of(mapper="checkpoints/no-such-mapper", opening_sentence="x")
-    with pytest.raises(FileNotFoundError, match="no-such-mapper"):
-        missing.mapper_dir()
-    # a relative path next to a user's config file wins
-    (tmp_path / "cfgdir" / "my-mapper").mkdir(parents=True)
-    user = WatermarkConfig.of(mapper="my-mapper", opening_sentence="x").save(
-        tmp_path / "cfgdir" / "c.json"
-    )
-    assert WatermarkConfig.load(user).mapper_dir() == (tmp_path / "cfgdir" / "my-mapper").resolve()
-
-
-def test_dataclass_defaults_are_the_shipped_default() -> None:
+def test_default_config_is_the_dataclass_defaults_and_points_at_the_packaged_mapper(
+    tmp_path: Path, monkeypatch
+) -> None:
     from watermark.core.identity import expected_digest
 
-    shipped, plain = WatermarkConfig.default(), WatermarkConfig()
+    cfg, plain = WatermarkConfig.default(), WatermarkConfig()
+    assert (cfg.models.mapper, cfg.models.generator) == (
+        "checkpoints/mapper-minilm",
+        "smollm2-135m",
+    )
+    scheme = cfg.scheme
+    assert (scheme.rule, scheme.layers, scheme.temperature, scheme.alpha) == (
+        "tournament",
+        6,
+        1.02,
+        2,
+    )
+    assert (scheme.context_guard, scheme.fresh_only, scheme.repeats) == (4, True, "bigram")
+    assert (cfg.models.embed_window, cfg.detection.outputs_once, cfg.sentences.on) == (
+        32,
+        True,
+        False,
+    )
     pins = {"mapper_digest": None, "embedder_digest": None}
-    assert plain == replace(shipped, **pins)
-    assert plain.to_dict() == {**shipped.to_dict(), **pins}
-    # the unpinned defaults are held to the shipped pins (the parts they name are the shipped)
-    for part in ("mapper", "embedder"):
-        assert expected_digest(plain, part, by_name=True) == getattr(shipped, f"{part}_digest")
+    assert plain == replace(cfg, models=replace(cfg.models, **pins))
+    assert (
+        plain.to_dict()
+        == {**cfg.to_dict(), **pins}
+        == {
+            **{
+                k: v for k, v in DEFAULT_FLAT.items() if k not in ("bias", "delta")
+            },  # not its rule's
+            "scaling": "tournament",
+        }
+    )
+    for part in ("mapper", "embedder"):  # the unpinned defaults are held to the shipped pins
+        assert expected_digest(plain, part, by_name=True) == getattr(cfg.models, f"{part}_digest")
+    monkeypatch.chdir(tmp_path)  # resolution does not depend on the working directory
+    expected = PACKAGE_DIR / "checkpoints" / "mapper-minilm"
+    assert cfg.mapper_dir() == plain.mapper_dir() == expected.resolve()
+    assert SemanticMapper.from_pretrained(cfg.mapper_dir()).config.input_dim == 384
+    with pytest.raises(FileNotFoundError, match="no-such-mapper"):
+        WatermarkConfig.of(mapper="checkpoints/no-such-mapper").mapper_dir()
+    (tmp_path / "cfgdir" / "my-mapper").mkdir(parents=True)  # next to a user's config wins
+    user = WatermarkConfig.of(mapper="my-mapper").save(tmp_path / "cfgdir" / "c.json")
+    assert WatermarkConfig.load(user).mapper_dir() == (tmp_path / "cfgdir" / "my-mapper").resolve()
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"alpha": "two"}, "alpha must be float or int, got 'two'"),
+        ({"alpha": "two"}, "scheme.alpha must be float or int, got 'two'"),
         ({"opening_steps": 2.5}, "opening_steps must be int"),
         ({"fresh_only": 1}, "fresh_only must be bool"),
         ({"top_k": True}, "top_k must be int"),
-        ({"vocab_size": "49152"}, "vocab_size must be int or null"),
+        ({"vocab_size": "49152"}, "models.vocab_size must be int or null"),
         ({"mapper": None}, "mapper must be str"),
         ({"allowed_scripts": "LATIN"}, "allowed_scripts must be list"),
         ({"allowed_scripts": []}, "allowed_scripts must be a non-empty list"),
         ({"embed_batch_size": 0}, "embed_batch_size must be >= 1"),
         ({"vocab_size": 0}, "vocab_size must be >= 1"),
-        ({"delta": -1.0}, "delta must be > 0"),
-        ({"bias": 0.0}, "bias must be > 0"),
-        ({"layers": 0}, "layers must be >= 1"),
         ({"repeats": "pairs"}, "repeats must be one of"),
-        ({"repeats": "bigram", "fresh_only": False}, "repeats='bigram' needs fresh_only"),
-        ({"repeats": "bigram", "null_model": "mm"}, "repeats='bigram' needs fresh_only"),
+        ({"repeats": "bigram", "fresh_only": False}, "repeats='bigram' needs scheme.fresh_only"),
+        ({"unique_tokens": False}, "fresh_only needs detection.unique_tokens"),
+        ({"sentence_keying": "next"}, "sentences.keying must be one of"),
+        ({"sentence_context_bits": 9}, "context_bits must be in 0..8"),
+        ({"key": ""}, "keys.key must be a non-empty string"),
+        ({"key": 7}, "keys.key must be str, got int"),  # a secret's value is never shown
     ],
 )
 def test_types_and_ranges_are_checked_when_read(change: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         WatermarkConfig.of(**change)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.json"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # a flat key beside sections (it used to be dropped in favour of the section's)
+        ('{"alpha": 3.0, "scheme": {"alpha": 2.0}}', "key 'alpha' stands beside the sections"),
+        ('{"scheme": {"alpha": 2.0, "alpha": 3.0}}', "key 'alpha' is named twice"),
+        ('{"alpha": 2.0, "alpha": 3.0}', "key 'alpha' is named twice"),
+        ('{"shceme": {"alpha": 2.0}, "models": {}}', "unknown section 'shceme'"),
+        ('{"shceme": {"alpha": 2.0}}', "unknown section 'shceme'"),
+        ('{"models": {"alpha": 2.0}}', "unknown key 'alpha' in section 'models'"),
+        ('{"scheme": {"rule": "tournament", "bias": 3.0}}', "not a setting of rule 'tournament'"),
+        ('{"scheme": {"rule": "floor"}}', "rule must be one of"),
+        ('{"scaling": "floor"}', "removed in 0.8"),
+        ('{"null_model": "mm"}', "null_model='mm' is no longer supported"),
+        ('{"token_map": "identity"}', "token_map='identity' is no longer supported"),
+        (
+            '{"scheme": {"scaling": "additive"}, "models": {"alpha": 1.0}}',
+            "'alpha' does not belong",
+        ),
+        ('{"scheme": 3}', "section 'scheme' must be a JSON object"),
+        ('{"sentences": {"bits": -1}}', "sentences.bits >= 0"),
+    ],
+)
+def test_a_file_that_would_lie_is_refused_with_one_line(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message) as err:
+        WatermarkConfig.load(write(tmp_path, text))
+    assert "\n" not in str(err.value) and str(tmp_path) in str(err.value)
 
 
 def test_load_names_the_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not found"):
         WatermarkConfig.load(tmp_path / "none.json")
-    bad = tmp_path / "bad.json"
-    bad.write_text('{\n "alpha": 2.0,\n "delta": oops\n}')
-    with pytest.raises(ValueError, match=r"bad.json:3: not valid JSON"):
-        WatermarkConfig.load(bad)
-    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"c.json:3: not valid JSON"):
+        WatermarkConfig.load(write(tmp_path, '{\n "alpha": 2.0,\n "delta": oops\n}'))
     with pytest.raises(ValueError, match="JSON object"):
-        WatermarkConfig.load(bad)
-    bad.write_text('{"alpha": "two"}')
-    with pytest.raises(ValueError, match=r"bad.json: invalid watermark config: alpha"):
-        WatermarkConfig.load(bad)
+        WatermarkConfig.load(write(tmp_path, "[1, 2]"))
+    with pytest.raises(ValueError, match=r"c.json: invalid watermark config: scheme.alpha"):
+        WatermarkConfig.load(write(tmp_path, '{"alpha": "two"}'))
+
+
+def test_earlier_formats_upgrade_to_the_same_config(tmp_path: Path) -> None:
+    """A flat file (0.1-0.4, keygen before 0.8), a sectioned file of 0.5-0.7 with its design
+    section and every rule's strength, and today's sections give one config."""
+    flat = {"scaling": "additive", "bias": 3.0, "delta": 1.5, "layers": 1, "alpha": 1.5,
+            "neutral": "half", "token_map": "keyed", "null_model": "vocab", "window_sizes": [],
+            "sentence_bits": 16, "sentence_candidates": 8, "temperature": 1.0,
+            "context_guard": 0, "repeats": "neutral", "outputs_once": False}  # fmt: skip
+    old = {
+        "scheme": {"scaling": "additive", "bias": 3.0, "delta": 1.5, "layers": 1, "alpha": 1.5,
+                   "sentence_bits": 16, "temperature": 1.0},
+        "detection": {"window_sizes": []},
+        "design": {"neutral": "half", "sentence_candidates": 8, "context_guard": 0,
+                   "repeats": "neutral", "outputs_once": False},
+    }  # fmt: skip
+    new = {
+        "scheme": {"rule": "additive", "bias": 3.0, "alpha": 1.5, "neutral": "half",
+                   "temperature": 1.0, "context_guard": 0, "repeats": "neutral"},
+        "sentences": {"bits": 16, "candidates": 8},
+        "detection": {"window_sizes": [], "outputs_once": False},
+    }  # fmt: skip
+    configs = [WatermarkConfig.load(write(tmp_path, json.dumps(d))) for d in (flat, old, new)]
+    assert configs[0] == configs[1] == configs[2]
+    cfg = configs[0]
+    assert (cfg.scheme.bias, cfg.sentences.bits, cfg.sentences.candidates) == (3.0, 16, 8)
+    again = WatermarkConfig.load(cfg.save(tmp_path / "saved.json"))
+    assert again == cfg and list(json.loads((tmp_path / "saved.json").read_text())) == list(
+        SECTIONS
+    )
+    for name in ("watermark-0.4.json", "watermark-paper.json", "watermark-additive.json"):
+        WatermarkConfig.load(ROOT / "configs" / name)  # the flat files that ship keep loading
+
+
+def test_the_robust_setting_is_user_sections_only() -> None:
+    data = json.loads((ROOT / "configs" / "watermark-robust.json").read_text())
+    assert set(data) == {"sentences"} and "design" not in data
+    cfg = WatermarkConfig.load(ROOT / "configs" / "watermark-robust.json")
+    assert cfg.sentences == Sentences(
+        bits=32, candidates=32, context_bits=2, keying="own", test="margin"
+    )
 
 
 def test_a_rule_config_without_the_later_rule_fields_warns(tmp_path: Path, caplog) -> None:
-    old = tmp_path / "old.json"
-    old.write_text(json.dumps({"scaling": "additive", "bias": 2.0}))
     with caplog.at_level("WARNING", logger="watermark.core.config"):
-        cfg = WatermarkConfig.load(old)
-    assert (cfg.temperature, cfg.repeats) == (default_of("temperature"), default_of("repeats"))
+        cfg = WatermarkConfig.load(
+            write(tmp_path, json.dumps({"scaling": "additive", "bias": 2.0}))
+        )
+    assert (cfg.scheme.temperature, cfg.scheme.repeats) == (1.02, "bigram")
     assert "temperature, context_guard, repeats, outputs_once" in caplog.text
     assert "repeats='neutral'" in caplog.text and "outputs_once=False" in caplog.text
     caplog.clear()
-    full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")  # 0.1's default
-    assert (full.scaling, full.bias, full.temperature) == ("additive", 2, 1.0)
-    assert (full.context_guard, full.repeats, full.outputs_once) == (0, "neutral", False)
+    with caplog.at_level("WARNING", logger="watermark.core.config"):
+        full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")  # 0.1's default
+    assert (full.scheme.rule, full.scheme.bias, full.scheme.temperature) == ("additive", 2, 1.0)
+    assert (full.scheme.context_guard, full.detection.outputs_once) == (0, False)
     assert caplog.text == ""
 
 
-def test_a_config_is_frozen_and_replace_checks_again() -> None:
-    import dataclasses
-
-    cfg = WatermarkConfig.of(opening_sentence="x")
+def test_a_config_is_frozen_and_evolve_routes_flat_names_and_checks_again() -> None:
+    cfg = WatermarkConfig()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        cfg.alpha = 3.0  # type: ignore[misc]
-    assert replace(cfg, alpha=3.0).alpha == 3.0 and cfg.alpha == 2.0
-    with pytest.raises(ValueError, match="layers"):
-        replace(cfg, layers=0)
-
-
-def test_a_user_sets_21_fields_in_sections_and_the_design_only_where_it_differs(
-    tmp_path: Path,
-) -> None:
-    shipped = WatermarkConfig.default()
-    data = shipped.sections()
-    assert list(data) == ["models", "keys", "scheme", "detection", "runtime"]  # no design
-    assert sum(len(part) for part in data.values()) == len(user_fields()) <= 21
-    assert set(field_names()) == set(shipped.to_dict())  # the flat view holds every field
-    old = WatermarkConfig.load(ROOT / "configs" / "watermark-0.4.json")  # flat, as in 0.4
-    assert old.sections()["design"] == {"neutral": "half", "loop_penalty": 0.0}
-    again = WatermarkConfig.load(old.save(tmp_path / "nested.json"))
-    assert again == old and again.to_dict() == old.to_dict()  # same digests and fingerprint
-    with pytest.raises(ValueError, match="unknown keys \\['alpha'\\] in section 'models'"):
-        WatermarkConfig.from_dict({"models": {"alpha": 2.0}})
-    with pytest.raises(
-        ValueError, match="unknown design keys \\['temperature'\\] in section 'design'"
-    ):
-        WatermarkConfig.from_dict({"design": {"temperature": 1.0}})
-
-
-def test_evolve_routes_flat_names_to_the_design() -> None:
-    cfg = WatermarkConfig.of(opening_sentence="x")
-    changed = cfg.evolve(context_guard=0, alpha=3.0)
-    assert (changed.context_guard, changed.design.context_guard, changed.alpha) == (0, 0, 3.0)
-    assert cfg.context_guard == 4  # unchanged
-    with pytest.raises(ValueError, match="unknown watermark config keys \\['alhpa'\\]"):
+        cfg.scheme.alpha = 3.0  # type: ignore[misc]
+    changed = cfg.evolve(context_guard=0, alpha=3.0, sentence_bits=8, target_fpr=0.05)
+    assert (changed.scheme.context_guard, changed.scheme.alpha) == (0, 3.0)
+    assert (changed.sentences.bits, changed.detection.target_fpr) == (8, 0.05)
+    assert cfg.scheme.context_guard == 4  # unchanged
+    assert isinstance(cfg.evolve(scaling="additive").scheme, Additive)  # a rule's default strength
+    with pytest.raises(ValueError, match="unknown watermark config key 'alhpa'"):
         cfg.evolve(alhpa=1.0)
     with pytest.raises(ValueError, match="context_guard must be >= 0"):
         cfg.evolve(context_guard=-1)
+    with pytest.raises(ValueError, match="layers"):
+        replace(cfg, scheme=Tournament(layers=0))
     with pytest.raises(AttributeError):
-        cfg.no_such_field  # noqa: B018
+        cfg.alpha  # noqa: B018  (no flat names on the config itself)
+
+
+def test_every_field_declares_its_kind_once() -> None:
+    kinds = [fields_of(k) for k in ("shared", "sampling", "detection", "runtime")]
+    names = [n for names in kinds for n in names]
+    assert sorted(names) == sorted([*DEFAULT_FLAT, "scaling"]) and len(names) == len(set(names))
+    assert "sentence_test" in fields_of("detection") and "embed_batch_size" in fields_of("runtime")

@@ -27,7 +27,7 @@ def test_resolve_device() -> None:
 
 def test_compute_dtype_moves_mm_and_embedder_not_the_mapper(tiny: SimpleNamespace) -> None:
     wm = tiny.make(measurement_model="other")  # an MM of its own, so the generator stays fp32
-    assert wm.config.compute_dtype == "float32"
+    assert wm.config.runtime.compute_dtype == "float32"
     import copy
 
     from watermark.api import Watermark
@@ -42,7 +42,7 @@ def test_compute_dtype_moves_mm_and_embedder_not_the_mapper(tiny: SimpleNamespac
         mapper=tiny.mapper,
         dtype="bfloat16",
     )
-    assert bf16.config.compute_dtype == "bfloat16"
+    assert bf16.config.runtime.compute_dtype == "bfloat16"
     assert model_dtype(bf16.core.measurement.model) == torch.bfloat16
     assert model_dtype(bf16.embedder) == torch.bfloat16
     assert model_dtype(bf16.mapper) == torch.float32 and model_dtype(tiny.gen) == torch.float32
@@ -58,7 +58,7 @@ def test_cuda_detection_and_generation_match_cpu(tiny: SimpleNamespace) -> None:
     import copy
 
     from watermark.api import Watermark
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     def on(device: str) -> tuple[Watermark, torch.nn.Module]:
         gen = copy.deepcopy(tiny.gen).to(device)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,15 +30,15 @@ def test_the_shipped_config_pins_the_packaged_mapper_and_embedder() -> None:
 
     shipped = WatermarkConfig.default()
     packaged = SemanticMapper.from_pretrained(PACKAGE_DIR / "checkpoints" / "mapper-minilm")
-    assert shipped.mapper_digest == tensor_digest(packaged)
-    assert shipped_pins()["embedder"] == ("minilm", shipped.embedder_digest)
+    assert shipped.models.mapper_digest == tensor_digest(packaged)
+    assert shipped_pins()["embedder"] == ("minilm", shipped.models.embedder_digest)
     # a config without pins that names the shipped parts is held to the shipped digests
     plain = WatermarkConfig.of(opening_sentence="x")
-    assert expected_digest(plain, "mapper", by_name=True) == shipped.mapper_digest
-    assert expected_digest(replace(plain, mapper="elsewhere"), "mapper", by_name=True) is None
+    assert expected_digest(plain, "mapper", by_name=True) == shipped.models.mapper_digest
+    assert expected_digest(plain.evolve(mapper="elsewhere"), "mapper", by_name=True) is None
     assert expected_digest(plain, "mapper", by_name=False) is None  # an object passed in
     with pytest.raises(ValueError, match="mapper_digest must be 'sha256:'"):
-        WatermarkConfig(mapper_digest="dd48ff")
+        WatermarkConfig.of(mapper_digest="dd48ff")
 
 
 def test_a_wrong_pin_is_refused_and_the_right_one_loads(tiny: SimpleNamespace) -> None:
@@ -82,8 +81,8 @@ def test_keygen_pins_and_detect_flags_another_fingerprint(
     base, mine = str(tmp_path / "wm.json"), tmp_path / "mine.json"
     assert main(["keygen", "--config", base, "--out", str(mine)]) == 0
     pinned = json.loads(mine.read_text())
-    assert pinned["mapper_digest"] == tensor_digest(tiny.mapper)
-    assert pinned["embedder_digest"].startswith("sha256:")
+    assert pinned["models"]["mapper_digest"] == tensor_digest(tiny.mapper)
+    assert pinned["models"]["embedder_digest"].startswith("sha256:")
     capsys.readouterr()
     assert (
         main(
@@ -113,7 +112,7 @@ def test_keygen_pins_and_detect_flags_another_fingerprint(
     assert [o.get("fingerprint_matches") for o in out] == [True, False, None]
     assert "1 input text(s) (line 2)" in caplog.text
     # the same text under a config with another mapper: refused before any detection
-    bad = dict(pinned, mapper_digest=OTHER)
+    bad = {**pinned, "models": {**pinned["models"], "mapper_digest": OTHER}}
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     assert main(["detect", "--config", str(tmp_path / "bad.json"), "--file", str(lines)]) == 2
 
@@ -127,3 +126,31 @@ def test_an_unpinned_mapper_loaded_by_name_warns(
     with caplog.at_level("WARNING", logger="watermark.core.identity"):
         Watermark.load(tmp_path / "wm.json")
     assert "does not pin its mapper" in caplog.text and "mapper_digest" in caplog.text
+
+
+# the fingerprints of the shipped configs with the shipped parts and SmolLM2's V (49,152), as
+# 0.7 printed them: a config change that moves one fails here
+SHIPPED_FINGERPRINTS = {
+    "default": "wm-dac3939ad386",
+    "watermark-0.4.json": "wm-dac3939ad386",
+    "watermark-0.6-whole-text.json": "wm-dac3939ad386",
+    "watermark-whole-text.json": "wm-dac3939ad386",
+    "watermark-additive.json": "wm-7aacf9987e37",
+    "watermark-paper.json": "wm-311dce91a866",
+    "watermark-robust.json": "wm-848ee6dcaa60",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_FINGERPRINTS))
+def test_the_fingerprints_of_the_shipped_configs_do_not_move(name: str) -> None:
+    from watermark.core.identity import fingerprint
+
+    root = Path(__file__).resolve().parents[3]
+    cfg = (
+        WatermarkConfig.default()
+        if name == "default"
+        else WatermarkConfig.load(root / "configs" / name)
+    )
+    pins = WatermarkConfig.default().models
+    found = fingerprint(cfg, 49152, pins.mapper_digest, pins.embedder_digest)
+    assert found == SHIPPED_FINGERPRINTS[name]

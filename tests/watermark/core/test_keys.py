@@ -40,22 +40,24 @@ def test_key_sources(tmp_path, monkeypatch) -> None:
 
 def test_config_keys_resolve_relative_to_the_config(tmp_path) -> None:
     (tmp_path / "k.key").write_text(SECRET)
-    cfg = WatermarkConfig(key="file:k.key", old_keys=["older-key"], source=str(tmp_path / "c.json"))
+    cfg = WatermarkConfig.from_dict(
+        {"key": "file:k.key", "old_keys": ["older-key"]}, source=str(tmp_path / "c.json")
+    )
     assert cfg.secret_keys() == [SECRET, "older-key"]
     assert SECRET not in repr(cfg) and "older-key" not in repr(cfg)
     with pytest.raises(ValueError, match="old_keys") as err:
-        WatermarkConfig(old_keys=[""])
+        WatermarkConfig.of(old_keys=[""])
     with pytest.raises(ValueError, match="key must be str, got int") as err:
-        WatermarkConfig(key=12345)
+        WatermarkConfig.of(key=12345)
     assert "12345" not in str(err.value)
 
 
 def test_keygen_writes_private_files_and_never_prints_the_key(tmp_path, capsys) -> None:
     out, key_file = tmp_path / "my.json", tmp_path / "my.key"
     assert main(["keygen", "--out", str(out)]) == 0
-    cfg = json.loads(out.read_text())
+    cfg = json.loads(out.read_text())["keys"]  # the sections, as a config is saved
     assert len(cfg["key"]) == 64 and cfg["key"] != DEMO_KEY and cfg["old_keys"] == []
-    assert cfg["opening_sentence"] != WatermarkConfig().opening_sentence
+    assert cfg["opening_sentence"] != WatermarkConfig().keys.opening_sentence
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
     printed = capsys.readouterr()
     assert cfg["key"] not in printed.out + printed.err
@@ -64,7 +66,7 @@ def test_keygen_writes_private_files_and_never_prints_the_key(tmp_path, capsys) 
     rotated = tmp_path / "rotated.json"
     args = ["keygen", "--config", str(out), "--out", str(rotated), "--key-file", str(key_file)]
     assert main([*args, "--rotate"]) == 0
-    new = json.loads(rotated.read_text())
+    new = json.loads(rotated.read_text())["keys"]
     assert new["key"] == f"file:{key_file}" and new["old_keys"] == [cfg["key"]]
     assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
     fresh = key_file.read_text().strip()
@@ -76,7 +78,7 @@ def test_keygen_writes_private_files_and_never_prints_the_key(tmp_path, capsys) 
 
 
 def test_demo_key_warns_once_on_generation_not_on_detection(tiny, caplog, monkeypatch) -> None:
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     monkeypatch.setattr(keys, "_warned", False)
     demo = tiny.make(key=DEMO_KEY)
@@ -94,7 +96,7 @@ def test_demo_key_warns_once_on_generation_not_on_detection(tiny, caplog, monkey
 
 
 def test_no_secret_in_logs_reprs_results_or_errors(tiny, caplog, monkeypatch) -> None:
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     with caplog.at_level(logging.DEBUG):
         wm = tiny.make(key=SECRET, old_keys=["an-older-secret"])
@@ -114,7 +116,7 @@ def test_no_secret_in_logs_reprs_results_or_errors(tiny, caplog, monkeypatch) ->
 
 @pytest.fixture(scope="module")
 def rotation(tiny: SimpleNamespace) -> SimpleNamespace:
-    from watermark.generation import generate
+    from watermark.generate.generation import generate
 
     made = tiny.make(key="key-A")
     outs = generate(

@@ -57,7 +57,7 @@ def test_loop_penalty_grows_with_the_run() -> None:
 
 
 def test_loop_penalty_config_checks() -> None:
-    assert WatermarkConfig.of(loop_penalty=1.0).loop_penalty == 1.0
+    assert WatermarkConfig.of(loop_penalty=1.0).scheme.loop_penalty == 1.0
     with pytest.raises(ValueError, match="loop_penalty"):
         WatermarkConfig.of(loop_penalty=-1.0)
-    assert WatermarkConfig.default().loop_penalty == 0.5  # on in the shipped default (0.7)
+    assert WatermarkConfig.default().scheme.loop_penalty == 0.5  # on in the shipped default (0.7)

@@ -12,7 +12,7 @@ from transformers import TopKLogitsWarper, TopPLogitsWarper
 from tests.reference import repeated
 from watermark.core.repeats import repeated_context, repeated_steps
 from watermark.core.rules.logits import apply_rule as marked_logits
-from watermark.core.rules.logits import filter_logits, logit_floor, tournament
+from watermark.core.rules.logits import filter_logits, tournament
 from watermark.core.schemes import scheme_class
 
 INF = float("inf")
@@ -20,7 +20,8 @@ INF = float("inf")
 
 def apply_rule(logits, green, maps, gated, rule, strength, *args, **kw):
     """The scheme named ``rule`` with ``strength`` on a batch (``apply_rule`` of the core)."""
-    return marked_logits(logits, green, maps, gated, scheme_class(rule)(strength), *args, **kw)
+    scheme = scheme_class(rule)(**{scheme_class(rule).strength_field: strength})
+    return marked_logits(logits, green, maps, gated, scheme, *args, **kw)
 
 
 def one_list(size: int) -> torch.Tensor:
@@ -41,20 +42,16 @@ def test_biasing_rules_against_hand_values() -> None:
     paper = bare(logits, green, gated, "paper", 1.0)
     assert paper[0].tolist() == [6.0, 1.0, -2.0, -4.0, -INF]  # negative green logits drop
     assert torch.equal(paper[1], logits[1])  # closed gate: untouched
-    assert logit_floor(logits, 3)[0].item() == -1.0  # smallest of the top-3
-    assert logit_floor(logits, 0)[0].item() == -2.0  # all finite logits
-    floor = apply_rule(logits, green, one_list(5), gated, "floor", 1.0, top_k=3, top_p=1.0)
-    # (l - f) * (1 + delta * v) + f with f = -1, then top-3
-    assert floor[0].tolist() == [7.0, 1.0, -1.0, -INF, -INF]
     additive = bare(logits, green, gated, "additive", 2.0)
     assert additive[0].tolist() == [5.0, 1.0, 1.0, 0.0, -INF]
     neutral = torch.tensor([[True, True, False, False, False], [False] * 5])
     half = bare(logits, green, gated, "additive", 2.0, neutral=neutral)
     assert half[0].tolist() == [4.0, 2.0, 1.0, 0.0, -INF]  # neutral tokens get bias / 2
-    # the top-k set never changes under floor scaling
+    # filtered first, an additive bias keeps the top-k set (it only moves their logits)
     x = torch.randn(6, 200) * 4
     g = torch.rand(6, 200) > 0.5
-    y = apply_rule(x, g, one_list(200), torch.ones(6, dtype=torch.bool), "floor", 1.5, 20, 1.0)
+    gated = torch.ones(6, dtype=torch.bool)
+    y = apply_rule(x, g, one_list(200), gated, "additive", 1.5, 20, 1.0, filter_first=True)
     for a, b in zip(x, y):
         assert set(torch.topk(a, 20).indices.tolist()) == set(
             torch.isfinite(b).nonzero()[:, 0].tolist()

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from tests.helpers import bpe_tokenizer, word_tokenizer
-from watermark.assembly import token_pieces
 from watermark.core.text import _plain_backend, decode_ids, decode_many, encode_text
+from watermark.detect.assembly import token_pieces
 
 TEXT = "Café déjà vu: naïve 東京 emoji 🙂🙃 and plain words, repeated words, words."
 

@@ -9,10 +9,6 @@ exactly what is sampled:
 ``paper``
     ``l * (1 + delta * v_hat)``, then filters (the paper's AWTS, as written: a negative green
     logit becomes *more* negative).
-``floor``
-    ``(l - f) * (1 + delta * v_hat) + f`` with ``f`` the smallest finite logit among the top-k,
-    then filters: the paper's temperature scaling measured from a point every kept token lies
-    above, independent of the model's logit offset.
 ``additive``
     ``l + bias * v_hat`` (KGW's rule on the semantic green list, the paper's "KGW-0 + AWTI +
     SLSVE" ablation).
@@ -56,21 +52,6 @@ import torch
 
 if TYPE_CHECKING:
     from watermark.core.schemes import Scheme
-
-
-def logit_floor(logits: torch.Tensor, top_k: int) -> torch.Tensor:
-    """Per-row floor: smallest finite logit among the top-k, shape (B, 1).
-
-    Args:
-        logits: Float tensor (B, V).
-        top_k: k; 0 or >= V means all finite logits.
-    """
-    k = logits.shape[-1] if top_k <= 0 else min(top_k, logits.shape[-1])
-    values = torch.topk(logits, k, dim=-1).values
-    finite = torch.isfinite(values)
-    big = torch.finfo(values.dtype).max
-    floor = torch.where(finite, values, torch.full_like(values, big)).min(-1, keepdim=True).values
-    return torch.where(floor == big, torch.zeros_like(floor), floor)
 
 
 def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
@@ -201,7 +182,7 @@ def _mark_vocabulary(
     kept = neutral if keep_neutral else None
     free = base if kept is None else base.masked_fill(kept, float("-inf"))
     neutral = None if keep_neutral else neutral
-    n_lists = scheme.lists(token_maps.shape[0])
+    n_lists = token_maps.shape[0] if scheme.multi_list else 1
     maps = token_maps[:n_lists, None, :].expand(-1, base.shape[0], -1)
     shift = None if repeat_shift is None else repeat_shift[:n_lists]
     maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
@@ -234,7 +215,7 @@ def apply_rule(
             list l iff ``green_dims[:, token_maps[l, i]]`` (biasing rules read list 0).
         gated: Bool tensor (B,): rows to watermark.
         scheme: The strength rule with its strength (:mod:`watermark.core.schemes`).
-        top_k: Top-k of the sampling filters (also the floor's k).
+        top_k: Top-k of the sampling filters.
         top_p: Top-p of the sampling filters.
         filter_first: Filter before the rule instead of after it.
         neutral: Bool (B, V) of tokens whose v_hat is 1/2 in every list, or None.

@@ -26,7 +26,7 @@ from transformers import (
 
 from watermark.core.errors import UserError
 from watermark.core.text import decode_ids
-from watermark.fused import can_fuse, fused_generate
+from watermark.generate.decoding import can_fuse, fused_generate
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,8 @@ def generate(
         do_sample: Sample (True) or greedy.
         seed: Seed of torch's global RNG before sampling.
         fuse: Run the MM inside the generator's forward when our processor's MM is the
-            generator (:mod:`watermark.fused`); else, or when not possible, ``model.generate``.
+            generator (:mod:`watermark.generate.decoding`); else, or when not possible,
+            ``model.generate``.
         generate_kwargs: Passed to ``model.generate``.
     """
     enc, pad_id = encode_prompts(tokenizer, prompts, next(model.parameters()).device)
@@ -219,6 +220,7 @@ def check_generate_args(cfg: object, max_new_tokens: object, kwargs: dict) -> No
     clash = sorted({"temperature", "top_k", "top_p"} & set(kwargs))
     if clash:
         raise UserError(
-            f"{', '.join(clash)} come from the watermark config (temperature={cfg.temperature}, "
-            f"top_k={cfg.top_k}, top_p={cfg.top_p}); change them there"
+            f"{', '.join(clash)} come from the watermark config (temperature="
+            f"{cfg.scheme.temperature}, top_k={cfg.scheme.top_k}, top_p={cfg.scheme.top_p}); "
+            "change them in its scheme section"
         )

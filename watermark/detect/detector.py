@@ -4,8 +4,8 @@ For each text: tokenize with the generator tokenizer (no special tokens), run th
 model once to get every step's gate (:meth:`WatermarkCore.text_gate`), embed the prefixes of all
 scored steps in batches (:meth:`WatermarkCore.green_lists`), and read whether each scored
 token is green under its v_hat (:meth:`GreenLists.read`). The tests and per-token flags below
-are then assembled from those reads on the CPU (:mod:`watermark.assembly`), in this process or
-in worker processes (``workers``).
+are then assembled from those reads on the CPU (:mod:`watermark.detect.assembly`), in this
+process or in worker processes (``workers``).
 
 * ``score`` is the paper's ``sum_{t in W} strength * v_hat_t[s_t] / |W|`` with the strength of
   the configured rule (``delta`` for ``paper`` / ``floor``, ``bias`` for ``additive``). The
@@ -44,26 +44,33 @@ from dataclasses import replace
 
 import torch
 
-from watermark.assembly import AssemblyPool, assemble_keys
 from watermark.core.scoring import WatermarkCore
 from watermark.core.text import decode_many, encode_text, unsupported_reason
-from watermark.detection_result import DetectionResult, verdict_p_value
-from watermark.sentence_layer import SentenceLayer
+from watermark.detect.assembly import AssemblyPool, assemble_keys
+from watermark.detect.result import DetectionResult, verdict_p_value
+from watermark.sentences.layer import SentenceLayer
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 
 
 class Detector:
-    """Batched detector over a :class:`WatermarkCore`."""
+    """Batched detector over a :class:`WatermarkCore` and, where the config has one, the
+    watermark's sentence layer (its sentence test joins the verdict)."""
 
-    def __init__(self, core: WatermarkCore, window_sizes: Sequence[int] | None = None) -> None:
-        """``window_sizes``: the windowed test's span sizes, if not the core config's."""
+    def __init__(
+        self,
+        core: WatermarkCore,
+        window_sizes: Sequence[int] | None = None,
+        sentences: SentenceLayer | None = None,
+    ) -> None:
+        """``window_sizes``: the windowed test's span sizes, if not the core config's;
+        ``sentences``: the watermark's sentence layer (``None``: token level only)."""
         self.core = core
         self.config = core.config
         if window_sizes is not None:
-            self.config = replace(core.config, window_sizes=list(window_sizes))
+            self.config = core.config.evolve(window_sizes=list(window_sizes))
         self._pool: AssemblyPool | None = None
-        self.sentences = SentenceLayer(core) if self.config.sentence_bits else None
+        self.sentences = sentences
 
     def _workers(self, workers: int) -> AssemblyPool:
         """The pool of ``workers`` assembly processes, started on first use and kept."""
@@ -94,7 +101,7 @@ class Detector:
         ids_list: list[list[int] | None] = []
         reasons: list[str | None] = []
         for text in texts:
-            reason = unsupported_reason(text, self.config.allowed_scripts)
+            reason = unsupported_reason(text, self.config.detection.allowed_scripts)
             ids = [] if reason else encode_text(self.core.tokenizer, text)
             if reason is None and not ids:
                 reason = "no tokens"
@@ -113,8 +120,9 @@ class Detector:
         """Detects the watermark in texts given as generator token ids.
 
         With ``workers`` > 0, each text's result is assembled from its reads (the tests and
-        the per-token flags, :mod:`watermark.assembly`) in that many worker processes while this
-        one goes on with the next chunk's models: on an accelerator that work, not the GPU,
+        the per-token flags, :mod:`watermark.detect.assembly`) in that many worker processes
+        while this one goes on with the next chunk's models: on an accelerator that work, not
+        the GPU,
         bounds the throughput. The results are the same; the workers start on the first call
         (a few seconds) and stay until :meth:`close`. Not with ``null_model="mm"``, whose null
         needs the MM.
@@ -132,7 +140,7 @@ class Detector:
             chunk_size = self.default_chunk_size
 
         reasons = list(reasons) if reasons is not None else [None] * len(ids_list)
-        pool = self._workers(workers) if workers > 0 and self.config.null_model == "vocab" else None
+        pool = self._workers(workers) if workers > 0 else None
         results: list = []  # per text: a result, its results per key, or a future of those
         bar = tqdm(total=len(ids_list), desc="detect", unit="text", disable=not progress)
         for start in range(0, len(ids_list), chunk_size):
@@ -144,20 +152,24 @@ class Detector:
             )
             bar.update(len(chunk))
         bar.close()
-        results = [self._finish(item) for item in results]
-        if self.sentences is not None:  # the sentence test on the text the ids spell
+        texts = [None] * len(ids_list)
+        if self.sentences is not None:  # the sentence test reads the text the ids spell
             texts = decode_many(self.core.tokenizer, [list(ids) for ids in ids_list])
-            results = [self.sentences.apply(r, t) for r, t in zip(results, texts)]
+        results = [self._finish(item, text) for item, text in zip(results, texts)]
         made_by = self.core.fingerprint
         for result in results:
             result.fingerprint = made_by
         return results
 
-    def _finish(self, item: DetectionResult | list | Future) -> DetectionResult:
-        """A text's result from what :meth:`_chunk` left for it."""
+    def _finish(self, item: DetectionResult | list | Future, text: str | None) -> DetectionResult:
+        """A text's result from what :meth:`_chunk` left for it: one verdict over its keys,
+        with the sentence test of ``text`` where the layer is on and the text was scored."""
         if isinstance(item, DetectionResult):
             return item
-        return self._best_key(item.result() if isinstance(item, Future) else item)
+        per_key = item.result() if isinstance(item, Future) else item
+        if self.sentences is None or per_key[0].reason is not None:
+            return self._best_key(per_key)
+        return self.sentences.verdict(per_key, text)
 
     def _chunk(
         self,
@@ -174,7 +186,7 @@ class Detector:
         else:
             gates = dict(zip(todo, core.text_gates([ids_list[n] for n in todo])))
         steps = {n: torch.nonzero(gates[n].gated).flatten().add(1).tolist() for n in todo}
-        lists, reads = {}, {}  # per text: its steps' green lists, and their reads per key
+        reads = {}  # per text: its steps' reads per key
         # Texts that share padded MM forwards (batch_logits, opted in) share SE batches too;
         # otherwise each text's spans are embedded alone: its bits cannot depend on others.
         groups = [todo] if core.shares_batches else [[n] for n in todo]
@@ -194,24 +206,19 @@ class Detector:
             at = 0
             for n in group:
                 rows = slice(at, at + len(steps[n]))
-                lists[n] = found.select(rows)
                 reads[n] = [key_reads.select(rows) for key_reads in per_key]
                 at += len(steps[n])
         results = []
         for n, ids in enumerate(ids_list):
             if n not in gates:
-                window_p = 1.0 if self.config.window_sizes else None
+                window_p = 1.0 if self.config.detection.window_sizes else None
                 results.append(
                     DetectionResult(
                         reason=reasons[n] or "no tokens", token_ids=ids, window_p_value=window_p
                     )
                 )
                 continue
-            nulls = [None] * core.num_keys
-            if self.config.null_model == "mm" and steps[n]:
-                under = core.under_keys(lists[n])
-                nulls = [core.null_green_mass(ids, steps[n], kl).cpu() for kl in under]
-            job = (ids, gates[n].entropy, steps[n], reads[n], nulls)
+            job = (ids, gates[n].entropy, steps[n], reads[n])
             if pool is not None:
                 results.append(pool.submit(*job))
             else:
@@ -225,7 +232,7 @@ class Detector:
         found, k = per_key[best], len(per_key)
         p = min(1.0, k * found.p_value)
         window_p = None if found.window_p_value is None else min(1.0, k * found.window_p_value)
-        watermarked = verdict_p_value(p, window_p) < self.config.target_fpr
+        watermarked = verdict_p_value(p, window_p) < self.config.detection.target_fpr
         return replace(
             found,
             p_value=p,

@@ -1,7 +1,7 @@
 """`DetectionResult`: what detection reports for one text, summary and per-token flags.
 
 :class:`DetectionResult` is returned by :meth:`watermark.api.Watermark.detect` (made by
-:mod:`watermark.detector`); :meth:`DetectionResult.to_dict` gives the JSON line the command
+:mod:`watermark.detect.detector`); :meth:`DetectionResult.to_dict` gives the JSON line the command
 line prints (:data:`SUMMARY_FIELDS`, plus the per-token lists with ``per_token``).
 """
 
@@ -134,10 +134,6 @@ class DetectionResult:
         if self.combined_p_value is not None:
             return self.combined_p_value
         return self.token_verdict_p_value
-
-    def scored_steps(self) -> list[int]:
-        """1-based steps in W."""
-        return [i + 1 for i, s in enumerate(self.scored) if s]
 
     def to_dict(self, per_token: bool = False) -> dict:
         """JSON-able dict: the summary fields, plus per-token lists if ``per_token``."""

@@ -2,19 +2,19 @@
 
 For each prompt, sentence after sentence: ``model.generate`` samples N candidates of the next
 sentence in one batch of N rows, each with the token-level watermark on (the processor is told
-where the prompt ends, :meth:`~watermark.processor.AdaptiveWatermarkLogitsProcessor.start_at`,
-so its steps count from the prompt as in plain generation). A row stops at the token that ends
+where the prompt ends, ``AdaptiveWatermarkLogitsProcessor.start_at``, so its steps count from the
+prompt as in plain generation). A row stops at the token that ends
 a sentence (:func:`~watermark.core.sentences.ends_sentence`), at an EOS, or after
-``max_sentence_tokens``. :meth:`~watermark.sentence_layer.SentenceLayer.choose` keeps the
+``max_sentence_tokens``. :meth:`~watermark.sentences.layer.SentenceLayer.choose` keeps the
 candidate whose sentence scores best, and the next round continues from it, until
 ``max_new_tokens`` or an EOS. The candidates of all prompts of a round are scored together.
 
 That is the reference path: the prompts go one at a time through ``model.generate`` (the N
 rows of a prompt share their length, which the processor's step count needs), and each sentence
-prefills the prefix again. The fast path, :mod:`watermark.sentence_decoding`, runs every
+prefills the prefix again. The fast path, :mod:`watermark.sentences.decoding`, runs every
 prompt's candidates in one decode loop and draws, for a single prompt, the same tokens; it is
 used unless the call passes ``model.generate`` arguments or the model's ``generation_config``
-adds logits processors of its own (:func:`watermark.fused.adds_no_processors`).
+adds logits processors of its own (:func:`watermark.generate.decoding.adds_no_processors`).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteria
 
 from watermark.core.sentences import ends_sentence
 from watermark.core.text import decode_ids
-from watermark.fused import adds_no_processors
-from watermark.generation import Generation, eos_ids, generate, warpers_off
-from watermark.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentence_decoding import decode_by_sentences
-from watermark.sentence_layer import SentenceLayer
+from watermark.generate.decoding import adds_no_processors
+from watermark.generate.generation import Generation, eos_ids, warpers_off
+from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.sentences.decoding import Limits, decode_by_sentences
+from watermark.sentences.layer import SentenceLayer
 
 MAX_SENTENCE_TOKENS = 64  # a candidate that has not ended by then is cut (and scored as it is)
 
@@ -101,42 +101,29 @@ def generate_by_sentences(
     fast: bool = True,
     **generate_kwargs: object,
 ) -> list[Generation]:
-    """One :class:`~watermark.generation.Generation` per prompt, chosen sentence by sentence
-    among ``layer.candidates`` samples (module docstring); no EOS before ``min_new_tokens``;
-    ``generate_kwargs`` go to every ``model.generate`` call of the reference path, which they
-    (or ``fast=False``) select."""
+    """One :class:`~watermark.generate.generation.Generation` per prompt, chosen sentence by
+    sentence among ``layer.candidates`` samples (module docstring); no EOS before
+    ``min_new_tokens``; ``generate_kwargs`` go to every ``model.generate`` call of the
+    reference path, which they (or ``fast=False``) select."""
     stop = eos_ids(model, tokenizer)
     ends = SentenceEnds(tokenizer, stop)
+    limits = Limits(max_new_tokens, max_sentence_tokens, min_new_tokens)
     if seed is not None:
         torch.manual_seed(seed)
     if fast and adds_no_processors(model) and not generate_kwargs:
-        return decode_by_sentences(
-            model,
-            tokenizer,
-            prompts,
-            processor,
-            layer,
-            ends,
-            stop,
-            max_new_tokens,
-            max_sentence_tokens,
-            min_new_tokens,
-        )
+        return decode_by_sentences(model, tokenizer, prompts, processor, layer, ends, stop, limits)
     prompt_ids = [tokenizer(p).input_ids for p in prompts]
     chosen: list[list[int]] = [[] for _ in prompts]
     steps: list[list[int]] = [[] for _ in prompts]
     done = [False] * len(prompts)
-    while True:
-        live = [i for i, d in enumerate(done) if not d and len(chosen[i]) < max_new_tokens]
-        if not live:
-            break
+    while live := [i for i, d in enumerate(done) if not d and len(chosen[i]) < max_new_tokens]:
         rounds = []
         for i in live:
-            budget = min(max_sentence_tokens, max_new_tokens - len(chosen[i]))
-            least = min(budget, max(0, min_new_tokens - len(chosen[i])))
-            settings = {"max_new_tokens": budget, "min_new_tokens": least, **generate_kwargs}
-            rows, start = [prompt_ids[i] + chosen[i]] * layer.candidates, len(prompt_ids[i])
-            candidates = sample_candidates(model, rows, start, processor, ends, settings)
+            rows = [prompt_ids[i] + chosen[i]] * layer.candidates
+            settings = {**round_limits(limits, len(chosen[i])), **generate_kwargs}
+            candidates = sample_candidates(
+                model, rows, len(prompt_ids[i]), processor, ends, settings
+            )
             rounds.append((i, candidates, processor.record))
         texts = [[decode_ids(tokenizer, chosen[i] + c) for c in cands] for i, cands, _ in rounds]
         for (i, candidates, record), best in zip(rounds, layer.choose(texts)):
@@ -145,29 +132,22 @@ def generate_by_sentences(
                 steps[i] += [s for s in record.watermarked_steps(best) if s <= before + len(kept)]
             chosen[i] += kept
             done[i] = not kept or kept[-1] in stop
-    results = []
-    for prompt, ids, marked in zip(prompts, chosen, steps):
-        cut = next((j for j, t in enumerate(ids) if t in stop), len(ids))
-        ids = ids[:cut]
-        results.append(
-            Generation(prompt, decode_ids(tokenizer, ids), ids, [s for s in marked if s <= cut])
-        )
-    return results
+    return [
+        kept_text(tokenizer, p, ids, marked, stop) for p, ids, marked in zip(prompts, chosen, steps)
+    ]
 
 
-def generate_text(
-    model: torch.nn.Module,
-    tokenizer: object,
-    prompts: Sequence[str],
-    processor: object | None,
-    layer: SentenceLayer | None,
-    **kwargs: object,
-) -> list[Generation]:
-    """One :class:`~watermark.generation.Generation` per prompt: by sentences where ``layer``
-    is given and a watermark ``processor`` is on (:func:`generate_by_sentences`; the sampling
-    settings are the processor's), else :func:`watermark.generation.generate` with ``kwargs``."""
-    if processor is not None and layer is not None:
-        for name in ("top_k", "top_p", "temperature"):  # ours applies its config's filters
-            kwargs.pop(name, None)
-        return generate_by_sentences(model, tokenizer, prompts, processor, layer, **kwargs)
-    return generate(model, tokenizer, prompts, processor, **kwargs)
+def round_limits(limits: Limits, done: int) -> dict[str, int]:
+    """``model.generate``'s token limits for a round after ``done`` tokens."""
+    budget = min(limits.max_sentence_tokens, limits.max_new_tokens - done)
+    return {
+        "max_new_tokens": budget,
+        "min_new_tokens": min(budget, max(0, limits.min_new_tokens - done)),
+    }
+
+
+def kept_text(tokenizer, prompt: str, ids: list[int], marked: list[int], stop) -> Generation:
+    """The chosen text of a prompt up to its first EOS."""
+    cut = next((j for j, t in enumerate(ids) if t in stop), len(ids))
+    ids = ids[:cut]
+    return Generation(prompt, decode_ids(tokenizer, ids), ids, [s for s in marked if s <= cut])

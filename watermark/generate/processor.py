@@ -20,8 +20,8 @@ sampling warper. That list is the only place where the call's arguments, the mod
 will really run, whatever its source. It raises rather than removing the warper: the warper is
 what the caller asked for, and editing transformers' internal list behind their back would make
 the output depend on a hidden change. The error comes before any token is sampled. A processor
-called from elsewhere (:mod:`watermark.fused`, a hand-written loop) has no such list and nothing
-that adds warpers, so the check is skipped.
+called from elsewhere (:mod:`watermark.generate.decoding`, a hand-written loop) has no such list
+and nothing that adds warpers, so the check is skipped.
 
 The processor works out where the generated part starts from its first call (the prompt length,
 shared by all rows thanks to left padding) and detects a new ``generate`` call when the ids stop
@@ -42,7 +42,7 @@ from transformers.generation import logits_process
 
 from watermark.core.decisions import StepDecision
 from watermark.core.errors import UserError
-from watermark.core.mm_states import start_state
+from watermark.core.mm_states import GivenEntropies, start_state
 from watermark.core.scoring import WatermarkCore
 
 logger = logging.getLogger(__name__)
@@ -107,7 +107,6 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         self.record = GenerationRecord()
         self._prev: torch.Tensor | None = None
         self._state = None
-        self.state_factory = None  # batch size -> MM state; None: the MM's own (see fused.py)
         self._prompt_length: int | None = None
 
     def reset(self) -> None:
@@ -131,13 +130,26 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
             and torch.equal(input_ids[:, :-1], prev)
         )
 
-    @torch.no_grad()
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        """Watermarks and filters the next-token scores (``model.generate``'s call; the MM
+        runs incrementally by itself): :meth:`step` without entropies."""
+        return self.step(input_ids, scores)
+
+    @torch.no_grad()
+    def step(
+        self,
+        input_ids: torch.LongTensor,
+        scores: torch.FloatTensor,
+        entropies: torch.Tensor | None = None,
+    ) -> torch.FloatTensor:
         """Watermarks and filters the next-token scores.
 
         Args:
             input_ids: Long (B, L): prompt (left padded) + generated ids so far.
             scores: Float (B, V): next-token logits; V must be the LM-head width of the config.
+            entropies: Float (B,): the gate entropies of this step, where a decode loop computed
+                them in its own MM stream (:mod:`watermark.generate.decoding`); ``None``: the
+                processor runs the MM itself. A generation gives them at every step or never.
 
         Returns:
             Float (B, V): the logits to sample from.
@@ -150,12 +162,14 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
             )
         if not self._is_continuation(input_ids):
             check_no_second_filter(self, self.core.config)
-            if self.state_factory is not None:
-                self._state = self.state_factory(input_ids.shape[0])
+            if entropies is not None:
+                self._state = GivenEntropies(input_ids.shape[0])
             else:
                 self._state = start_state(self.core.measurement, input_ids.shape[0])
             given, self._prompt_length = self._prompt_length, None
             self.record = GenerationRecord(prompt_length=given or int(input_ids.shape[1]))
+        if entropies is not None:
+            self._state.values = entropies.float().cpu()
         self._prev = input_ids.detach().clone()
         gen = input_ids[:, self.record.prompt_length :]
         active = torch.ones(gen.shape[0], dtype=torch.bool)
@@ -208,8 +222,9 @@ def check_no_second_filter(processor: LogitsProcessor, config: object) -> None:
         raise UserError(
             f"a second sampling filter runs with the watermark processor: {', '.join(found)}. "
             "The processor already applies the watermark config's temperature / top-k / top-p "
-            f"({config.temperature} / {config.top_k} / {config.top_p}); transformers adds its "
-            "own from the generate call or the model's generation_config (default top_k=50), "
+            f"({config.scheme.temperature} / {config.scheme.top_k} / {config.scheme.top_p}); "
+            "transformers adds its own from the generate call or the model's generation_config "
+            "(default top_k=50), "
             "and filtering twice samples from a distribution that neither the reference nor "
             "the detector assumes. Call model.generate(**inputs, **wm.generation_kwargs()), or "
             "pass temperature=1.0, top_k=0, top_p=1.0 (change sampling in the watermark config)"

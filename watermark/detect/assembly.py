@@ -2,8 +2,9 @@
 tests, the z-test and the windowed test, and the per-token flags of :class:`DetectionResult`.
 
 These are plain functions of the config and of CPU values, so the detector can run them in
-worker processes (:class:`watermark.detector.Detector`, ``workers``) while it keeps the models.
-See :mod:`watermark.detector` for what the tests are.
+worker processes (:class:`watermark.detect.detector.Detector`, ``workers``) while it keeps the
+models.
+See :mod:`watermark.detect.detector` for what the tests are.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from watermark.core.green_lists import TokenReads
 from watermark.core.stats import green_test, window_spans, windowed_test
 from watermark.core.text import decode_ids, decode_many
 from watermark.core.units import first_reads, repeat_indices, tested_indices
-from watermark.detection_result import DetectionResult, verdict_p_value
+from watermark.detect.result import DetectionResult, verdict_p_value
 
 
 def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> list[str]:
@@ -66,11 +67,10 @@ class Units:
         ids: list[int],
         reads: TokenReads,
         steps: list[int],
-        null: torch.Tensor | None,
     ) -> Units:
-        """The units of a text's reads (``null``: the null of each read, if not the vocab's)."""
-        green, vocab = reads.green, reads.vocab
-        gammas = vocab if null is None else null
+        """The units of a text's reads."""
+        green, gammas = reads.green, reads.vocab
+        vocab = gammas
         rows = {(i, False): i for i in range(len(steps))}
         if not (cfg.repeat_policy.bigram and steps):
             return cls(rows, green, gammas, reads.dims, green, gammas, vocab)
@@ -141,7 +141,7 @@ def run_tests(cfg: WatermarkConfig, ids: list[int], steps: list[int], units: Uni
     dims = units.dims.numpy()
     flat_bits, flat_gammas = units.bits.reshape(-1, 1), units.gammas.reshape(-1, 1)
     width = units.bits.shape[1]  # L
-    bits = first_reads(dims, units.tested(cfg, ids, steps, (0, T)), cfg.outputs_once)
+    bits = first_reads(dims, units.tested(cfg, ids, steps, (0, T)), cfg.detection.outputs_once)
     tested = [False] * T
     for r in {b // width for b in bits}:  # bits: flat indices row * L + list
         tested[steps[step_of[r]] - 1] = True
@@ -149,10 +149,10 @@ def run_tests(cfg: WatermarkConfig, ids: list[int], steps: list[int], units: Uni
     test_gamma = flat_gammas[bits].flatten().tolist()
     z, p = green_test(test_green, test_gamma)
     window_p, window = None, None
-    if cfg.window_sizes:
-        spans = window_spans(T, cfg.window_sizes)[1:]  # after the whole text, done above
+    if cfg.detection.window_sizes:
+        spans = window_spans(T, cfg.detection.window_sizes)[1:]  # after the whole text, done above
         members = [bits] + [
-            first_reads(dims, units.tested(cfg, ids, steps, span), cfg.outputs_once)
+            first_reads(dims, units.tested(cfg, ids, steps, span), cfg.detection.outputs_once)
             for span in spans
         ]
         window_p, best = windowed_test(flat_bits.numpy(), flat_gammas.numpy(), members)
@@ -165,7 +165,7 @@ def run_tests(cfg: WatermarkConfig, ids: list[int], steps: list[int], units: Uni
         "expected_green": float(sum(test_gamma)),
         "z_score": z,
         "p_value": p,
-        "is_watermarked": bool(verdict_p_value(p, window_p) < cfg.target_fpr),
+        "is_watermarked": bool(verdict_p_value(p, window_p) < cfg.detection.target_fpr),
         "window_p_value": window_p,
         "window": window,
         "tested": tested,
@@ -179,7 +179,6 @@ def assemble(
     reads: TokenReads,
     steps: list[int],
     pieces: list[str],
-    null: torch.Tensor | None = None,
 ) -> DetectionResult:
     """One text's result under one key, from the reads of its scored steps.
 
@@ -190,11 +189,9 @@ def assemble(
         reads: The reads of its scored steps (:meth:`GreenLists.read`).
         steps: Its scored steps (1-based, increasing).
         pieces: The text piece of each token (:func:`token_pieces`).
-        null: Float64 (N, L): the null of each read when not the vocabulary's share
-            (``null_model="mm"``).
     """
     T, num_scored = len(ids), len(steps)
-    units = Units.of(cfg, ids, reads, steps, null)
+    units = Units.of(cfg, ids, reads, steps)
     num_green = int(units.shown_bits[:, 0].sum()) if steps else 0
     return DetectionResult(
         score=cfg.scheme.score(units.shown_bits),
@@ -218,11 +215,10 @@ def assemble_keys(
     entropy: torch.Tensor,
     steps: list[int],
     reads: Sequence[TokenReads],
-    nulls: Sequence[torch.Tensor | None],
 ) -> list[DetectionResult]:
     """One text's result under each key (:func:`assemble` per key, one set of token pieces)."""
     pieces = token_pieces(tokenizer, ids)
-    return [assemble(cfg, ids, entropy, r, steps, pieces, null) for r, null in zip(reads, nulls)]
+    return [assemble(cfg, ids, entropy, r, steps, pieces) for r in reads]
 
 
 _WORKER: dict = {}  # a worker process's config and tokenizer

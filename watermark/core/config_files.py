@@ -1,0 +1,224 @@
+"""Reading a watermark config file, and the one upgrade of the formats before 0.8.
+
+A config file is a JSON object of sections (:data:`SECTIONS`), each an object of fields. Two
+earlier formats still load, through :func:`upgrade` and nothing else:
+
+* the flat files of 0.1-0.4 (and of ``keygen`` before 0.8): every field at the top level;
+* the sectioned files of 0.5-0.7: ``models``, ``keys``, ``scheme`` (with ``scaling`` and every
+  rule's strength side by side, and ``sentence_bits``), ``detection``, ``runtime`` and a
+  ``design`` section of fixed switches.
+
+Both are read as flat names (:func:`~watermark.core.config_sections.flat_name`) and routed to
+today's sections. A file that mixes sections with flat keys, names a key twice or names a
+section that does not exist is refused with one line naming the key: a setting is never
+dropped in silence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from watermark.core.config_sections import Detection, Keys, Models, Runtime, Sentences, flat_name
+from watermark.core.errors import UserError
+from watermark.core.schemes import RULES, SCHEMES, Scheme
+
+logger = logging.getLogger("watermark.core.config")  # where a config's warnings were logged
+
+SECTIONS = ("models", "keys", "scheme", "sentences", "detection", "runtime")
+PLAIN_SECTIONS = {s.name: s for s in (Models, Keys, Sentences, Detection, Runtime)}
+# settings 0.8 removed (only the evaluation varied them), at the one value each still takes
+RETIRED = {"token_map": "keyed", "null_model": "vocab"}
+# where the sectioned files of 0.5-0.7 kept each field (the rest was in "design")
+OLD_SECTIONS = {
+    "models": (
+        "generator",
+        "measurement_model",
+        "embedder",
+        "mapper",
+        "mapper_digest",
+        "embedder_digest",
+    ),
+    "keys": ("key", "old_keys"),
+    "scheme": (
+        "scaling",
+        "layers",
+        "bias",
+        "delta",
+        "alpha",
+        "temperature",
+        "top_k",
+        "top_p",
+        "sentence_bits",
+    ),
+    "detection": ("target_fpr", "window_sizes"),
+    "runtime": ("compute_dtype", "embed_batch_size"),
+}
+STRENGTHS = {cls.strength_field for cls in SCHEMES.values()}
+# rule fields whose default changed in 0.2.0, with the value every config of 0.1.x meant: a flat
+# file that names its rule but not these fields takes today's defaults, so loading it warns
+RULE_FIELDS_BEFORE_0_2 = {
+    "temperature": 1.0,
+    "context_guard": 0,
+    "repeats": "neutral",
+    "outputs_once": False,
+}
+
+
+def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of :func:`json.loads` that refuses a key named twice."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise UserError(f"key {key!r} is named twice")
+        seen[key] = value
+    return seen
+
+
+def read_config_file(path: Path) -> dict:
+    """The JSON object of a config file; a one-line error for a missing, malformed or
+    ambiguous one (a key named twice)."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"watermark config {path} not found; give a JSON file written by "
+            "WatermarkConfig.save (watermark/default_config.json is the shipped one)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicates)
+    except UnicodeDecodeError as err:
+        raise UserError(f"watermark config {path} is not UTF-8 text") from err
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
+    except UserError as err:
+        raise UserError(f"{path}: {err}") from err
+    if not isinstance(data, dict):
+        raise UserError(f"watermark config {path} must hold a JSON object of fields")
+    return data
+
+
+def flat_names() -> dict[str, tuple[str, str]]:
+    """``{flat name: (section, field)}`` of every field of every section and rule."""
+    out = {}
+    for section in PLAIN_SECTIONS.values():
+        out.update({flat_name(f): (section.name, f.name) for f in fields(section)})
+    for cls in SCHEMES.values():
+        out.update({flat_name(f): ("scheme", f.name) for f in fields(cls)})
+    return out
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Today's sections of a config in any format (module docstring); refuses what would be
+    dropped or read two ways."""
+    named = [k for k in data if k in SECTIONS or k == "design"]
+    if not named:
+        return from_flat(data)
+    stray = [k for k in data if k not in named]
+    if stray:
+        wrong = [k for k in stray if k not in flat_names() and k not in RETIRED]
+        if wrong:
+            raise UserError(f"unknown section {wrong[0]!r}; known: {', '.join(SECTIONS)}")
+        raise UserError(
+            f"key {stray[0]!r} stands beside the sections: put it in section "
+            f"{flat_names().get(stray[0], ('?',))[0]!r} (a file is either sections or flat)"
+        )
+    for name in named:
+        if not isinstance(data[name], dict):
+            raise UserError(f"section {name!r} must be a JSON object of fields")
+    scheme = data.get("scheme", {})
+    if "design" in data or "scaling" in scheme or "sentence_bits" in scheme:
+        return from_flat(flatten_0_7(data))
+    return {name: dict(data[name]) for name in named}
+
+
+def flatten_0_7(data: dict[str, Any]) -> dict[str, Any]:
+    """The flat fields of a sectioned file of 0.5-0.7."""
+    flat: dict[str, Any] = {}
+    for section, part in data.items():
+        known = OLD_SECTIONS.get(section)
+        for key, value in part.items():
+            where = next((s for s, names in OLD_SECTIONS.items() if key in names), "design")
+            if (known is not None and key not in known) or (known is None and where != "design"):
+                raise UserError(f"key {key!r} does not belong in section {section!r}")
+            if key in flat:
+                raise UserError(f"key {key!r} is named twice")
+            flat[key] = value
+    return flat
+
+
+def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
+    """Today's sections of flat fields (0.1-0.4, keygen before 0.8, or
+    :meth:`~watermark.core.config.WatermarkConfig.evolve`'s): each field to its section, the
+    rule's name to ``scheme.rule``; the strengths of other rules (earlier files held all of
+    them) are dropped; a retired setting must hold its one value."""
+    where, out = flat_names(), {name: {} for name in SECTIONS}
+    rule = flat.get("scaling", SCHEMES["tournament"].rule)
+    if rule not in RULES:
+        hint = " (removed in 0.8; the paper's form is 'paper')" if rule == "floor" else ""
+        raise UserError(f"scheme.rule must be one of {RULES}, got {rule!r}{hint}")
+    out["scheme"]["rule"] = rule
+    own = SCHEMES[rule].strength_field
+    for key, value in flat.items():
+        if key in RETIRED:
+            if value != RETIRED[key]:
+                raise UserError(
+                    f"{key}={value!r} is no longer supported (0.8 keeps {RETIRED[key]!r})"
+                )
+        elif key in STRENGTHS and key != own:
+            continue  # another rule's strength, unused
+        elif key != "scaling":
+            if key not in where:
+                what = "section" if isinstance(value, dict) else "watermark config key"
+                raise UserError(f"unknown {what} {key!r}")
+            section, name = where[key]
+            out[section][name] = value
+    return {k: v for k, v in out.items() if v}
+
+
+def build_scheme(part: dict[str, Any]) -> Scheme:
+    """The scheme of a ``scheme`` section: its ``rule``'s class with the other fields."""
+    part = dict(part)
+    rule = part.pop("rule", SCHEMES["tournament"].rule)
+    if not isinstance(rule, str) or rule not in RULES:
+        raise UserError(f"scheme.rule must be one of {RULES}, got {rule!r}")
+    cls = SCHEMES[rule]
+    known = [f.name for f in fields(cls)]
+    for key in part:
+        if key not in known:
+            if key in STRENGTHS:
+                raise UserError(
+                    f"scheme.{key} is not a setting of rule {rule!r} (its strength is "
+                    f"{cls.strength_field!r})"
+                )
+            raise UserError(
+                f"unknown key {key!r} in section 'scheme'; known: rule, {', '.join(known)}"
+            )
+    return cls(**part)
+
+
+def build_section(name: str, part: dict[str, Any]) -> Any:
+    """The section ``name`` of its fields; an unknown key is named."""
+    cls = PLAIN_SECTIONS[name]
+    known = [f.name for f in fields(cls)]
+    for key in part:
+        if key not in known:
+            raise UserError(f"unknown key {key!r} in section {name!r}; known: {', '.join(known)}")
+    return cls(**part)
+
+
+def warn_if_0_1(path: Path, data: dict, defaults: dict[str, Any]) -> None:
+    """Warns when a flat file of 0.1 names its rule but not the later rule fields
+    (:data:`RULE_FIELDS_BEFORE_0_2`): they take today's defaults where 0.1 meant other values."""
+    missing = [name for name in RULE_FIELDS_BEFORE_0_2 if name not in data]
+    if "scaling" not in data or not missing:
+        return
+    logger.warning(
+        "watermark config %s names a rule but not %s: they take the shipped defaults "
+        "(%s); a config written for version 0.1 meant %s",
+        path,
+        ", ".join(missing),
+        ", ".join(f"{n}={defaults[n]!r}" for n in missing),
+        ", ".join(f"{n}={RULE_FIELDS_BEFORE_0_2[n]!r}" for n in missing),
+    )
