@@ -19,6 +19,8 @@ import torch
 from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
 
 HPARAM_KEYS_FOR_EXPORT = (
+    "w_stability",
+    "w_spread",
     "w_distance",
     "w_sentence",
     "w_dimension",
@@ -30,7 +32,20 @@ HPARAM_KEYS_FOR_EXPORT = (
     "optimizer",
     "lr",
 )
-DATA_KEYS = ("corpus", "embedder", "aug_kinds", "max_train_sentences", "val_pairs", "pair_seed")
+DATA_KEYS = (
+    "corpus",
+    "embedder",
+    "aug_kinds",
+    "max_train_sentences",
+    "val_pairs",
+    "pair_seed",
+    "rewrites",
+    "pools",
+    "min_similarity",
+    "min_facts",
+    "corpus_pairs",
+    "max_corpus_sentences",
+)
 VERSIONED = ("torch", "lightning", "transformers", "sentence-transformers")
 
 
@@ -62,7 +77,7 @@ def build_mapper(
         embedder=str(hparams["embedder"]),
         extra={
             "embedder_dim": int(hparams["input_dim"]),
-            "training": {k: hparams.get(k) for k in HPARAM_KEYS_FOR_EXPORT},
+            "training": {k: hparams[k] for k in HPARAM_KEYS_FOR_EXPORT if k in hparams},
             "versions": package_versions(),
             **extra,
         },

@@ -136,3 +136,37 @@ def contrastive_loss(v: torch.Tensor, v_aug: torch.Tensor, owner: torch.Tensor) 
         return v.sum() * 0.0
     diff = v[owner] - v_aug
     return diff.pow(2).sum(-1).clamp_min(1e-9).sqrt().mean()
+
+
+def stability_loss(s_a: torch.Tensor, s_b: torch.Tensor) -> torch.Tensor:
+    """Signs that a rewrite keeps, with a margin: 1 - mean of s_a * s_b over pairs and outputs.
+
+    0 when every pair's soft signs agree at full margin; 1 when they are unrelated; 2 when every
+    sign flips. A pair near zero costs too, so the term also asks for margins that survive.
+
+    Args:
+        s_a, s_b: (P, D) soft signs of a sentence and of its rewrite.
+    """
+    if s_a.shape[0] == 0:
+        return s_a.sum() * 0.0
+    return 1.0 - (s_a * s_b).mean()
+
+
+def pool_spread_loss(s: torch.Tensor, pool: torch.Tensor) -> torch.Tensor:
+    """Candidates of one prefix that split their signs: mean over pools and outputs of the
+    squared mean soft sign over the pool's candidates.
+
+    It is the mean similarity of the pool's sign vectors (diagonal included), so it is smallest
+    when the candidates of a prefix are as unrelated as sentences of different texts, whatever
+    topic they share: a key then finds candidates on both sides of each output to choose from.
+
+    Args:
+        s: (N, D) soft signs of the candidates of several pools.
+        pool: (N,) long, the pool of each row (0 .. P-1).
+    """
+    if s.shape[0] == 0:
+        return s.sum() * 0.0
+    count = int(pool.max()) + 1
+    sums = torch.zeros(count, s.shape[1], dtype=s.dtype, device=s.device).index_add_(0, pool, s)
+    sizes = torch.bincount(pool, minlength=count).clamp_min(1).to(s.dtype)
+    return (sums / sizes[:, None]).pow(2).mean()

@@ -117,15 +117,19 @@ class MapperSystem(L.LightningModule):
         }
         return terms, all_v
 
-    def _total(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+    def weights(self) -> dict[str, float]:
+        """The weight of each loss term, by name."""
         hp = self.hparams
-        weights = {
+        return {
             "distance": hp.w_distance,
             "sentence": hp.w_sentence,
             "dimension": hp.w_dimension,
             "contrastive": hp.w_contrastive,
             "decorrelation": hp.w_decorrelation,
         }
+
+    def _total(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+        weights = self.weights()
         return sum(weights[k] * t for k, t in terms.items())
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:

@@ -1,11 +1,15 @@
 """Command line for training the Semantic Mapping Model: `python -m mapper.train fit --config ...`.
 
-Built on `LightningCLI`: every argument of `MapperSystem`, `MapperDataModule` and the Trainer is a
-flag or a YAML key (`configs/mapper/default.yaml` holds the defaults). The mapper's input width
-follows the data module's embedder. After `fit`, the final weights are exported to `--export_dir`
-(`model.safetensors` + `config.json`; `runs/mapper-minilm` in the default config). It never
-exports into the watermark package: the shipped mapper is key material, replaced only by
-`python -m mapper.ship`. Resume an interrupted run with `--ckpt_path last`.
+Built on `LightningCLI`: every argument of the LightningModule, the data module and the Trainer
+is a flag or a YAML key. `configs/mapper/default.yaml` trains the token-level mapper
+(`MapperSystem` on `MapperDataModule`, the defaults); `configs/mapper/sentence.yaml` names
+`SentenceMapperSystem` and `SentenceDataModule` by ``class_path`` and trains the sentence layer's
+mapper. `fit` may be left out: `python -m mapper.train --config configs/mapper/sentence.yaml`.
+The mapper's input width follows the data module's embedder. After `fit`, the final weights are
+exported to `--export_dir` (`model.safetensors` + `config.json`; `runs/mapper-minilm` in the
+default config). It never exports into the watermark package: the shipped mappers are key
+material, replaced only by `python -m mapper.ship`. Resume an interrupted run with
+`--ckpt_path last`.
 """
 
 from __future__ import annotations
@@ -13,14 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 import torch
 from lightning.pytorch.cli import LightningCLI
 
-from mapper.datamodule import MapperDataModule
 from mapper.export import build_mapper, data_settings
-from mapper.system import MapperSystem
 from watermark.core.paths import PACKAGE_DIR
 
 log = logging.getLogger(__name__)
@@ -36,8 +39,14 @@ class MapperCLI(LightningCLI):
     """LightningCLI with the embedder linked into the model and an export step after `fit`."""
 
     def add_arguments_to_parser(self, parser) -> None:
-        parser.link_arguments("data.embedder", "model.embedder")
-        parser.link_arguments("data.embedding_dim", "model.input_dim", apply_on="instantiate")
+        parser.set_defaults(  # the token-level mapper unless a config names other classes
+            {"model": {"class_path": "mapper.system.MapperSystem"},
+             "data": {"class_path": "mapper.datamodule.MapperDataModule"}}
+        )  # fmt: skip
+        parser.link_arguments("data.init_args.embedder", "model.init_args.embedder")
+        parser.link_arguments(
+            "data.embedding_dim", "model.init_args.input_dim", apply_on="instantiate"
+        )
         parser.add_argument(
             "--threads",
             type=int | None,
@@ -94,7 +103,17 @@ class MapperCLI(LightningCLI):
 def main(args: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    MapperCLI(MapperSystem, MapperDataModule, args=args, save_config_kwargs={"overwrite": True})
+    args = list(sys.argv[1:] if args is None else args)
+    if args and args[0].startswith("-") and args[0] not in ("-h", "--help"):
+        args = ["fit", *args]  # `python -m mapper.train --config ...` fits
+    MapperCLI(  # any LightningModule and data module, the token-level ones by default
+        None,
+        None,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        args=args,
+        save_config_kwargs={"overwrite": True},
+    )
 
 
 if __name__ == "__main__":
