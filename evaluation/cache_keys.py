@@ -40,6 +40,7 @@ LATER_FIELDS_OFF = {
     "sentence_context_bits": 0,
     "sentence_keying": "previous",
     "sentence_test": "hits",
+    "sentence_mapper": None,
     "loop_penalty": 0.0,
 }
 # runtime fields: the cache views hold them at these values whatever the config says, so a
@@ -47,7 +48,8 @@ LATER_FIELDS_OFF = {
 SPEED_ONLY = {"embed_batch_size": 32}
 # settings 0.8 removed from the runtime, at the one value every cached result was made with
 RETIRED = {"token_map": "keyed", "null_model": "vocab"}
-PINS = ("mapper_digest", "embedder_digest")  # the parts named by "mapper" and "embedder"
+# the parts named by "mapper", "embedder" and "sentence_mapper"
+PINS = ("mapper_digest", "embedder_digest", "sentence_mapper_digest")
 # detection-policy fields that generation keys held before the fields declared their kinds:
 # kept in the generation view so that cached generations keep their keys
 POLICY_IN_GENERATION_KEYS = (

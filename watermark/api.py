@@ -53,7 +53,7 @@ class Watermark:
         self.core = core
         self.generator = generator  # what generate() uses when no model is given
         self.tokenizer = core.tokenizer
-        self.sentences = SentenceLayer.of(config, core.semantic)  # the one layer, or None
+        self.sentences = SentenceLayer.of(config, core.sentence_reader)  # the one, or None
         self.detector = Detector(core, sentences=self.sentences)
         self.uses_demo_key = False  # set by load: generation then warns once per process
 
@@ -98,6 +98,7 @@ class Watermark:
         mm_tokenizer: object | None = None,
         embedder: object | None = None,
         mapper: SemanticMapper | None = None,
+        sentence_mapper: SemanticMapper | None = None,
         device: str | torch.device | None = None,
         dtype: str | torch.dtype | None = None,
     ) -> Watermark:
@@ -114,6 +115,7 @@ class Watermark:
             mm_tokenizer: MM tokenizer (default: the generator's when the names are equal).
             embedder: Sentence-transformers model (default: ``config.models.embedder``).
             mapper: Semantic mapper (default: loaded from ``config.models.mapper``).
+            sentence_mapper: The sentence layer's own mapper (default: ``sentences.mapper``).
             device: Where the MM, the SE, the mapper and the token maps run: ``None`` (the
                 generator's device, else the CPU), ``"auto"`` (CUDA when available), ``"cpu"``,
                 ``"cuda"`` or ``"cuda:N"``. Results do not depend on it beyond float noise.
@@ -129,6 +131,7 @@ class Watermark:
         device = resolve_device(device, generator)
         parts = {"tokenizer": tokenizer, "measurement_model": measurement_model}
         parts.update(mm_tokenizer=mm_tokenizer, embedder=embedder, mapper=mapper)
+        parts.update(sentence_mapper=sentence_mapper)
         core, generator = load_core(cfg, generator, device, **parts)
         wm = cls(cfg, core, generator)
         wm.uses_demo_key = cfg.secret_keys()[0] == DEMO_KEY

@@ -13,17 +13,18 @@ ones the config pins (:mod:`watermark.core.identity`).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import torch
 
 from watermark.core.config import WatermarkConfig
 from watermark.core.devices import model_device, model_dtype, torch_dtype
 from watermark.core.errors import UserError
-from watermark.core.identity import check_part, tensor_digest
+from watermark.core.identity import check_part, short, tensor_digest
 from watermark.core.measurement import MeasurementModel, resolve_start_id
 from watermark.core.models import embedder_dim, load_embedder
 from watermark.core.scoring import WatermarkCore
-from watermark.core.semantic import SemanticScorer
+from watermark.core.semantic import MappedEmbedder, SemanticScorer
 from watermark.core.semantic_mapper import SemanticMapper
 from watermark.core.timer import StageTimer
 from watermark.core.token_map import build_repeat_shifts, build_token_maps
@@ -220,4 +221,46 @@ def load_core(
     same = cfg.models.measurement_model == cfg.models.generator and mm.same_tokenizer
     if generator is None and same:
         generator = mm.model  # the generator's weights, loaded once
-    return WatermarkCore(cfg, tokenizer, mm, semantic), generator
+    sentence = load_sentence_mapper(cfg, semantic, device, given.get("sentence_mapper"))
+    return WatermarkCore(cfg, tokenizer, mm, semantic, sentence), generator
+
+
+def load_sentence_mapper(
+    cfg: WatermarkConfig,
+    semantic: SemanticScorer,
+    device: torch.device,
+    mapper: SemanticMapper | None = None,
+) -> MappedEmbedder | None:
+    """The sentence layer's own mapper on the token level's embedder (loaded from
+    ``sentences.mapper`` unless given), checked against its pin and the embedder's width;
+    ``None`` where the layer is off or reads with the token level's mapper."""
+    settings = cfg.sentences
+    if not settings.on or (settings.mapper is None and mapper is None):
+        return None
+    by_name = mapper is None
+    if by_name:
+        folder = Path(cfg.resolve_path(settings.mapper))
+        if not folder.is_dir():
+            raise UserError(f"sentences.mapper folder {settings.mapper!r} not found")
+        mapper = SemanticMapper.from_pretrained(folder)
+    found = tensor_digest(mapper)
+    if settings.mapper_digest and settings.mapper_digest != found:
+        raise UserError(
+            f"sentences.mapper {settings.mapper!r} is not the one this config was made with: "
+            f"expected {short(settings.mapper_digest)}, found {short(found)}; the sentence "
+            "mapper is part of the key: point sentences.mapper at the folder the config was made "
+            f'with (or set "mapper_digest" to {found} in section sentences to adopt this one)'
+        )
+    if by_name and not settings.mapper_digest:
+        logger.warning(
+            "the sentence layer's mapper %r is not pinned (%s)", settings.mapper, short(found)
+        )
+    width = int(semantic.embed(["."]).shape[1])
+    if width != int(mapper.config.input_dim):
+        raise UserError(
+            f"sentences.mapper expects {mapper.config.input_dim}-d embeddings but the embedder "
+            f"{cfg.models.embedder!r} gives {width}-d ones"
+        )
+    mapper = mapper.to(device=device, dtype=torch.float32)
+    digests = {"mapper": found, "embedder": semantic.digests["embedder"]}
+    return MappedEmbedder(semantic.embedder, mapper, semantic.batch_size, semantic.timer, digests)

@@ -243,3 +243,36 @@ def test_the_layer_tests_every_key_the_token_level_tests(tiny: SimpleNamespace) 
         assert b.sentence_p_value == pytest.approx(min(1.0, 2 * a.sentence_p_value))
         assert b.combined_p_value == pytest.approx(min(1.0, 2 * a.combined_p_value))
         assert b.is_watermarked == (b.combined_p_value < rotated.config.detection.target_fpr)
+
+
+def test_the_layer_reads_with_its_own_mapper_pinned_and_named_in_the_fingerprint(
+    tiny: SimpleNamespace, tmp_path
+) -> None:
+    """``sentences.mapper``: the layer maps sentences with its own mapper on the same embedder;
+    the token level is unchanged, the fingerprint names the new part, a wrong pin is refused."""
+    from tests.helpers import tiny_mapper
+    from watermark.api import Watermark
+    from watermark.core.identity import tensor_digest
+
+    own = tiny_mapper(16, 40, seed=7)
+    own.save_pretrained(tmp_path / "sentence-mapper")
+    shared = tiny.make(**LAYER)
+    cfg = shared.config.evolve(sentence_mapper=str(tmp_path / "sentence-mapper"))
+    parts = dict(tokenizer=tiny.gtok, generator=tiny.gen, measurement_model=tiny.mm)
+    parts.update(mm_tokenizer=tiny.gtok, embedder=tiny.emb, mapper=tiny.mapper)
+    wm = Watermark.load(cfg, **parts)
+    assert wm.sentences.semantic.mapper is not wm.core.semantic.mapper
+    assert wm.sentences.semantic.num_dims == 40 and wm.sentences.key.dims.max() < 40
+    text = "the storm hit the north road . the bridge said . river city council ."
+    direct = own(tiny.emb.encode(["the bridge said ."], convert_to_tensor=True)).detach()
+    assert torch.allclose(wm.sentences.outputs(["the bridge said ."]), direct, atol=1e-5)
+    token = ("p_value", "num_scored", "green_bits")
+    a, b = wm.detect([text])[0], shared.detect([text])[0]
+    assert all(getattr(a, k) == getattr(b, k) for k in token)  # the token level is the same
+    assert wm.fingerprint != shared.fingerprint
+    pinned = cfg.evolve(sentence_mapper_digest=tensor_digest(own))
+    assert Watermark.load(pinned, **parts).fingerprint == wm.fingerprint
+    wrong = cfg.evolve(sentence_mapper_digest="sha256:" + "0" * 64)
+    with pytest.raises(ValueError, match="sentences.mapper .* is not the one"):
+        Watermark.load(wrong, **parts)
+    assert Watermark.load(cfg.evolve(sentence_bits=0), **parts).core.sentence_mapper is None

@@ -3,14 +3,10 @@
 Every field declares its *kind* (:func:`setting`): whether generation and detection must agree
 on it (``shared``), it is generation's alone (``sampling``), detection's alone (``detection``)
 or changes speed only (``runtime``). The evaluation's cache keys and the config's fingerprint
-read the kinds, never a list of names of their own. A field also has a *flat name*, its name in
-the flat files of 0.1-0.4 and in :meth:`~watermark.core.config.WatermarkConfig.evolve` (the
-field's own name unless it says otherwise: ``sentences.bits`` is ``sentence_bits``).
-
-:class:`Section` checks a section's types (as the annotations say, so a JSON ``"two"`` for an
-integer is named as such) and the choices its fields declare; each section adds its ranges in
-``validate``. The scheme's section, one class per strength rule, is in
-:mod:`watermark.core.schemes`.
+read the kinds. A field's *flat name* is its name in the flat files of 0.1-0.4 and in
+:meth:`~watermark.core.config.WatermarkConfig.evolve` (``sentences.bits`` is ``sentence_bits``).
+:class:`Section` checks types (as the annotations say) and declared choices; each section adds
+its ranges in ``validate``. The scheme's section is in :mod:`watermark.core.schemes`.
 """
 
 from __future__ import annotations
@@ -199,12 +195,15 @@ class Sentences(Section):
     Attributes:
         bits: Keyed mapper outputs tested per sentence (0: the layer is off).
         candidates: N: candidate sentences sampled per sentence, the best kept (generation).
-        context_bits: c: the targets are keyed by the signs of c further outputs (0: one global
-            set of targets).
+        context_bits: c: the targets are keyed by the signs of c further outputs (0: one set).
         keying: Where those c signs are read: ``previous`` (the previous sentence) or ``own``
             (the sentence itself, so a rewrite that reorders sentences keeps its group).
         test: ``hits`` (count the keyed signs on their targets) or ``margin`` (weigh each hit by
             how far its output sits from zero; still exact over keys). Detection only.
+        mapper: Folder of the layer's own mapper (``configs/mapper/sentence.yaml`` trains one);
+            ``None``: the token level's.
+        mapper_digest: ``"sha256:..."`` of its tensors; loading refuses another (``None``:
+            unpinned, loading warns).
     """
 
     name: ClassVar[str] = "sentences"
@@ -213,6 +212,8 @@ class Sentences(Section):
     context_bits: int = setting(SHARED, 0, flat="sentence_context_bits")
     keying: str = setting(SHARED, "previous", choices=("previous", "own"), flat="sentence_keying")
     test: str = setting(DETECTION, "hits", choices=("hits", "margin"), flat="sentence_test")
+    mapper: str | None = setting(SHARED, None, flat="sentence_mapper", found=True)
+    mapper_digest: str | None = setting(SHARED, None, flat="sentence_mapper_digest", found=True)
 
     @property
     def on(self) -> bool:
@@ -227,11 +228,17 @@ class Sentences(Section):
             )
         if not 0 <= self.context_bits <= 8:
             found.append(f"sentences.context_bits must be in 0..8, got {self.context_bits}")
+        if self.mapper_digest is not None and not DIGEST.fullmatch(self.mapper_digest):
+            found.append(
+                f"sentences.mapper_digest must be 'sha256:' and 64 hex digits, got "
+                f"{self.mapper_digest!r}"
+            )
         return found
 
     def identity(self) -> dict[str, Any]:
         """Named only when the layer is on, the keying only when it is not the first one, so
-        that the fingerprints of earlier configs hold."""
+        that the fingerprints of earlier configs hold (the layer's own mapper is named by its
+        found digest: :func:`watermark.core.identity.fingerprint`)."""
         if not self.on:
             return {}
         named = {"sentence_bits": self.bits, "sentence_context": self.context_bits}

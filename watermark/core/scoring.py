@@ -14,11 +14,9 @@ For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}
 * sampling logits: the configured strength rule and sampling filters (see
   :mod:`watermark.core.rules`).
 
-The logits processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the
-whole batch; the detector calls :meth:`WatermarkCore.text_gate` and
-:meth:`WatermarkCore.green_lists` per text. Both go through :meth:`gate` and
-:meth:`embedding_input`, so they cannot disagree about which steps are watermarked or which text
-is embedded.
+The processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the whole
+batch; the detector calls :meth:`WatermarkCore.text_gate` and :meth:`WatermarkCore.green_lists`
+per text. Both go through :meth:`gate` and :meth:`embedding_input`, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from watermark.core.measurement import MeasurementModel
 from watermark.core.mm_states import MMGenerationState
 from watermark.core.repeats import earlier_runs, followers, loop_penalties, repeated_steps
 from watermark.core.rules.logits import apply_rule
-from watermark.core.semantic import SemanticScorer
+from watermark.core.semantic import MappedEmbedder, SemanticScorer
 from watermark.core.text import decode_many
 from watermark.core.timer import StageTimer
 
@@ -48,6 +46,8 @@ class WatermarkCore:
         tokenizer: Generator tokenizer.
         measurement: The measurement model.
         semantic: SE + mapper + token map.
+        sentence_mapper: The sentence layer's own mapper on the same SE (``None``: it reads
+            with the token level's).
     """
 
     def __init__(
@@ -56,11 +56,13 @@ class WatermarkCore:
         tokenizer: object,
         measurement: MeasurementModel,
         semantic: SemanticScorer,
+        sentence_mapper: MappedEmbedder | None = None,
     ) -> None:
         self.config = config
         self.tokenizer = tokenizer
         self.measurement = measurement
         self.semantic = semantic
+        self.sentence_mapper = sentence_mapper  # the sentence layer's own, if it has one
         self._opening: torch.Tensor | None = None
 
     @property
@@ -72,7 +74,15 @@ class WatermarkCore:
         """``"wm-..."``: what generation and detection share, the mapper and the embedder
         included (:func:`watermark.core.identity.fingerprint`); never the key."""
         digests = self.semantic.digests
-        return fingerprint(self.config, self.vocab_size, digests["mapper"], digests["embedder"])
+        own = self.sentence_mapper.digests["mapper"] if self.sentence_mapper else None
+        return fingerprint(
+            self.config, self.vocab_size, digests["mapper"], digests["embedder"], own
+        )
+
+    @property
+    def sentence_reader(self) -> MappedEmbedder:
+        """What the sentence layer reads with: its own mapper, else the token level's."""
+        return self.sentence_mapper or self.semantic
 
     @property
     def timer(self) -> StageTimer:

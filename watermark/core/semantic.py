@@ -38,7 +38,69 @@ logger = logging.getLogger(__name__)
 MAP_ROWS = 32  # rows of every mapper forward (one shape: results independent of batch-mates)
 
 
-class SemanticScorer:
+class MappedEmbedder:
+    """A sentence embedder and a mapper: embeddings of texts and their mapper outputs (what the
+    sentence layer reads, with the token level's mapper or its own).
+
+    Args:
+        embedder: A sentence-transformers model.
+        mapper: A semantic mapper; its input width must equal the embedder's output width.
+        batch_size: Embedding batch size.
+        timer: Adds the embedder's and the mapper's time to stages ``embed`` and ``map``.
+        digests: ``{"mapper": ..., "embedder": ...}`` as loaded (:mod:`watermark.core.identity`);
+            computed from the parts as given when left out.
+    """
+
+    def __init__(
+        self,
+        embedder: object,
+        mapper: SemanticMapper,
+        batch_size: int = 32,
+        timer: StageTimer | None = None,
+        digests: dict[str, str] | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.mapper = mapper.eval()
+        self.device = next(mapper.parameters()).device
+        self.batch_size = batch_size
+        self.timer = timer or StageTimer()
+        self.num_dims = int(mapper.config.output_dim)
+        self._digests = dict(digests or {})
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """``{"mapper": ..., "embedder": ...}``: the parts' digests (key material)."""
+        for part, module in (("mapper", self.mapper), ("embedder", self.embedder)):
+            if part not in self._digests:
+                self._digests[part] = tensor_digest(module)
+        return self._digests
+
+    @torch.inference_mode()
+    def embed(self, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
+        """Sentence embeddings, float32 tensor of shape (N, E)."""
+        with self.timer.stage("embed"):
+            out = self.embedder.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_tensor=True,
+                normalize_embeddings=False,
+                show_progress_bar=progress,
+            )
+        return out.float().to(self.device)
+
+    @torch.inference_mode()
+    def outputs(self, u: torch.Tensor) -> torch.Tensor:
+        """Mapper outputs v for embeddings u (N, E): float tensor (N, D), on the mapper's
+        device; in blocks of :data:`MAP_ROWS` rows, so a row's outputs depend on that row only."""
+        with self.timer.stage("map"):
+            u = u.to(self.device)
+            n = int(u.shape[0])
+            padded = torch.cat([u, u.new_zeros((-n) % MAP_ROWS, u.shape[1])])
+            out = [self.mapper(block) for block in padded.split(MAP_ROWS)]
+            return torch.cat(out)[:n] if out else u.new_zeros(0, self.num_dims)
+
+
+class SemanticScorer(MappedEmbedder):
     """Green lists from text: SE + SM + keyed token map.
 
     Args:
@@ -66,13 +128,8 @@ class SemanticScorer:
         repeat_shifts: Sequence[torch.Tensor] = (),
         digests: dict[str, str] | None = None,
     ) -> None:
-        self.embedder = embedder
-        self.mapper = mapper.eval()
-        self.device = next(mapper.parameters()).device
+        super().__init__(embedder, mapper, batch_size, timer, digests)
         self.token_maps = token_maps.to(self.device, torch.long).reshape(-1, token_maps.shape[-1])
-        self.batch_size = batch_size
-        self.timer = timer or StageTimer()
-        self.num_dims = int(mapper.config.output_dim)
         self.num_layers, self.vocab_size = (int(n) for n in self.token_maps.shape)
         self.dim_counts = self._counts(self.token_maps)  # (L, D)
         self.key_maps = [(self.token_maps, self.dim_counts)]  # per key: (maps, counts)
@@ -82,15 +139,6 @@ class SemanticScorer:
         if repeat_shifts and len(repeat_shifts) != len(self.key_maps):
             raise ValueError(f"need one repeat shift table per key, got {len(repeat_shifts)}")
         self.repeat_shifts = [s.to(self.device, torch.long) for s in repeat_shifts]
-        self._digests = dict(digests or {})
-
-    @property
-    def digests(self) -> dict[str, str]:
-        """``{"mapper": ..., "embedder": ...}``: the parts' digests (key material)."""
-        for part, module in (("mapper", self.mapper), ("embedder", self.embedder)):
-            if part not in self._digests:
-                self._digests[part] = tensor_digest(module)
-        return self._digests
 
     def _counts(self, token_maps: torch.Tensor) -> torch.Tensor:
         return torch.stack([tokens_per_dim(m, self.num_dims) for m in token_maps])
@@ -99,30 +147,6 @@ class SemanticScorer:
     def num_keys(self) -> int:
         """Keys detection tries: the current one and the earlier ones."""
         return len(self.key_maps)
-
-    @torch.inference_mode()
-    def embed(self, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
-        """Sentence embeddings, float32 tensor of shape (N, E)."""
-        with self.timer.stage("embed"):
-            out = self.embedder.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                convert_to_tensor=True,
-                normalize_embeddings=False,
-                show_progress_bar=progress,
-            )
-        return out.float().to(self.device)
-
-    @torch.inference_mode()
-    def outputs(self, u: torch.Tensor) -> torch.Tensor:
-        """Mapper outputs v for embeddings u (N, E): float tensor (N, D), on the mapper's
-        device; in blocks of :data:`MAP_ROWS` rows, so a row's outputs depend on that row only."""
-        with self.timer.stage("map"):
-            u = u.to(self.device)
-            n = int(u.shape[0])
-            padded = torch.cat([u, u.new_zeros((-n) % MAP_ROWS, u.shape[1])])
-            out = [self.mapper(block) for block in padded.split(MAP_ROWS)]
-            return torch.cat(out)[:n] if out else u.new_zeros(0, self.num_dims)
 
     def signs(self, u: torch.Tensor) -> torch.Tensor:
         """Mapper signs v > 0 for embeddings u (N, E): bool tensor (N, D) (:meth:`outputs`)."""
