@@ -235,7 +235,8 @@ class SentenceDataModule(L.LightningDataModule):
 
     def eval_set(self, split: str = "val", unrelated: int = 2000) -> dict:
         """What the epoch-end metrics read of a split: its pairs' embeddings by kind, its pools'
-        embeddings, and ``unrelated`` pairs of sentences of different documents."""
+        embeddings, ``unrelated`` pairs of sentences of different documents, and each
+        document's first sentences as a text."""
         part, emb = self.splits[split], self.emb
         gen = torch.Generator().manual_seed(1234)
         pairs: dict[str, list[tuple[int, int]]] = {}
@@ -245,7 +246,12 @@ class SentenceDataModule(L.LightningDataModule):
         j = torch.randint(len(part.sentences), (3 * unrelated,), generator=gen).tolist()
         other = [(a, b) for a, b in zip(i, j) if part.docs[a] != part.docs[b]][:unrelated]
         rows = torch.tensor(part.sentences)
+        by_doc: dict[str, list[int]] = {}
+        for r, doc in zip(part.sentences, part.docs):
+            by_doc.setdefault(doc, []).append(r)
+        texts = [emb[rs[:8]] for rs in by_doc.values() if len(rs) >= 4]  # a text: 4-8 sentences
         return {
+            "texts": texts,
             "pairs": {
                 k: (emb[[a for a, _ in v]], emb[[b for _, b in v]]) for k, v in pairs.items()
             },

@@ -108,6 +108,24 @@ def pool_spread(
     }
 
 
+def text_lean(texts: Sequence[torch.Tensor], tested: Sequence[SentenceKey]) -> dict[str, float]:
+    """How far a text's sentences agree on the keyed outputs: the mean over texts (outputs
+    (n_t, D) each) and outputs of |mean sign over the text's sentences|, beside the same
+    sentences dealt into texts at random (the lean without a shared topic). The exact test
+    reads a keyed output that every sentence of a text shares as one coin, so lean is what
+    takes its power."""
+    cols = torch.cat([torch.cat([k.dims, k.context_dims]) for k in tested]).unique()
+
+    def lean(vs: Sequence[torch.Tensor]) -> float:
+        signs = [(v[:, cols] > 0).float() * 2 - 1 for v in vs]
+        return sum(s.mean(0).abs().mean().item() for s in signs) / len(signs)
+
+    flat = torch.cat(list(texts))
+    order = torch.randperm(len(flat), generator=torch.Generator().manual_seed(0))
+    dealt = flat[order].split([len(v) for v in texts])
+    return {"texts": len(texts), "lean": lean(texts), "lean_shuffled": lean(dealt)}
+
+
 def nearest(u: torch.Tensor, u2: torch.Tensor) -> torch.Tensor:
     """For each original sentence of a passage (embeddings u (n, E)), the row of its rewrite's
     sentence nearest to it by cosine (embeddings u2 (m, E)): Long (n,)."""

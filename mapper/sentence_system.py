@@ -22,8 +22,16 @@ from __future__ import annotations
 import torch
 
 from mapper import losses
-from mapper.sentence_metrics import keys, pool_spread, rewrite_agreement, unrelated_agreement
+from mapper.sentence_metrics import (
+    keys,
+    pool_spread,
+    rewrite_agreement,
+    text_lean,
+    unrelated_agreement,
+)
 from mapper.system import MapperSystem
+from watermark.core.paths import resolve_path
+from watermark.core.semantic_mapper import SemanticMapper
 
 
 class SentenceMapperSystem(MapperSystem):
@@ -34,6 +42,8 @@ class SentenceMapperSystem(MapperSystem):
         w_stability: weight of the stability term.
         w_spread: weight of the pool-spread term.
         metric_keys: random keys the epoch-end metrics average over.
+        init_from: an exported mapper folder to start from (e.g. the token level's shipped
+            ``checkpoints/mapper-minilm``); its sizes must be these.
     """
 
     def __init__(
@@ -61,6 +71,7 @@ class SentenceMapperSystem(MapperSystem):
         warmup_steps: int = 100,
         simhash_seed: int = 0,
         metric_keys: int = 8,
+        init_from: str | None = None,
     ) -> None:
         super().__init__(
             input_dim, hidden_dim, output_dim, num_blocks, embedder, w_distance, w_sentence,
@@ -69,6 +80,9 @@ class SentenceMapperSystem(MapperSystem):
         )  # fmt: skip
         self.save_hyperparameters()
         self._eval: dict | None = None
+        if init_from:  # start from an exported mapper of the same sizes (its weights, not a key)
+            start = SemanticMapper.from_pretrained(resolve_path(init_from))
+            self.mapper.load_state_dict(start.state_dict())
 
     def weights(self) -> dict[str, float]:
         hp = self.hparams
@@ -128,5 +142,8 @@ def key_space_metrics(mapper: torch.nn.Module, found: dict, count: int = 8) -> d
         out.update({f"val/spread_{k}": v for k, v in spread.items()})
     for k, v in unrelated_agreement(*(run(u) for u in found["unrelated"])).items():
         out[f"val/{k}"] = v
+    if found.get("texts"):
+        for k, v in text_lean([run(u) for u in found["texts"]], tested).items():
+            out[f"val/text_{k}"] = v
     mapper.train(was)
     return {k: float(v) for k, v in out.items()}

@@ -12,6 +12,11 @@ exports to a run folder (``runs/mapper-minilm``), and only this command touches 
    new one into ``watermark/checkpoints/mapper-minilm/`` and writes its digest into the shipped
    config (``watermark/default_config.json``).
 
+With ``--sentence`` it ships a sentence mapper (``configs/mapper/sentence.yaml``) instead: the
+new mapper goes to ``watermark/checkpoints/sentence-minilm/`` and the config given by
+``--config`` (default ``configs/watermark-robust.json``) names it and its digest in section
+``sentences``. Texts made under that config before are detected with a copy of it made first.
+
 Prints JSON lines; commit ``watermark/`` afterwards and build the wheel again.
 """
 
@@ -26,10 +31,12 @@ from pathlib import Path
 
 from mapper.compare import evaluate, sign_agreement, validation_set
 from watermark.core.config import DEFAULT_CONFIG_PATH
+from watermark.core.config_files import read_config_file
 from watermark.core.identity import short, tensor_digest
 from watermark.core.paths import DEFAULT_MAPPER, PACKAGE_DIR
 from watermark.core.semantic_mapper import CONFIG_NAME, WEIGHTS_NAME, SemanticMapper
 
+SENTENCE_MAPPER = "checkpoints/sentence-minilm"  # the sentence layer's, relative to PACKAGE_DIR
 SHOWN = ("agree_paraphrase", "agree_unrelated_p95", "dim_within_tol", "sent_balance_p95")
 
 
@@ -68,6 +75,25 @@ def ship(new_dir: Path, yes: bool, retired_root: Path, package_dir: Path = PACKA
     return {**report, "replaced": True, "retired_to": str(retired)}
 
 
+def ship_sentence(new_dir: Path, config: Path, yes: bool, package_dir: Path = PACKAGE_DIR) -> dict:
+    """Ships ``new_dir`` as the sentence layer's mapper of ``config`` (module docstring)."""
+    mapper, data = SemanticMapper.from_pretrained(new_dir), read_config_file(config)
+    if "sentences" not in data:
+        raise ValueError(f"{config} has no section 'sentences': write the layer's settings first")
+    digest = tensor_digest(mapper)
+    report = {"new": digest, "config": str(config), "was": data["sentences"].get("mapper_digest")}
+    if report["was"] == digest or not yes:
+        note = "already shipped" if report["was"] == digest else "dry run: pass --yes to ship it"
+        return {**report, "replaced": False, "note": note}
+    target = package_dir / SENTENCE_MAPPER
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (WEIGHTS_NAME, CONFIG_NAME):
+        shutil.copy2(new_dir / name, target / name)
+    data["sentences"].update(mapper=SENTENCE_MAPPER, mapper_digest=digest)
+    config.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return {**report, "replaced": True, "shipped_to": str(target)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("new_dir", help="an exported mapper folder (e.g. runs/mapper-minilm)")
@@ -75,8 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--retired-root", default="runs", help="where the replaced mapper is kept (default: runs/)"
     )
+    parser.add_argument("--sentence", action="store_true", help="ship a sentence mapper")
+    parser.add_argument("--config", default="configs/watermark-robust.json", help="with --sentence")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    if args.sentence:
+        try:
+            print(json.dumps(ship_sentence(Path(args.new_dir), Path(args.config), args.yes)))
+        except (FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        return 0
     try:
         result = ship(Path(args.new_dir), args.yes, Path(args.retired_root))
     except (FileNotFoundError, ValueError) as err:

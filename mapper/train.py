@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import torch
@@ -106,6 +107,8 @@ def main(args: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if args is None else args)
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help"):
         args = ["fit", *args]  # `python -m mapper.train --config ...` fits
+    # the command line, read here and given as args: LightningCLI would warn that it sees both
+    warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
     MapperCLI(  # any LightningModule and data module, the token-level ones by default
         None,
         None,

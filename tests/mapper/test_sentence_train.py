@@ -14,6 +14,7 @@ import torch
 
 from mapper import losses
 from mapper.sentence_metrics import keys, pool_spread, rewrite_agreement, unrelated_agreement
+from mapper.sentence_system import SentenceMapperSystem
 from mapper.train import main
 from tests.helpers import RECORD_WORDS, make_records
 from watermark.core.semantic_mapper import SemanticMapper
@@ -96,11 +97,12 @@ def test_a_tiny_sentence_run_logs_every_term_and_metric_and_exports(
          "--data.pools_per_batch=2", "--data.pairs_per_batch=8", "--data.sentences_per_batch=16",
          "--data.steps_per_epoch=10", "--model.hidden_dim=32", "--model.output_dim=48",
          "--model.warmup_steps=2", "--model.metric_keys=2", "--trainer.max_epochs=2",
+         "--model.init_from=null",
          "--trainer.enable_progress_bar=false", f"--export_dir={tmp_path / 'export'}"]
     )  # fmt: skip
     mapper = SemanticMapper.from_pretrained(tmp_path / "export")
     config = json.loads((tmp_path / "export" / "config.json").read_text())
-    assert mapper.config.input_dim == 16 and config["extra"]["training"]["w_spread"] == 1.0
+    assert mapper.config.input_dim == 16 and config["extra"]["training"]["w_spread"] == 0.5
     metrics = config["extra"]["metrics"]
     names = ["agree_forced_all", "agree_round_trip_keyed", "agree_paraphrase_all", "unrelated"]
     names += ["spread_hit_rate", "spread_score_z", "spread_lean"]
@@ -109,3 +111,27 @@ def test_a_tiny_sentence_run_logs_every_term_and_metric_and_exports(
     for term in ("stability", "spread", "sentence", "dimension", "distance", "decorrelation"):
         assert f"val/{term}" in logged and f"train/{term}" in logged
     assert '"exported"' in capsys.readouterr().out
+    started = SentenceMapperSystem(16, 32, 48, init_from=str(tmp_path / "export")).mapper
+    assert all(torch.equal(a, b) for a, b in zip(started.parameters(), mapper.parameters()))
+    ship_the_sentence_mapper(tmp_path / "export", tmp_path)
+
+
+def ship_the_sentence_mapper(export: Path, root: Path) -> None:
+    """`python -m mapper.ship --sentence`: a dry run touches nothing; with --yes the mapper lands
+    in the package's checkpoints and the config names it and its digest."""
+    from mapper.ship import SENTENCE_MAPPER, ship_sentence
+    from watermark.core.identity import tensor_digest
+
+    package, config = root / "package", root / "robust.json"
+    config.write_text(json.dumps({"sentences": {"bits": 32, "candidates": 32}}))
+    dry = ship_sentence(export, config, yes=False, package_dir=package)
+    assert dry["replaced"] is False and not package.exists()
+    done = ship_sentence(export, config, yes=True, package_dir=package)
+    shipped = SemanticMapper.from_pretrained(package / SENTENCE_MAPPER)
+    section = json.loads(config.read_text())["sentences"]
+    assert done["replaced"] and tensor_digest(shipped) == done["new"] == section["mapper_digest"]
+    assert section["mapper"] == SENTENCE_MAPPER and section["bits"] == 32
+    assert ship_sentence(export, config, yes=True, package_dir=package)["replaced"] is False
+    config.write_text(json.dumps({"scheme": {"alpha": 2.0}}))
+    with pytest.raises(ValueError, match="no section 'sentences'"):
+        ship_sentence(export, config, yes=True, package_dir=package)
