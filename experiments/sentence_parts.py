@@ -73,22 +73,34 @@ def main() -> None:
         from dataclasses import replace
 
         cfg = replace(cfg, out_dir=args.out)
-    ev = Evaluation(cfg, progress=False)
+    for name, wm, humans, cells in curve_texts(Evaluation(cfg, progress=False)):
+        human = wm.detect(humans)
+        for attack, texts in cells:
+            print(json.dumps(cell(name, attack, wm.detect(texts), human)), flush=True)
+
+
+def curve_texts(ev: Evaluation):
+    """Per sentence-layer method of the run's curves: (name, its watermark, the human texts,
+    (attack label, texts) for the unattacked texts and then each curve attack, read from the
+    caches as they are reached)."""
+    cfg = ev.cfg
     units = ev.all_units[cfg.curve_offset : cfg.curve_offset + cfg.curve_prompts]
     more = ev.all_units[cfg.curve_offset + len(units) : cfg.curve_offset + cfg.curve_negatives]
     humans = [u["human"] for u in units + more]
-    n = min(cfg.curve_attacked, len(units))
     for name in cfg.curve_methods:
         method = ev.method(name)
         if getattr(getattr(method, "wm", None), "sentences", None) is None:
             continue
         texts = [g["text"] for g in ev.generations(method, units)]
-        human = method.wm.detect(humans)
-        print(json.dumps(cell(name, "none", method.wm.detect(texts), human)), flush=True)
-        for attack in cfg.curve_attacks:
-            attacked = ev.attacked(attack, texts[:n], [u["human"] for u in units[:n]])
-            found = method.wm.detect(attacked)
-            print(json.dumps(cell(name, attack_label(attack), found, human)), flush=True)
+        yield name, method.wm, humans, attacked_texts(ev, texts, units)
+
+
+def attacked_texts(ev: Evaluation, texts: list[str], units: list[dict]):
+    """("none", texts), then (label, the texts under it) for each curve attack."""
+    yield "none", texts
+    n = min(ev.cfg.curve_attacked, len(units))
+    for attack in ev.cfg.curve_attacks:
+        yield attack_label(attack), ev.attacked(attack, texts[:n], [u["human"] for u in units[:n]])
 
 
 if __name__ == "__main__":
