@@ -13,7 +13,9 @@ shipped mapper):
   context bits), with the share of outputs in each bin;
 * ``spread``: the kept candidate of each pool under those keys (the layer's tanh score): its hit
   rate, its margin-weighted hit rate, its score in units of the score's spread over unrelated
-  sentences, and the pools' lean;
+  sentences, and the pools' lean; ``spread_unrelated``: the same for pools of as many held-out
+  sentences drawn at random across documents (candidates that share no topic: the ceiling of
+  best-of-N for this mapper);
 * ``unrelated``: the mean and 95th percentile share of equal signs of unrelated sentences;
 * ``centre``: the lever of reading a sentence against the 3 sentences before it (its embedding
   less ``centre`` times their mean), so that the topic shared by a text and by a prefix's
@@ -120,9 +122,12 @@ def measure(reader: Reader, passages, pools, texts, count: int) -> dict:
     i, j = (torch.randint(len(v), (4000,), generator=gen) for _ in range(2))
     i, j = i[doc[i] != doc[j]], j[doc[i] != doc[j]]
     pool_v = [reader.read([(before, c) for c in cands])[1] for before, cands in pools]
+    size = max(len(p) for p in pool_v)
+    apart = v[torch.randperm(len(v), generator=gen)][: len(pool_v) * size].split(size)
     return {
         "agree": rewrite_agreement(torch.cat(va), torch.cat(vb), tested),
         "spread": pool_spread(pool_v, v, tested),
+        "spread_unrelated": pool_spread(list(apart), v, tested),
         **unrelated_agreement(v[i], v[j]),
         "lean": text_lean(read, tested),
     }
