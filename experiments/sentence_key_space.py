@@ -91,17 +91,19 @@ class Reader:
         return torch.nn.functional.normalize(self.mapped.embed(texts), dim=1)
 
     def read(self, items: list[tuple[list[str], str]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(embeddings (n, E), outputs (n, D)) of sentences given with the sentences before them."""
+        """(the sentences' own embeddings (n, E), outputs (n, D) of the centred ones) of
+        sentences given with the sentences before them."""
         contexts = [before[-self.window :] if self.centre > 0 else [] for before, _ in items]
         unique = list(dict.fromkeys([s for _, s in items] + [c for cs in contexts for c in cs]))
         e = self.embed(unique)
         row = {s: n for n, s in enumerate(unique)}
-        u = e[[row[s] for _, s in items]]
+        own = e[[row[s] for _, s in items]]
+        u = own.clone()
         for i, cs in enumerate(contexts):
             if cs:
                 c = e[[row[x] for x in cs]].mean(0)
                 u[i] = torch.nn.functional.normalize(u[i] - self.centre * c, dim=0)
-        return u, self.mapped.outputs(u).cpu()
+        return own, self.mapped.outputs(u).cpu()
 
     def text(self, sentences: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         return self.read([(sentences[:i], s) for i, s in enumerate(sentences)])
@@ -112,9 +114,9 @@ def measure(reader: Reader, passages, pools, texts, count: int) -> dict:
     tested = keys(reader.mapped.num_dims, count)
     va, vb = [], []
     for a, b in passages:
-        oa, ob = reader.text(a)[1], reader.text(b)[1]
+        (ua, oa), (ub, ob) = reader.text(a), reader.text(b)
         va.append(oa)
-        vb.append(ob[nearest(reader.embed(a), reader.embed(b))])
+        vb.append(ob[nearest(ua, ub)])
     read = [reader.text(t)[1] for t in texts]
     v = torch.cat(read)
     doc = torch.cat([torch.full((len(t),), n) for n, t in enumerate(texts)])

@@ -15,7 +15,8 @@ exports to a run folder (``runs/mapper-minilm``), and only this command touches 
 With ``--sentence`` it ships a sentence mapper (``configs/mapper/sentence.yaml``) instead: the
 new mapper goes to ``watermark/checkpoints/sentence-minilm/`` and the config given by
 ``--config`` (default ``configs/watermark-robust.json``) names it and its digest in section
-``sentences``. Texts made under that config before are detected with a copy of it made first.
+``sentences``. It keeps no copy of the replaced mapper or config: keep them yourself (git) where
+texts were made under them.
 
 Prints JSON lines; commit ``watermark/`` afterwards and build the wheel again.
 """
@@ -105,20 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="configs/watermark-robust.json", help="with --sentence")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    if args.sentence:
-        try:
-            print(json.dumps(ship_sentence(Path(args.new_dir), Path(args.config), args.yes)))
-        except (FileNotFoundError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        return 0
     try:
-        result = ship(Path(args.new_dir), args.yes, Path(args.retired_root))
+        if args.sentence:
+            result = ship_sentence(Path(args.new_dir), Path(args.config), args.yes)
+        else:
+            result = ship(Path(args.new_dir), args.yes, Path(args.retired_root))
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(json.dumps(result))
-    if result["replaced"]:
+    if result["replaced"] and not args.sentence:
         old = result["shipped"]["digest"]
         print(
             f"warning: texts made with the previous mapper ({short(old)}) test as watermarked "
