@@ -8,6 +8,8 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
   with ``--reference`` also the sentence layer's reference path (a ``generate`` call per prompt
   and sentence) beside its decode loop, and with ``--dynamic-cache`` the decode loop on
   transformers' ``DynamicCache`` beside its ``GrowingCache``.
+* ``memory``: one call of ``--prompts`` prompts (the robust config's keying at ``--bits``,
+  ``--candidates`` and ``--resample-every``): the process's peak resident set and tokens/s.
 * ``null``: the sentence test on held-out human continuations under the demo key and
   ``--keys`` - 1 others, and
   each ``--context-bits``: the share of texts at p < 0.01 and p < 0.05 (the test is exact over
@@ -18,12 +20,14 @@ Examples::
 
     python benchmarks/bench_sentences.py speed --prompts 8 --tokens 100 --candidates 2,4 --reference
     python benchmarks/bench_sentences.py null --texts 353 --keys 20 --context-bits 0,2
+    python benchmarks/bench_sentences.py memory --prompts 16 --tokens 200 --candidates 4
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -62,9 +66,10 @@ def speed(args: argparse.Namespace) -> None:
     wm = Watermark.load(base)
     runs = [("plain", wm, False, {}), ("token-level", wm, True, {})]
     for n in args.candidates:
-        cfg = base.evolve(sentence_bits=args.bits, sentence_candidates=n)
-        layered = Watermark.load(cfg, generator=wm.generator)
-        runs.append((f"sentences N={n}", layered, True, {}))
+        for every in args.resample_every:
+            cfg = base.evolve(sentence_bits=args.bits, sentence_candidates=n, resample_every=every)
+            layered = Watermark.load(cfg, generator=wm.generator)
+            runs.append((f"sentences N={n}" + (f", k={every}" if every else ""), layered, True, {}))
         if args.dynamic_cache:  # the decode loop on transformers' cache, as before GrowingCache
             runs.append((f"sentences N={n}, DynamicCache", layered, True, {"cache": DynamicCache}))
         if args.reference:  # one model.generate per prompt and sentence
@@ -88,6 +93,28 @@ def speed(args: argparse.Namespace) -> None:
         plain = plain or rate
         row = {"run": name, "tokens_per_s": round(rate, 2), "vs_plain": round(rate / plain, 3)}
         print(json.dumps({**row, "batch": args.batch, "threads": torch.get_num_threads()}))
+
+
+def memory(args: argparse.Namespace) -> None:
+    """One call of ``--prompts`` prompts through the sentence layer, each to ``--tokens`` tokens
+    (no EOS before): the process's peak resident set (models included) and tokens per second."""
+    prompts = [u["prompt"] for u in held_out(args.prompts)]
+    cfg = WatermarkConfig.default().evolve(
+        sentence_bits=args.bits,
+        sentence_candidates=args.candidates,
+        sentence_context_bits=2,
+        sentence_keying="own",
+        resample_every=args.resample_every,
+    )
+    wm = Watermark.load(cfg)
+    start = time.perf_counter()
+    outs = wm.generate(prompts, max_new_tokens=args.tokens, min_new_tokens=args.tokens, seed=0)
+    seconds = time.perf_counter() - start
+    tokens = sum(len(o.token_ids) for o in outs)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    row = {"batch": len(prompts), "candidates": args.candidates, "k": args.resample_every}
+    row.update(tokens=tokens, tokens_per_s=round(tokens / seconds, 2), peak_gib=round(peak, 2))
+    print(json.dumps(row))
 
 
 def null(args: argparse.Namespace) -> None:
@@ -145,6 +172,18 @@ def main() -> None:
         action="store_true",
         help="also the decode loop on transformers' DynamicCache (before GrowingCache)",
     )
+    s.add_argument(
+        "--resample-every",
+        type=lambda x: [int(k) for k in x.split(",")],
+        default=[0],
+        help="k values of sentences.resample_every (0: best-of-N)",
+    )
+    m = sub.add_parser("memory", help="peak memory of one batch through the sentence layer")
+    m.add_argument("--prompts", type=int, default=16)
+    m.add_argument("--tokens", type=int, default=200)
+    m.add_argument("--bits", type=int, default=32)
+    m.add_argument("--candidates", type=int, default=4)
+    m.add_argument("--resample-every", type=int, default=0)
     n = sub.add_parser("null", help="the sentence test on human text under random keys")
     n.add_argument("--texts", type=int, default=353)
     n.add_argument("--keys", type=int, default=20)
@@ -152,7 +191,7 @@ def main() -> None:
     n.add_argument("--context-bits", type=lambda x: [int(c) for c in x.split(",")], default=[0])
     n.add_argument("--keying", default="previous", help="previous or own (with c > 0)")
     args = parser.parse_args()
-    {"speed": speed, "null": null}[args.command](args)
+    {"speed": speed, "memory": memory, "null": null}[args.command](args)
 
 
 if __name__ == "__main__":

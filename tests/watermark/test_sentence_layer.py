@@ -179,7 +179,7 @@ def test_the_layer_off_changes_nothing(tiny: SimpleNamespace) -> None:
     result = off.detect(["the storm hit the north road . the bridge said ."])[0]
     assert result.sentence_p_value is None and not set(SENTENCE_FIELDS) & set(result.to_dict())
     assert "sentences" not in result.to_dict(per_token=True)
-    with pytest.raises(ValueError, match="sentences.candidates >= 1"):
+    with pytest.raises(ValueError, match="candidates >= 1"):
         tiny.make(sentence_candidates=0)
 
 

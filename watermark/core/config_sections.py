@@ -196,14 +196,13 @@ class Sentences(Section):
         bits: Keyed mapper outputs tested per sentence (0: the layer is off).
         candidates: N: candidate sentences sampled per sentence, the best kept (generation).
         context_bits: c: the targets are keyed by the signs of c further outputs (0: one set).
-        keying: Where those c signs are read: ``previous`` (the previous sentence) or ``own``
-            (the sentence itself, so a rewrite that reorders sentences keeps its group).
+        keying: Where the c signs are read: the ``previous`` sentence, or its ``own`` outputs.
+        resample_every: k: every k tokens the candidates still being written are ranked by their
+            partial sentence's score; the lower half continue copies of the upper half (0: off).
         test: ``hits`` (count the keyed signs on their targets) or ``margin`` (weigh each hit by
             how far its output sits from zero; still exact over keys). Detection only.
-        mapper: Folder of the layer's own mapper (``configs/mapper/sentence.yaml`` trains one);
-            ``None``: the token level's.
-        mapper_digest: ``"sha256:..."`` of its tensors; loading refuses another (``None``:
-            unpinned, loading warns).
+        mapper: Folder of the layer's own mapper (``None``: the token level's).
+        mapper_digest: ``"sha256:..."`` of its tensors; loading refuses another (``None``: warns).
     """
 
     name: ClassVar[str] = "sentences"
@@ -211,6 +210,7 @@ class Sentences(Section):
     candidates: int = setting(SAMPLING, 4, flat="sentence_candidates")
     context_bits: int = setting(SHARED, 0, flat="sentence_context_bits")
     keying: str = setting(SHARED, "previous", choices=("previous", "own"), flat="sentence_keying")
+    resample_every: int = setting(SAMPLING, 0)
     test: str = setting(DETECTION, "hits", choices=("hits", "margin"), flat="sentence_test")
     mapper: str | None = setting(SHARED, None, flat="sentence_mapper", found=True)
     mapper_digest: str | None = setting(SHARED, None, flat="sentence_mapper_digest", found=True)
@@ -221,10 +221,10 @@ class Sentences(Section):
 
     def validate(self) -> list[str]:
         found = []
-        if self.bits < 0 or self.candidates < 1:
+        if self.bits < 0 or self.candidates < 1 or self.resample_every < 0:
             found.append(
-                "need sentences.bits >= 0 and sentences.candidates >= 1, got "
-                f"{self.bits}, {self.candidates}"
+                "need sentences.bits >= 0, candidates >= 1 and resample_every >= 0, got "
+                f"{self.bits}, {self.candidates}, {self.resample_every}"
             )
         if not 0 <= self.context_bits <= 8:
             found.append(f"sentences.context_bits must be in 0..8, got {self.context_bits}")

@@ -121,6 +121,18 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         self.reset()
         self._prompt_length = int(prompt_length)
 
+    def reorder(self, index: torch.Tensor) -> None:
+        """Row i becomes row ``index[i]`` (same batch size) in what the processor keeps of the
+        current generation: the ids of its last call and the record's gated rows. Only for a
+        loop that gives the entropies (:meth:`step`), whose MM state is per step."""
+        if self._prev is None:
+            return
+        if not isinstance(self._state, GivenEntropies):
+            raise UserError("rows can only be reordered when the decode loop gives the entropies")
+        self._prev = self._prev[index.to(self._prev.device)]
+        for decision in self.record.decisions:
+            decision.gated = decision.gated[index.to(decision.gated.device)]
+
     def _is_continuation(self, input_ids: torch.Tensor) -> bool:
         prev = self._prev
         return (

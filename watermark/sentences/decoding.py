@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from watermark.core.errors import UserError
 from watermark.core.text import decode_ids
 from watermark.generate.decoding import Rows, block_eos, draw
 from watermark.generate.generation import Generation, encode_prompts
@@ -75,6 +76,12 @@ class Group:
             block_eos(part, eos)
         return self.processor.step(self.ids(part.device), part, entropies)
 
+    def follow(self, source: list[int]) -> None:
+        """Row j becomes a copy of row ``source[j]`` (its tokens, its end, its record)."""
+        self.new = [list(self.new[i]) for i in source]
+        self.ended = [self.ended[i] for i in source]
+        self.processor.reorder(torch.tensor(source))
+
     def take(self, tokens: Sequence[int], pad: int, ends: object) -> list[bool]:
         """Appends this step's tokens (pads for ended rows); whether each was real."""
         real = [not e for e in self.ended]
@@ -110,6 +117,11 @@ def decode_by_sentences(
         g.start_round(n, limits)
     mm = processor.core.measurement
     own_stream = mm.same_tokenizer and limits.max_new_tokens < mm.window
+    if layer.resample_every and not own_stream:
+        raise UserError(
+            "sentences.resample_every needs a measurement model with the generator's tokenizer "
+            f"and max_new_tokens below its window ({mm.window})"
+        )
     rows = Rows(
         model, ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0), mm if own_stream else None
     )
@@ -143,15 +155,41 @@ def next_round(
     """Ends the rounds whose rows have all ended (the best candidate kept, every row of the
     group continuing it), drops the groups that are done; the groups still live."""
     n, index = layer.candidates, []
+    moved = resample(live, layer, tokenizer)
     for k, g in enumerate(live):
         best = finish_round(g, layer, ends, tokenizer, stop, limits) if all(g.ended) else None
         if best is not None and not g.done:
             g.start_round(n, limits)
-        if not g.done:  # every row continues the kept one; a finished prompt leaves
-            index += [k * n + (j if best is None else best) for j in range(n)]
+        if not g.done:  # every row continues the kept one (or its source); a finished one leaves
+            source = moved.get(k, range(n))
+            index += [k * n + (source[j] if best is None else best) for j in range(n)]
     if index and index != list(range(len(live) * n)):
         rows.select(index)
     return [g for g in live if not g.done]
+
+
+def resample(live: list[Group], layer: SentenceLayer, tokenizer) -> dict[int, list[int]]:
+    """Every ``layer.resample_every`` tokens of a round, in each group with two or more rows
+    still writing: those rows ranked by the score of their partial sentence, the i-th worst
+    takes a copy of the i-th best, for the lower half (ties keep the sampled order; rows that
+    have ended stay as they are). Returns, per moved group, each row's source row."""
+    every, due = layer.resample_every, []
+    for k, g in enumerate(live):
+        writing = [j for j, ended in enumerate(g.ended) if not ended]
+        if every and len(writing) > 1 and len(g.new[0]) % every == 0:
+            due.append((k, writing))
+    if not due:
+        return {}
+    texts = [[decode_ids(tokenizer, live[k].chosen + live[k].new[j]) for j in w] for k, w in due]
+    moved = {}
+    for (k, writing), scores in zip(due, layer.scores(texts)):
+        order = [writing[i] for i in sorted(range(len(writing)), key=lambda i: -float(scores[i]))]
+        source = list(range(len(live[k].new)))
+        for i in range(len(order) // 2):
+            source[order[-1 - i]] = order[i]
+        moved[k] = source
+        live[k].follow(source)
+    return moved
 
 
 def fresh_processor(

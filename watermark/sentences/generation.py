@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import torch
 from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
+from watermark.core.errors import UserError
 from watermark.core.sentences import ends_sentence
 from watermark.core.text import decode_ids
 from watermark.generate.decoding import adds_no_processors
@@ -112,6 +113,11 @@ def generate_by_sentences(
         torch.manual_seed(seed)
     if fast and adds_no_processors(model) and not generate_kwargs:
         return decode_by_sentences(model, tokenizer, prompts, processor, layer, ends, stop, limits)
+    if layer.resample_every:
+        raise UserError(
+            "sentences.resample_every runs in the decode loop only: leave out the model.generate "
+            "arguments and fast=False, and clear the generation_config's own processors"
+        )
     prompt_ids = [tokenizer(p).input_ids for p in prompts]
     chosen: list[list[int]] = [[] for _ in prompts]
     steps: list[list[int]] = [[] for _ in prompts]

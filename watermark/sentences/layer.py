@@ -46,6 +46,7 @@ class SentenceLayer:
     ) -> None:
         self.semantic = semantic
         self.candidates = int(settings.candidates)
+        self.resample_every = int(settings.resample_every)
         self.target_fpr = float(target_fpr)
         self.keys = [
             SentenceKey.of(
@@ -82,6 +83,11 @@ class SentenceLayer:
     def choose(self, continuations: Sequence[Sequence[str]]) -> list[int]:
         """Per prompt, the index of the candidate continuation whose last sentence scores best
         under :attr:`key` (ties: the first sampled). Each candidate is the whole continuation."""
+        return [int(torch.argmax(s)) for s in self.scores(continuations)]  # the first max
+
+    def scores(self, continuations: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """Per prompt, the scores (N,) under :attr:`key` of its candidate continuations' last
+        sentences (a sentence still being written is scored as it stands)."""
         lasts, befores = [], []
         for candidates in continuations:
             for text in candidates:
@@ -98,12 +104,12 @@ class SentenceLayer:
             if rows:
                 previous = torch.stack([found[befores[i]] for i in rows])
                 groups[rows] = self.key.groups(v[rows], previous)
-        best, start = [], 0
+        found, start = [], 0
         for candidates in continuations:  # each prompt's candidates scored among themselves
             rows = slice(start, start + len(candidates))
-            best.append(int(torch.argmax(self.key.scores(v[rows], groups[rows]))))  # first max
+            found.append(self.key.scores(v[rows], groups[rows]))
             start += len(candidates)
-        return best
+        return found
 
     def tests(self, text: str) -> list[SentenceTest]:
         """The sentence test of ``text`` under each key (the outputs are computed once)."""

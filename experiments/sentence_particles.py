@@ -1,0 +1,154 @@
+"""More margin per candidate: best-of-N against resampling partial sentences, at equal rows
+(issue 70; a script printing JSON lines, progress on stderr).
+
+Each setting ``N:k`` generates with the robust config's sentence layer at N candidate rows per
+sentence and ``resample_every`` k (0: best-of-N, today's choice): every k tokens the rows still
+being written are ranked by their partial sentence's score and the lower half continue copies
+of the upper half. The prompts are the mapper seeds' validation prefixes
+(``data/sentence-key/pools.jsonl.gz``, split ``val``: not used to train the sentence mapper nor
+to measure it). Per setting:
+
+* ``z_margin`` / ``z_hits``: the mean per-sentence z of the margin and hits tests over the
+  complete sentences of a text under the generation key (as in
+  ``experiments/sentence_selection.py``), averaged over texts with a bootstrap interval, and
+  the paired difference to the first setting;
+* ``z_text``: a text's evidence, the sum of its sentences' margin z over the square root of
+  their number (what the text's test grows with: fewer, longer sentences carry less);
+* ``tokens_per_s`` of the layer (all prompts, ``--batch`` per call) and its ratio to the first;
+* ``ppl``: the generator's perplexity of the texts given their prompts (no watermark), and
+  ``rep4``: the share of repeated 4-grams, each with an interval.
+
+Texts are cached per setting in ``--cache`` (JSONL), so a rerun only scores.
+
+    python experiments/sentence_particles.py --settings 4:0 4:4 4:8 8:0 16:0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
+from watermark.api import Watermark  # noqa: E402
+from watermark.core.config import WatermarkConfig  # noqa: E402
+from watermark.core.sentences import margin_weights, sentence_spans  # noqa: E402
+from watermark.core.text import encode_text  # noqa: E402
+
+POOLS = ROOT / "data" / "sentence-key" / "pools.jsonl.gz"
+
+
+def log(*parts: object) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def evidence(layer, text: str) -> list[tuple[float, float]]:
+    """(hits z, margin z) of each complete sentence of ``text`` under the layer's key."""
+    spans = [(a, b) for a, b, complete in sentence_spans(text) if complete]
+    if not spans:
+        return []
+    key, v = layer.key, layer.outputs([text[a:b] for a, b in spans])
+    signed = 2 * key.hits(v, key.groups(v, None)).float() - 1
+    w = margin_weights(v, key.dims).float()
+    margin = (w * signed).sum(1) / w.norm(dim=1).clamp_min(1e-9)
+    hits = signed.sum(1) / key.bits**0.5
+    return list(zip(hits.tolist(), margin.tolist()))
+
+
+@torch.inference_mode()
+def perplexity(wm: Watermark, prompt: str, text: str) -> float:
+    """The generator's perplexity of ``text`` after ``prompt`` (no watermark)."""
+    model, tokenizer = wm.generator, wm.core.tokenizer
+    head, tail = encode_text(tokenizer, prompt), encode_text(tokenizer, text)
+    if not tail:
+        return float("nan")
+    ids = torch.tensor([head + tail])
+    logits = model(ids).logits[0, len(head) - 1 : -1].float()
+    return float(torch.nn.functional.cross_entropy(logits, ids[0, len(head) :]).exp())
+
+
+def rep4(text: str) -> float:
+    """The share of a text's word 4-grams that repeat an earlier one."""
+    words = text.split()
+    grams = [tuple(words[i : i + 4]) for i in range(len(words) - 3)]
+    return 1 - len(set(grams)) / len(grams) if grams else 0.0
+
+
+def interval(per_text: list[float], draws: int = 2000) -> list[float]:
+    """A 95% bootstrap interval of the mean over texts."""
+    rng, n = random.Random(0), len(per_text)
+    means = sorted(sum(rng.choices(per_text, k=n)) / n for _ in range(draws))
+    return [round(means[int(0.025 * draws)], 3), round(means[int(0.975 * draws)], 3)]
+
+
+def generate(args, setting: str, prompts: list[str], base: Watermark) -> tuple[list[str], float]:
+    """The texts of ``setting`` (cached) and the layer's tokens per second (NaN if cached)."""
+    path = args.cache / f"{setting.replace(':', '-')}.jsonl"
+    if path.is_file():
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        if len(rows) >= len(prompts):
+            return [r["text"] for r in rows[: len(prompts)]], rows[0].get("tokens_per_s", 0.0)
+    n, every = (int(x) for x in setting.split(":"))
+    cfg = WatermarkConfig.load(args.config).evolve(sentence_candidates=n, resample_every=every)
+    wm = Watermark.load(cfg, generator=base.generator, embedder=base.embedder, mapper=base.mapper)
+    texts, tokens, start = [], 0, time.perf_counter()
+    for b in range(0, len(prompts), args.batch):
+        outs = wm.generate(prompts[b : b + args.batch], max_new_tokens=args.tokens, seed=b)
+        texts += [o.text for o in outs]
+        tokens += sum(len(o.token_ids) for o in outs)
+        log(f"{setting}: {len(texts)}/{len(prompts)} texts, {time.perf_counter() - start:.0f} s")
+    rate = tokens / (time.perf_counter() - start)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"text": t, "tokens_per_s": rate}) + "\n" for t in texts))
+    return texts, rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--settings", nargs="+", default=["4:0", "4:4", "4:8", "8:0", "16:0"])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs/watermark-robust.json")
+    parser.add_argument("--prompts", type=int, default=64)
+    parser.add_argument("--tokens", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--cache", type=Path, default=ROOT / "runs/sentence-particles")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    rows = [r for r in read_jsonl_gz(POOLS) if r["split"] == "val"][: args.prompts]
+    prompts = [r["prefix"] for r in rows]
+    base = Watermark.load(WatermarkConfig.load(args.config))
+    first = None
+    for setting in args.settings:
+        texts, rate = generate(args, setting, prompts, base)
+        per_text = [evidence(base.sentences, t) for t in texts]
+        margin = [sum(m for _, m in e) / len(e) if e else 0.0 for e in per_text]
+        hits = [sum(h for h, _ in e) / len(e) if e else 0.0 for e in per_text]
+        text = [sum(m for _, m in e) / len(e) ** 0.5 if e else 0.0 for e in per_text]
+        ppl = [perplexity(base, p, t) for p, t in zip(prompts, texts)]
+        reps = [rep4(t) for t in texts]
+        row = {"setting": setting, "texts": len(texts)}
+        row["sentences"] = sum(len(e) for e in per_text)
+        ppl = [p for p in ppl if p == p]  # an empty text has none
+        named = {"z_margin": margin, "z_text": text, "z_hits": hits, "ppl": ppl, "rep4": reps}
+        for name, values in named.items():
+            row[name] = round(sum(values) / len(values), 3)
+            row[f"{name}_ci"] = interval(values)
+        row["tokens_per_s"] = round(rate, 2)
+        if first is None:
+            first = (margin, text, rate)
+        else:
+            row["z_margin_vs_first"] = interval([a - b for a, b in zip(margin, first[0])])
+            row["z_text_vs_first"] = interval([a - b for a, b in zip(text, first[1])])
+            row["speed_vs_first"] = round(rate / first[2], 3) if first[2] else None
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
