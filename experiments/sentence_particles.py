@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -37,10 +36,14 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from sentence_selection import evidence  # noqa: E402
+
 from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
+from evaluation.bootstrap import mean_difference, mean_interval  # noqa: E402
+from evaluation.metrics import ngram_repetition  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import margin_weights, sentence_spans  # noqa: E402
+from watermark.core.sentences import sentence_spans  # noqa: E402
 from watermark.core.text import encode_text  # noqa: E402
 
 POOLS = ROOT / "data" / "sentence-key" / "pools.jsonl.gz"
@@ -50,17 +53,13 @@ def log(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def evidence(layer, text: str) -> list[tuple[float, float]]:
+def sentence_evidence(layer, text: str) -> list[tuple[float, float]]:
     """(hits z, margin z) of each complete sentence of ``text`` under the layer's key."""
     spans = [(a, b) for a, b, complete in sentence_spans(text) if complete]
     if not spans:
         return []
-    key, v = layer.key, layer.outputs([text[a:b] for a, b in spans])
-    signed = 2 * key.hits(v, key.groups(v, None)).float() - 1
-    w = margin_weights(v, key.dims).float()
-    margin = (w * signed).sum(1) / w.norm(dim=1).clamp_min(1e-9)
-    hits = signed.sum(1) / key.bits**0.5
-    return list(zip(hits.tolist(), margin.tolist()))
+    v = layer.outputs([text[a:b] for a, b in spans])
+    return [evidence(layer.key, v[[i]]) for i in range(len(v))]
 
 
 @torch.inference_mode()
@@ -75,22 +74,8 @@ def perplexity(wm: Watermark, prompt: str, text: str) -> float:
     return float(torch.nn.functional.cross_entropy(logits, ids[0, len(head) :]).exp())
 
 
-def rep4(text: str) -> float:
-    """The share of a text's word 4-grams that repeat an earlier one."""
-    words = text.split()
-    grams = [tuple(words[i : i + 4]) for i in range(len(words) - 3)]
-    return 1 - len(set(grams)) / len(grams) if grams else 0.0
-
-
-def interval(per_text: list[float], draws: int = 2000) -> list[float]:
-    """A 95% bootstrap interval of the mean over texts."""
-    rng, n = random.Random(0), len(per_text)
-    means = sorted(sum(rng.choices(per_text, k=n)) / n for _ in range(draws))
-    return [round(means[int(0.025 * draws)], 3), round(means[int(0.975 * draws)], 3)]
-
-
 def generate(args, setting: str, prompts: list[str], base: Watermark) -> tuple[list[str], float]:
-    """The texts of ``setting`` (cached) and the layer's tokens per second (NaN if cached)."""
+    """The texts of ``setting`` and the layer's tokens per second (both cached)."""
     path = args.cache / f"{setting.replace(':', '-')}.jsonl"
     if path.is_file():
         rows = [json.loads(line) for line in path.read_text().splitlines()]
@@ -127,25 +112,27 @@ def main() -> None:
     first = None
     for setting in args.settings:
         texts, rate = generate(args, setting, prompts, base)
-        per_text = [evidence(base.sentences, t) for t in texts]
+        per_text = [sentence_evidence(base.sentences, t) for t in texts]
         margin = [sum(m for _, m in e) / len(e) if e else 0.0 for e in per_text]
         hits = [sum(h for h, _ in e) / len(e) if e else 0.0 for e in per_text]
         text = [sum(m for _, m in e) / len(e) ** 0.5 if e else 0.0 for e in per_text]
         ppl = [perplexity(base, p, t) for p, t in zip(prompts, texts)]
-        reps = [rep4(t) for t in texts]
+        reps = [ngram_repetition(t.split(), 4) for t in texts]  # word 4-grams
         row = {"setting": setting, "texts": len(texts)}
         row["sentences"] = sum(len(e) for e in per_text)
         ppl = [p for p in ppl if p == p]  # an empty text has none
         named = {"z_margin": margin, "z_text": text, "z_hits": hits, "ppl": ppl, "rep4": reps}
         for name, values in named.items():
             row[name] = round(sum(values) / len(values), 3)
-            row[f"{name}_ci"] = interval(values)
+            row[f"{name}_ci"] = [round(x, 3) for x in mean_interval(values)]
         row["tokens_per_s"] = round(rate, 2)
         if first is None:
             first = (margin, text, rate)
         else:
-            row["z_margin_vs_first"] = interval([a - b for a, b in zip(margin, first[0])])
-            row["z_text_vs_first"] = interval([a - b for a, b in zip(text, first[1])])
+            pairs = (("z_margin", margin, first[0]), ("z_text", text, first[1]))
+            for name, values, before in pairs:
+                ci = mean_difference(values, before)["ci"]
+                row[f"{name}_vs_first"] = [round(x, 3) for x in ci]
             row["speed_vs_first"] = round(rate / first[2], 3) if first[2] else None
         print(json.dumps(row), flush=True)
 

@@ -174,9 +174,11 @@ def resample(live: list[Group], layer: SentenceLayer, tokenizer) -> dict[int, li
     takes a copy of the i-th best, for the lower half (ties keep the sampled order; rows that
     have ended stay as they are). Returns, per moved group, each row's source row."""
     every, due = layer.resample_every, []
+    if not every:
+        return {}
     for k, g in enumerate(live):
         writing = [j for j, ended in enumerate(g.ended) if not ended]
-        if every and len(writing) > 1 and len(g.new[0]) % every == 0:
+        if len(writing) > 1 and len(g.new[0]) % every == 0:
             due.append((k, writing))
     if not due:
         return {}
