@@ -18,7 +18,8 @@ to measure it). Per setting:
 * ``ppl``: the generator's perplexity of the texts given their prompts (no watermark), and
   ``rep4``: the share of repeated 4-grams, each with an interval.
 
-Texts are cached per setting in ``--cache`` (JSONL), so a rerun only scores.
+Texts are cached per setting in ``--cache`` (gzip JSONL; the measured ones are committed in
+``data/sentence-particles/``), so a rerun only scores.
 
     python experiments/sentence_particles.py --settings 4:0 4:4 4:8 8:0 16:0
 """
@@ -26,6 +27,7 @@ Texts are cached per setting in ``--cache`` (JSONL), so a rerun only scores.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import time
@@ -76,9 +78,10 @@ def perplexity(wm: Watermark, prompt: str, text: str) -> float:
 
 def generate(args, setting: str, prompts: list[str], base: Watermark) -> tuple[list[str], float]:
     """The texts of ``setting`` and the layer's tokens per second (both cached)."""
-    path = args.cache / f"{setting.replace(':', '-')}.jsonl"
+    path = args.cache / f"{setting.replace(':', '-')}.jsonl.gz"
     if path.is_file():
-        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
         if len(rows) >= len(prompts):
             return [r["text"] for r in rows[: len(prompts)]], rows[0].get("tokens_per_s", 0.0)
     n, every = (int(x) for x in setting.split(":"))
@@ -92,7 +95,8 @@ def generate(args, setting: str, prompts: list[str], base: Watermark) -> tuple[l
         log(f"{setting}: {len(texts)}/{len(prompts)} texts, {time.perf_counter() - start:.0f} s")
     rate = tokens / (time.perf_counter() - start)
     args.cache.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"text": t, "tokens_per_s": rate}) + "\n" for t in texts))
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps({"text": t, "tokens_per_s": rate}) + "\n" for t in texts)
     return texts, rate
 
 
@@ -103,7 +107,7 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=64)
     parser.add_argument("--tokens", type=int, default=100)
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--cache", type=Path, default=ROOT / "runs/sentence-particles")
+    parser.add_argument("--cache", type=Path, default=ROOT / "data/sentence-particles")
     args = parser.parse_args()
     torch.set_num_threads(2)
     rows = [r for r in read_jsonl_gz(POOLS) if r["split"] == "val"][: args.prompts]
