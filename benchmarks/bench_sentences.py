@@ -26,6 +26,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import resource
 import sys
@@ -48,6 +49,10 @@ from watermark.generate import decoding  # noqa: E402
 HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
 
 
+# the robust config's keying and test (configs/watermark-robust.json), at the bits given
+ROBUST_KEYING = {"sentence_context_bits": 2, "sentence_keying": "own", "sentence_test": "margin"}
+
+
 def log(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
@@ -66,10 +71,17 @@ def speed(args: argparse.Namespace) -> None:
     wm = Watermark.load(base)
     runs = [("plain", wm, False, {}), ("token-level", wm, True, {})]
     for n in args.candidates:
-        for every in args.resample_every:
-            cfg = base.evolve(sentence_bits=args.bits, sentence_candidates=n, resample_every=every)
+        for every, stop in itertools.product(args.resample_every, args.stop_at):
+            cfg = base.evolve(
+                sentence_bits=args.bits,
+                sentence_candidates=n,
+                resample_every=every,
+                stop_at=stop,
+                **ROBUST_KEYING,
+            )
             layered = Watermark.load(cfg, generator=wm.generator)
-            runs.append((f"sentences N={n}" + (f", k={every}" if every else ""), layered, True, {}))
+            name = f"sentences N={n}" + (f", k={every}" if every else "")
+            runs.append((name + (f", stop at {stop}" if stop else ""), layered, True, {}))
         if args.dynamic_cache:  # the decode loop on transformers' cache, as before GrowingCache
             runs.append((f"sentences N={n}, DynamicCache", layered, True, {"cache": DynamicCache}))
         if args.reference:  # one model.generate per prompt and sentence
@@ -102,9 +114,8 @@ def memory(args: argparse.Namespace) -> None:
     cfg = WatermarkConfig.default().evolve(
         sentence_bits=args.bits,
         sentence_candidates=args.candidates,
-        sentence_context_bits=2,
-        sentence_keying="own",
         resample_every=args.resample_every,
+        **ROBUST_KEYING,
     )
     wm = Watermark.load(cfg)
     start = time.perf_counter()
@@ -177,6 +188,12 @@ def main() -> None:
         type=lambda x: [int(k) for k in x.split(",")],
         default=[0],
         help="k values of sentences.resample_every (0: best-of-N)",
+    )
+    s.add_argument(
+        "--stop-at",
+        type=lambda x: [float(t) for t in x.split(",")],
+        default=[0.0],
+        help="values of sentences.stop_at (0: every round runs to its longest row)",
     )
     m = sub.add_parser("memory", help="peak memory of one batch through the sentence layer")
     m.add_argument("--prompts", type=int, default=16)

@@ -42,6 +42,7 @@ LATER_FIELDS_OFF = {
     "sentence_test": "hits",
     "sentence_mapper": None,
     "resample_every": 0,
+    "stop_at": 0.0,
     "loop_penalty": 0.0,
 }
 # runtime fields: the cache views hold them at these values whatever the config says, so a

@@ -89,6 +89,11 @@ def test_after_a_copy_every_row_reads_its_own_text(
     monkeypatch.setattr(decoding, "resample", spy)
     outs = by_sentences(tiny, wm, PROMPTS, seed=3, max_new_tokens=40, min_new_tokens=40)
     assert moves and checked and all(checked)
+    assert_replayed(tiny, wm, outs)
+
+
+def assert_replayed(tiny: SimpleNamespace, wm, outs: list) -> None:
+    """Each kept text's watermarked steps are those a replay through the processor finds."""
     for out in outs:
         processor = AdaptiveWatermarkLogitsProcessor(wm.core, eos_ids(tiny.gen, tiny.gtok), True)
         prompt_ids = tiny.gtok(out.prompt).input_ids

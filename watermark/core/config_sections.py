@@ -199,6 +199,7 @@ class Sentences(Section):
         keying: Where the c signs are read: the ``previous`` sentence, or its ``own`` outputs.
         resample_every: k: every k tokens the candidates still being written are ranked by their
             partial sentence's score; the lower half continue copies of the upper half (0: off).
+        stop_at: A round ends when a finished candidate's z in the test reaches it (0: off).
         test: ``hits`` (count the keyed signs on their targets) or ``margin`` (weigh each hit by
             how far its output sits from zero; still exact over keys). Detection only.
         mapper: Folder of the layer's own mapper (``None``: the token level's).
@@ -211,6 +212,7 @@ class Sentences(Section):
     context_bits: int = setting(SHARED, 0, flat="sentence_context_bits")
     keying: str = setting(SHARED, "previous", choices=("previous", "own"), flat="sentence_keying")
     resample_every: int = setting(SAMPLING, 0)
+    stop_at: float = setting(SAMPLING, 0.0)
     test: str = setting(DETECTION, "hits", choices=("hits", "margin"), flat="sentence_test")
     mapper: str | None = setting(SHARED, None, flat="sentence_mapper", found=True)
     mapper_digest: str | None = setting(SHARED, None, flat="sentence_mapper_digest", found=True)
@@ -221,18 +223,15 @@ class Sentences(Section):
 
     def validate(self) -> list[str]:
         found = []
-        if self.bits < 0 or self.candidates < 1 or self.resample_every < 0:
+        if min(self.bits, self.candidates - 1, self.resample_every, self.stop_at) < 0:
             found.append(
-                "need sentences.bits >= 0, candidates >= 1 and resample_every >= 0, got "
-                f"{self.bits}, {self.candidates}, {self.resample_every}"
+                "need sentences.bits, resample_every, stop_at >= 0 and candidates >= 1, got "
+                f"{self.bits}, {self.resample_every}, {self.stop_at}, {self.candidates}"
             )
         if not 0 <= self.context_bits <= 8:
             found.append(f"sentences.context_bits must be in 0..8, got {self.context_bits}")
         if self.mapper_digest is not None and not DIGEST.fullmatch(self.mapper_digest):
-            found.append(
-                f"sentences.mapper_digest must be 'sha256:' and 64 hex digits, got "
-                f"{self.mapper_digest!r}"
-            )
+            found.append(f"sentences.mapper_digest is not sha256:<64 hex>: {self.mapper_digest!r}")
         return found
 
     def identity(self) -> dict[str, Any]:

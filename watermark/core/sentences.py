@@ -178,6 +178,14 @@ class SentenceKey:
         (:func:`margin_weights`, (N, b)), or ``None`` where each hit counts 1."""
         return margin_weights(v, self.dims) if self.margin else None
 
+    def evidence(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """Float (N,): each sentence's z in this key's test alone, sum_i w_i (2 hit_i - 1) /
+        sqrt(sum_i w_i^2) (w = 1 in the hits test); the text's test grows with its mean."""
+        signed = 2 * self.hits(v, groups).float() - 1
+        w = self.weights(v)
+        w = torch.ones_like(signed) if w is None else w.float()
+        return (w * signed).sum(dim=1) / w.norm(dim=1).clamp_min(1e-12)
+
     def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
         """Float (N,): the candidates' scores sum_i tanh(t_i v_{d_i} / tau) (module docstring)."""
         picked = v[:, self.dims].float().cpu()

@@ -113,10 +113,11 @@ def generate_by_sentences(
         torch.manual_seed(seed)
     if fast and adds_no_processors(model) and not generate_kwargs:
         return decode_by_sentences(model, tokenizer, prompts, processor, layer, ends, stop, limits)
-    if layer.resample_every:
+    if layer.resample_every or layer.stop_at:
         raise UserError(
-            "sentences.resample_every runs in the decode loop only: leave out the model.generate "
-            "arguments and fast=False, and clear the generation_config's own processors"
+            "sentences.resample_every and stop_at run in the decode loop only: leave out the "
+            "model.generate arguments and fast=False, and clear the generation_config's own "
+            "processors"
         )
     prompt_ids = [tokenizer(p).input_ids for p in prompts]
     chosen: list[list[int]] = [[] for _ in prompts]

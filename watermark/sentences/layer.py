@@ -47,6 +47,7 @@ class SentenceLayer:
         self.semantic = semantic
         self.candidates = int(settings.candidates)
         self.resample_every = int(settings.resample_every)
+        self.stop_at = float(settings.stop_at)
         self.target_fpr = float(target_fpr)
         self.keys = [
             SentenceKey.of(
@@ -88,6 +89,24 @@ class SentenceLayer:
     def scores(self, continuations: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         """Per prompt, the scores (N,) under :attr:`key` of its candidate continuations' last
         sentences (a sentence still being written is scored as it stands)."""
+        v, groups = self._last_sentences(continuations)
+        found, start = [], 0
+        for candidates in continuations:  # each prompt's candidates scored among themselves
+            rows = slice(start, start + len(candidates))
+            found.append(self.key.scores(v[rows], groups[rows]))
+            start += len(candidates)
+        return found
+
+    def evidence(self, continuations: Sequence[str]) -> torch.Tensor:
+        """Float (N,): the z of each continuation's last sentence in :attr:`key`'s test alone
+        (:meth:`~watermark.core.sentences.SentenceKey.evidence`)."""
+        return self.key.evidence(*self._last_sentences([continuations]))
+
+    def _last_sentences(
+        self, continuations: Sequence[Sequence[str]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Outputs v (M, D) and groups (M,) under :attr:`key` of the last sentences of every
+        prompt's candidates, in order."""
         lasts, befores = [], []
         for candidates in continuations:
             for text in candidates:
@@ -104,12 +123,7 @@ class SentenceLayer:
             if rows:
                 previous = torch.stack([found[befores[i]] for i in rows])
                 groups[rows] = self.key.groups(v[rows], previous)
-        found, start = [], 0
-        for candidates in continuations:  # each prompt's candidates scored among themselves
-            rows = slice(start, start + len(candidates))
-            found.append(self.key.scores(v[rows], groups[rows]))
-            start += len(candidates)
-        return found
+        return v, groups
 
     def tests(self, text: str) -> list[SentenceTest]:
         """The sentence test of ``text`` under each key (the outputs are computed once)."""

@@ -88,6 +88,19 @@ def test_the_score_prefers_the_targets_with_a_margin() -> None:
     assert key.hits(v, torch.zeros(3, dtype=torch.long)).sum(dim=1).tolist() == [4, 4, 0]
 
 
+def test_a_sentences_evidence_is_its_z_in_the_test_alone() -> None:
+    """Hits: (hits - b/2) / (sqrt(b)/2); margin: the weighed sum over the weights' norm."""
+    torch.manual_seed(0)
+    v, groups = torch.randn(5, 16), torch.zeros(5, dtype=torch.long)
+    hits_key, margin_key = SentenceKey.of("k", 16, 4), SentenceKey.of("k", 16, 4, test="margin")
+    hits = hits_key.hits(v, groups).sum(dim=1).float()
+    assert torch.allclose(hits_key.evidence(v, groups), (hits - 2) / 1.0)
+    w, signed = margin_weights(v, margin_key.dims).float(), 2 * hits_key.hits(v, groups) - 1
+    for i in range(5):
+        z = (w[i] * signed[i]).sum() / math.sqrt((w[i] ** 2).sum())
+        assert math.isclose(margin_key.evidence(v, groups)[i].item(), z.item(), rel_tol=1e-5)
+
+
 def test_the_two_point_law_matches_enumeration() -> None:
     pairs = [(0, 3), (2, 1), (4, 0), (1, 1)]
     for observed in range(0, 12):
