@@ -225,8 +225,8 @@ class Sentences(Section):
         found = []
         if min(self.bits, self.candidates - 1, self.resample_every, self.stop_at) < 0:
             found.append(
-                "need sentences.bits, resample_every, stop_at >= 0 and candidates >= 1, got "
-                f"{self.bits}, {self.resample_every}, {self.stop_at}, {self.candidates}"
+                "need sentences.bits >= 0, candidates >= 1, resample_every >= 0, stop_at >= 0; "
+                f"got {self.bits}, {self.candidates}, {self.resample_every}, {self.stop_at}"
             )
         if not 0 <= self.context_bits <= 8:
             found.append(f"sentences.context_bits must be in 0..8, got {self.context_bits}")
