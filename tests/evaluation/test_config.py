@@ -70,14 +70,17 @@ def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() 
 
     root = Path(__file__).resolve().parents[2]
     robust = WatermarkConfig.load(root / "configs/watermark-robust.json")
-    for name in ("sentence-rewrites", "confirm-sentence"):
+    for name, variant in (
+        ("sentence-rewrites", "ours-robust-n8k4"),
+        ("confirm-sentence", "ours-robust"),
+    ):
         cfg = EvalConfig.load(root / f"configs/evaluation/{name}.yaml")
         base = WatermarkConfig.load(cfg.resolve(cfg.watermark_config))
-        spec = {k: v for k, v in cfg.variants["ours-robust"].items() if k != "base"}
+        spec = {k: v for k, v in cfg.variants[variant].items() if k != "base"}
         assert base.evolve(**spec) == robust, name
-    assert robust.sentences.bits == 32 and robust.sentences.candidates == 32
+    assert (robust.sentences.bits, robust.sentences.candidates) == (32, 8)
     shipped = WatermarkConfig.default().to_dict()
     changed = {k for k, v in robust.to_dict().items() if v != shipped[k]}
     layer = {"sentence_bits", "sentence_context_bits", "sentence_keying", "sentence_candidates"}
-    layer.add("sentence_test")
+    layer |= {"sentence_test", "resample_every"}
     assert changed - {"mapper_digest", "embedder_digest"} == layer  # the default + the layer

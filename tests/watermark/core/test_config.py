@@ -216,7 +216,7 @@ def test_the_robust_setting_is_user_sections_only() -> None:
     assert set(data) == {"sentences"} and "design" not in data
     cfg = WatermarkConfig.load(ROOT / "configs" / "watermark-robust.json")
     assert cfg.sentences == Sentences(
-        bits=32, candidates=32, context_bits=2, keying="own", test="margin"
+        bits=32, candidates=8, context_bits=2, keying="own", resample_every=4, test="margin"
     )
 
 
