@@ -38,14 +38,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from sentence_selection import read_pools  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
-from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
 from mapper.sentence_metrics import keys  # noqa: E402
 from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.models import load_embedder, resolve_lm  # noqa: E402
-from watermark.core.semantic import MappedEmbedder  # noqa: E402
-from watermark.core.semantic_mapper import SemanticMapper  # noqa: E402
+from watermark.core.models import resolve_lm  # noqa: E402
 
 
 def round_outcome(z: list[float], lengths: list[int], threshold: float) -> tuple[list[int], int]:
@@ -75,19 +73,11 @@ def main() -> None:
     parser.add_argument("--bits", type=int, default=32)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    rows = [r for r in read_jsonl_gz(args.pools) if r["split"] == "heldout"]
-    pools = [[c for c in r["candidates"] if c] for r in rows]
-    pools = [p for p in pools if len(p) >= 2]
-    shipped = WatermarkConfig.default()
-    tokenizer = AutoTokenizer.from_pretrained(resolve_lm(shipped.models.generator))
-    reader = MappedEmbedder(
-        load_embedder(shipped.models.embedder),
-        SemanticMapper.from_pretrained(shipped.mapper_dir()),
-        batch_size=64,
-    )
-    outputs = [reader.outputs(reader.embed(p)).cpu() for p in pools]
+    pools, outputs = read_pools(args.pools)
+    generator = WatermarkConfig.default().models.generator
+    tokenizer = AutoTokenizer.from_pretrained(resolve_lm(generator))
     lengths = [[len(tokenizer(c, add_special_tokens=False).input_ids) for c in p] for p in pools]
-    tested = keys(reader.num_dims, args.keys, bits=args.bits)
+    tested = keys(outputs[0].shape[1], args.keys, bits=args.bits)
     z = [[k.evidence(v, k.groups(v, None)).tolist() for v in outputs] for k in tested]
     for n in args.candidates:
         runs = [(rule, t) for rule in ("tanh", "margin") for t in args.thresholds]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -63,11 +64,24 @@ def choose(rule: str, key, v: torch.Tensor) -> int:
 
 def evidence(key, v: torch.Tensor) -> tuple[float, float]:
     """The per-sentence z of the hits test and of the margin test of one sentence (outputs v
-    (1, D)): (hits - b/2) / (sqrt(b)/2), and sum w (2 hit - 1) / sqrt(sum w^2)."""
-    hits = key.hits(v, key.groups(v, None))[0]
-    w = margin_weights(v, key.dims)[0].float()
-    signed = 2 * hits.float() - 1
-    return signed.sum().item() / key.bits**0.5, ((w * signed).sum() / w.norm()).item()
+    (1, D)): :meth:`~watermark.core.sentences.SentenceKey.evidence` under each test."""
+    groups = key.groups(v, None)
+    return tuple(replace(key, margin=m).evidence(v, groups)[0].item() for m in (False, True))
+
+
+def read_pools(path: Path) -> tuple[list[list[str]], list[torch.Tensor]]:
+    """The held-out pools of ``path`` with two or more candidates, and their outputs v (N, D)
+    under the shipped SE and mapper."""
+    rows = [r for r in read_jsonl_gz(path) if r["split"] == "heldout"]
+    pools = [[c for c in r["candidates"] if c] for r in rows]
+    pools = [p for p in pools if len(p) >= 2]
+    shipped = WatermarkConfig.default()
+    reader = MappedEmbedder(
+        load_embedder(shipped.models.embedder),
+        SemanticMapper.from_pretrained(shipped.mapper_dir()),
+        batch_size=64,
+    )
+    return pools, [reader.outputs(reader.embed(p)).cpu() for p in pools]
 
 
 def main() -> None:
@@ -78,18 +92,9 @@ def main() -> None:
     parser.add_argument("--bits", type=int, nargs="+", default=[4, 8, 16, 32])
     args = parser.parse_args()
     torch.set_num_threads(2)
-    rows = [r for r in read_jsonl_gz(args.pools) if r["split"] == "heldout"]
-    pools = [[c for c in r["candidates"] if c] for r in rows]
-    pools = [p for p in pools if len(p) >= 2]
-    shipped = WatermarkConfig.default()
-    reader = MappedEmbedder(
-        load_embedder(shipped.models.embedder),
-        SemanticMapper.from_pretrained(shipped.mapper_dir()),
-        batch_size=64,
-    )
-    outputs = [reader.outputs(reader.embed(p)).cpu() for p in pools]
+    _, outputs = read_pools(args.pools)
     for bits in args.bits:
-        tested = keys(reader.num_dims, args.keys, bits=bits)
+        tested = keys(outputs[0].shape[1], args.keys, bits=bits)
         for n in args.candidates:
             for rule in RULES if n > 1 else RULES[:1]:
                 z = [evidence(k, v[[choose(rule, k, v[:n])]]) for k in tested for v in outputs]

@@ -103,12 +103,17 @@ def assert_replayed(tiny: SimpleNamespace, wm, outs: list) -> None:
         assert processor.record.watermarked_steps(0) == out.watermarked_steps
 
 
-def test_resampling_off_or_never_due_draws_what_best_of_n_draws(tiny: SimpleNamespace) -> None:
+@pytest.mark.parametrize("idle", [{"resample_every": 99}, {"stop_at": 1e9}])
+def test_a_steer_that_never_acts_draws_what_best_of_n_draws(
+    tiny: SimpleNamespace, idle: dict
+) -> None:
+    """Resampling never due, or a stop threshold never reached (``stop_at``, in
+    test_sentence_early_stop.py): token for token the draws of best-of-N, same fingerprint."""
     plain = tiny.make(sentence_bits=8, sentence_candidates=4)
-    late = tiny.make(sentence_bits=8, sentence_candidates=4, resample_every=99)
-    assert late.fingerprint == plain.fingerprint  # a generation setting: detection unchanged
+    steered = tiny.make(sentence_bits=8, sentence_candidates=4, **idle)
+    assert steered.fingerprint == plain.fingerprint  # a generation setting: detection unchanged
     kwargs = {"max_new_tokens": 40, "seed": 2, "max_sentence_tokens": 12}
-    a, b = plain.generate(PROMPTS, **kwargs), late.generate(PROMPTS, **kwargs)
+    a, b = plain.generate(PROMPTS, **kwargs), steered.generate(PROMPTS, **kwargs)
     assert [o.token_ids for o in a] == [o.token_ids for o in b]
 
 
