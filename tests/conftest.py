@@ -76,6 +76,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
     from tests.helpers import bpe_tokenizer, tiny_llama, tiny_mapper, word_tokenizer
     from watermark.api import Watermark
     from watermark.core.config import WatermarkConfig
+    from watermark.core.schemes import SCHEMES
 
     gtok, mtok = word_tokenizer(), bpe_tokenizer()
     ns = SimpleNamespace(
@@ -97,7 +98,6 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
             key="test-key",
             opening_sentence="a secret opening sentence",
             alpha=1.0,
-            delta=1.5,
             opening_steps=5,
             top_k=10,
             top_p=0.9,
@@ -106,11 +106,12 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
             fresh_only=False,
             repeats="neutral",
             temperature=1.0,
-            layers=1,
             context_guard=0,
             outputs_once=False,
         )
         fields.update(overrides)
+        rule = SCHEMES[fields["scaling"]]
+        fields.setdefault(rule.strength_field, {"paper": 1.5, "tournament": 1}.get(rule.rule, 2.0))
         return Watermark.load(
             WatermarkConfig.of(**fields),
             tokenizer=ns.gtok,

@@ -84,7 +84,7 @@ PINNED = {
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_cache_digests_are_pinned(name: str) -> None:
     changes, generation, detection = PINNED[name]
-    cfg = WatermarkConfig.of(**{**SHIPPED, **changes})
+    cfg = WatermarkConfig.from_dict({**SHIPPED, **changes})  # a complete save of its time
     assert digest(generation_view(cfg)) == generation
     assert digest(detection_view(cfg)) == detection
     assert generation_key(cfg) == f"ours-{generation}"
@@ -100,12 +100,12 @@ def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
         context_guard=0,
         outputs_once=False,
     )
-    # generation ignores the strengths of other rules; detection ignores the rule altogether
-    other_delta = WatermarkConfig.of(**{**base.to_dict(), "delta": 9.0})
-    assert generation_view(other_delta) == generation_view(base)
+    # a config holds its own rule's strength only; detection ignores the rule altogether
+    with pytest.raises(ValueError, match="scheme.delta is not a setting of rule 'additive'"):
+        WatermarkConfig.of(**{**base.to_dict(), "delta": 9.0})
     other_bias = WatermarkConfig.of(**{**base.to_dict(), "bias": 1.0})
     assert generation_view(other_bias) != generation_view(base)
-    paper = WatermarkConfig.of(**{**base.to_dict(), "scaling": "paper", "filter_first": False})
+    paper = base.evolve(scaling="paper", filter_first=False)
     assert detection_view(paper) == detection_view(base)
     # the embedding batch changes speed only: it never splits a cache
     batched = WatermarkConfig.of(**{**base.to_dict(), "embed_batch_size": 7})
@@ -123,6 +123,6 @@ def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
 
 def test_every_runtime_field_is_held_at_one_value_in_the_views() -> None:
     assert set(SPEED_ONLY) == set(fields_of(RUNTIME))
-    fast = WatermarkConfig.of(**{**SHIPPED, **dict.fromkeys(SPEED_ONLY, 7)})
-    assert generation_key(fast) == generation_key(WatermarkConfig.of(**SHIPPED))
-    assert detection_key(fast) == detection_key(WatermarkConfig.of(**SHIPPED))
+    fast = WatermarkConfig.from_dict({**SHIPPED, **dict.fromkeys(SPEED_ONLY, 7)})
+    assert generation_key(fast) == generation_key(WatermarkConfig.from_dict(SHIPPED))
+    assert detection_key(fast) == detection_key(WatermarkConfig.from_dict(SHIPPED))

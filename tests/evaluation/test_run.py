@@ -93,7 +93,7 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
             "num_prompts": 4,
             "green_share_texts": 2,
             "ablation_prompts": 4,
-            "ablations": {"alpha": [0.0, 1.0], "delta": [1.5, {"delta": 1.0, "alpha": 0.0}]},
+            "ablations": {"alpha": [0.0, 1.0], "layers": [2, {"layers": 1, "alpha": 0.0}]},
             "ablation_attack": {"kind": "deletion", "strength": 0.3},
         },
     }
@@ -140,9 +140,9 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     assert 0 <= ours["green_share_all_tokens"] <= 1
     assert [r["value"] for r in results["ablations"]["alpha"]] == [0.0, 1.0]
     assert results["ablations"]["alpha"][0]["awr"] == 1.0  # alpha 0 gates every step
-    assert 0 <= results["ablations"]["delta"][0]["attack_roc_auc"] <= 1
-    both = results["ablations"]["delta"][1]  # a dict value sets both fields
-    assert both["value"] == {"delta": 1.0, "alpha": 0.0} and both["awr"] == 1.0
+    assert 0 <= results["ablations"]["layers"][0]["attack_roc_auc"] <= 1
+    both = results["ablations"]["layers"][1]  # a dict value sets both fields
+    assert both["value"] == {"layers": 1, "alpha": 0.0} and both["awr"] == 1.0
     assert set(results["spoofing"]) >= {"kgw0", "kgw1", "kgw2", "ours", "ours_opening"}
     curves = results["curves"]["rows"]
     assert [(r["method"], r["attack"]) for r in curves] == [("unwatermarked", "none")] + [
@@ -187,8 +187,9 @@ def test_quick_run_on_tiny_models_writes_report_and_resumes(
     detections = [json.loads(x)["key"] for x in (out / "cache/detections.jsonl").open()]
     ours_keys = {k.split("|")[0] for k in detections if k.startswith("ours-det-")}
     # the main config (6 lists); both additive cells share one (one list); the guarded
-    # 2-list cell; alpha 0 (the ablations' and ours-a0's gate)
-    assert len(ours_keys) == 4
+    # 2-list cell; alpha 0 (the ablations' and ours-a0's gate); the layers ablation's 2 lists
+    # and its one list at alpha 0
+    assert len(ours_keys) == 6
     report = (out / "report.md").read_text()
     assert "| Ours (adaptive) |" in report and "## Security (spoofing)" in report
     assert "## Quality / power frontier (4 prompts)" in report

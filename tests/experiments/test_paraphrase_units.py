@@ -21,7 +21,7 @@ def test_first_tested_is_each_tokens_first_tested_step(tiny) -> None:
 
 
 def test_span_stability_of_a_text_and_itself_and_of_a_rewrite(tiny) -> None:
-    wm = tiny.make(alpha=-1.0, opening_steps=0, embed_window=4, layers=3)
+    wm = tiny.make(alpha=-1.0, opening_steps=0, embed_window=4)
     same = units.span_stability(wm, [(TEXT, TEXT)])
     assert same["kept_tokens"] == len(units.first_tested(wm.detect([TEXT])[0]))
     assert same["window_cosine"] == pytest.approx(1.0, abs=1e-5)

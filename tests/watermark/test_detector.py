@@ -41,10 +41,10 @@ def test_gate_first_m_steps_exactly(tiny: SimpleNamespace) -> None:
 
 def test_score_uses_the_active_rule_strength(tiny: SimpleNamespace) -> None:
     text = sentences(1, seed=5, length=30)[0]
-    additive = tiny.make(scaling="additive", bias=3.0, delta=1.5, alpha=0.0).detect([text])[0]
+    additive = tiny.make(scaling="additive", bias=3.0, alpha=0.0).detect([text])[0]
     assert additive.num_scored == 30 and 0 < additive.green_fraction < 1
     assert additive.score == pytest.approx(3.0 * additive.green_fraction)  # bias, not delta
-    paper = tiny.make(scaling="paper", bias=3.0, delta=1.5, alpha=0.0).detect([text])[0]
+    paper = tiny.make(scaling="paper", delta=1.5, alpha=0.0).detect([text])[0]
     assert paper.score == pytest.approx(1.5 * paper.green_fraction)
     tour = tiny.make(scaling="tournament", layers=3, alpha=0.0).detect([text])[0]
     assert tour.score == pytest.approx(sum(tour.green_bits) / (3 * tour.num_scored))
@@ -69,12 +69,11 @@ def test_fast_detection_matches_reference(
     fresh: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    scaling = "tournament" if layers > 1 else "paper"
+    strength = {"scaling": "tournament", "layers": layers} if layers > 1 else {}  # else paper
     wm = tiny.make(
         cross=cross,
         context_guard=guard,
-        layers=layers,
-        scaling=scaling,
+        **strength,
         fresh_only=fresh,
         window_sizes=[6],
     )

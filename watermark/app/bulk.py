@@ -29,6 +29,7 @@ import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader, Dataset
 
+from watermark.core.config import WatermarkConfig
 from watermark.core.errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class DetectionModule(L.LightningModule):
 
     def __init__(
         self,
-        config: str | None,
+        config: WatermarkConfig | str | None,
         dtype: str | None,
         per_token: bool,
         workers: int = 0,
@@ -177,7 +178,7 @@ def detect_corpus(
     input_path: str,
     output: str,
     field: str = "text",
-    config: str | None = None,
+    config: WatermarkConfig | str | None = None,
     accelerator: str = "auto",
     devices: int = 1,
     num_nodes: int = 1,

@@ -29,7 +29,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from watermark.app.cli_inputs import UsageError, emit, inputs, load, read_config, read_jsonl
+from watermark.app.cli_inputs import (
+    UsageError,
+    base_config,
+    emit,
+    inputs,
+    load,
+    read_config,
+    read_jsonl,
+)
 from watermark.app.cli_parser import USAGE_ERROR
 from watermark.app.cli_parser import build_parser as _build_parser
 from watermark.core.errors import UserError
@@ -125,11 +133,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
-    from watermark.core.config import as_config
     from watermark.core.identity import pinned
     from watermark.core.keys import fresh_key, fresh_opening_sentence, write_private
 
-    base = as_config(args.config)
+    base = base_config(args)
     out = Path(args.out)
     for path in (out, Path(args.key_file) if args.key_file else None):
         if path is not None and path.exists() and not args.force:
@@ -207,7 +214,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_detect_corpus(args: argparse.Namespace) -> int:
-    read_config(args)  # checked before any process starts
+    cfg = read_config(args)  # checked before any process starts
     try:
         from watermark.app.bulk import detect_corpus
     except ImportError as err:
@@ -218,7 +225,7 @@ def cmd_detect_corpus(args: argparse.Namespace) -> int:
         args.input,
         args.output,
         field=args.field,
-        config=args.config,
+        config=cfg,
         accelerator=args.accelerator,
         devices=args.devices,
         num_nodes=args.num_nodes,

@@ -68,11 +68,17 @@ def emit(obj: dict) -> None:
     sys.stdout.flush()
 
 
-def read_config(args: argparse.Namespace):
-    """The config, checked (fields and mapper folder) before anything heavy is imported."""
+def base_config(args: argparse.Namespace):
+    """The config of ``--config`` with the ``--set`` changes, checked again."""
     from watermark.core.config import as_config
 
     cfg = as_config(args.config)
+    return cfg.with_settings(dict(args.set)) if getattr(args, "set", None) else cfg
+
+
+def read_config(args: argparse.Namespace):
+    """The config, checked (fields and mapper folder) before anything heavy is imported."""
+    cfg = base_config(args)
     if getattr(args, "key_file", None):
         refs = ["file:" + str(Path(f).expanduser().resolve()) for f in args.key_file]
         cfg = cfg.evolve(key=refs[0], old_keys=refs[1:])

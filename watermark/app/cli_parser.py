@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Callable
 
 from watermark.app.calibrate import LENGTHS
+from watermark.app.cli_types import count, positive_int, setting, window_list
 from watermark.core.config_sections import COMPUTE_DTYPES
 
 USAGE_ERROR = 2
@@ -23,40 +24,6 @@ EXAMPLES = {
     "calibrate": "python -m watermark calibrate --human human.jsonl --watermarked gen.jsonl",
     "serve": "python -m watermark serve --host 127.0.0.1 --port 8000   # then open the page at /",
 }
-
-
-def window_list(text: str) -> list[int]:
-    """argparse type: comma-separated span sizes >= 2, e.g. ``128,256``; ``off``: none."""
-    if text.strip().lower() == "off":
-        return []
-    try:
-        sizes = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected sizes like 128,256, got {text!r}") from None
-    if not sizes or min(sizes) < 2:
-        raise argparse.ArgumentTypeError(f"sizes must be >= 2, got {text!r}")
-    return sizes
-
-
-def at_least(minimum: int) -> Callable[[str], int]:
-    """argparse type: an integer >= ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected an integer >= {minimum}, got {text!r}"
-            ) from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-positive_int = at_least(1)
-count = at_least(0)
 
 
 class Parser(argparse.ArgumentParser):
@@ -81,6 +48,20 @@ def _subparser(sub, name: str, helptext: str, func) -> argparse.ArgumentParser:
     p.epilog = f"example:\n  {EXAMPLES[name]}"
     p.set_defaults(func=func)
     return p
+
+
+def _config_options(p: argparse.ArgumentParser, helptext: str) -> None:
+    p.add_argument("--config", help=helptext)
+    p.add_argument(
+        "--set",
+        type=setting,
+        action="append",
+        default=[],
+        metavar="SECTION.FIELD=VALUE",
+        help="change one setting of the config (repeatable; the value is JSON, else a string: "
+        "--set scheme.alpha=2.5 --set detection.window_sizes=[]); a field the section or the "
+        "rule does not have is refused",
+    )
 
 
 def _key_option(p: argparse.ArgumentParser) -> None:
@@ -127,7 +108,7 @@ def _generate(sub: argparse._SubParsersAction, commands: dict[str, Callable]) ->
     gen.add_argument("--seed", type=int, default=0, help="sampling seed (batch b uses seed + b)")
     gen.add_argument("--batch-size", type=positive_int, default=8, help="prompts per batch")
     gen.add_argument("--no-watermark", action="store_true", help="generate without watermark")
-    gen.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _config_options(gen, "watermark config JSON (default: the shipped one)")
     _key_option(gen)
     _device_options(gen)
 
@@ -140,7 +121,7 @@ def _detect_and_show(sub: argparse._SubParsersAction, commands: dict[str, Callab
         p = _subparser(sub, name, helptext, func)
         p.add_argument("--text", action="append", help="a text (repeatable)")
         p.add_argument("--file", help="JSONL file with a 'text' field per line ('-' = stdin)")
-        p.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+        _config_options(p, "watermark config JSON (default: the shipped one)")
         _key_option(p)
         _device_options(p)
         if name == "detect":
@@ -166,7 +147,7 @@ def _detect_corpus(sub: argparse._SubParsersAction, commands: dict[str, Callable
     bulk.add_argument("--input", required=True, help="JSONL or Parquet file")
     bulk.add_argument("--output", required=True, help="JSONL file, one result per input row")
     bulk.add_argument("--field", default="text", help="column holding the texts")
-    bulk.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _config_options(bulk, "watermark config JSON (default: the shipped one)")
     bulk.add_argument("--accelerator", default="auto", choices=["auto", "cpu", "gpu"])
     bulk.add_argument("--devices", type=positive_int, default=1, help="processes per node")
     bulk.add_argument("--num-nodes", type=positive_int, default=1, help="nodes")
@@ -195,7 +176,7 @@ def _keygen(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> N
         sub, "keygen", "write a config with a fresh secret key (mode 0600)", commands["keygen"]
     )
     keygen.add_argument("--out", required=True, help="config JSON to write")
-    keygen.add_argument("--config", help="config to start from (default: the shipped one)")
+    _config_options(keygen, "config to start from (default: the shipped one)")
     keygen.add_argument(
         "--key-file",
         help="write the key to this file (mode 0600) and name it "
@@ -231,7 +212,7 @@ def _calibrate(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -
     cal.add_argument(
         "--human-by-length", action="store_true", help="also cut the human texts to each length bin"
     )
-    cal.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _config_options(cal, "watermark config JSON (default: the shipped one)")
     _key_option(cal)
     _device_options(cal)
 
@@ -243,7 +224,7 @@ def _serve(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> No
         "detection over HTTP: a JSON API and a page (needs the serve extra)",
         commands["serve"],
     )
-    srv.add_argument("--config", help="watermark config JSON (default: the shipped one)")
+    _config_options(srv, "watermark config JSON (default: the shipped one)")
     _key_option(srv)
     _device_options(srv)
     srv.add_argument(

@@ -26,6 +26,7 @@ from watermark.core.config_files import (
     SECTIONS,
     build_scheme,
     build_section,
+    from_flat,
     read_config_file,
     upgrade,
     warn_if_0_1,
@@ -133,19 +134,45 @@ class WatermarkConfig:
 
     def evolve(self, **changes: Any) -> WatermarkConfig:
         """A copy with ``changes`` to fields by flat name (``evolve(alpha=3.0,
-        sentence_bits=32)``; ``scaling`` switches the rule), checked again."""
-        return WatermarkConfig.from_dict({**self.to_dict(), **changes}, self.source)
+        sentence_bits=32)``; ``scaling`` switches the rule, whose strength then takes its
+        default unless changed), checked again; a name the rule does not have is refused."""
+        base = self.to_dict()
+        if changes.get(RULE_NAME, self.scheme.rule) != self.scheme.rule:
+            del base[self.scheme.strength_field]  # the old rule's strength goes with it
+        return WatermarkConfig.build(from_flat({**base, **changes}), self.source)
+
+    def with_settings(self, settings: dict[str, Any]) -> WatermarkConfig:
+        """A copy with settings by section and field (``{"scheme.alpha": 3.0}``, the CLI's
+        ``--set``), checked again; ``scheme.rule`` switches the rule as :meth:`evolve` does."""
+        data = self.sections()
+        for name, value in settings.items():
+            section, dot, key = name.partition(".")
+            if not dot or not key or section not in SECTIONS:
+                raise UserError(
+                    f"setting {name!r}: expected SECTION.FIELD with SECTION one of "
+                    f"{', '.join(SECTIONS)}"
+                )
+            data[section][key] = value
+        strength = self.scheme.strength_field
+        if data["scheme"]["rule"] != self.scheme.rule and f"scheme.{strength}" not in settings:
+            del data["scheme"][strength]
+        return WatermarkConfig.from_dict(data, self.source)
 
     @classmethod
     def of(cls, **flat: Any) -> WatermarkConfig:
-        """A config from field values by flat name (``WatermarkConfig.of(scaling="additive")``)."""
-        return cls.from_dict(flat)
+        """A config from field values by flat name (``WatermarkConfig.of(scaling="additive")``);
+        a name the rule does not have is refused."""
+        return cls.build(from_flat(flat))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str | None = None) -> WatermarkConfig:
         """A config from its sections (:meth:`sections`), or from a file of an earlier format
         (:func:`~watermark.core.config_files.upgrade`); an unknown key is an error."""
-        parts = upgrade(data)
+        return cls.build(upgrade(data), source)
+
+    @classmethod
+    def build(cls, parts: dict[str, dict[str, Any]], source: str | None = None) -> WatermarkConfig:
+        """A config from today's sections of fields (what :func:`upgrade` returns)."""
         made = {name: build_section(name, part) for name, part in parts.items() if name != "scheme"}
         return cls(scheme=build_scheme(parts.get("scheme", {})), **made, source=source)
 

@@ -9,9 +9,12 @@ earlier formats still load, through :func:`upgrade` and nothing else:
   ``design`` section of fixed switches.
 
 Both are read as flat names (:func:`~watermark.core.config_sections.flat_name`) and routed to
-today's sections. A file that mixes sections with flat keys, names a key twice or names a
-section that does not exist is refused with one line naming the key: a setting is never
-dropped in silence.
+today's sections. A setting is never dropped in silence: a file that mixes formats (flat keys
+beside sections, or 0.5-0.7's ``scheme.scaling`` beside 0.8's ``sentences``), names a key
+twice, names a section that does not exist or a strength the chosen rule does not have is
+refused with one line naming the key. The one exception is a complete save of 0.1-0.7: it named
+its rule and wrote every rule's strength, and the others were unused by the version that wrote
+them too (:func:`saved_every_strength`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ SECTIONS = ("models", "keys", "scheme", "sentences", "detection", "runtime")
 PLAIN_SECTIONS = {s.name: s for s in (Models, Keys, Sentences, Detection, Runtime)}
 # settings 0.8 removed (only the evaluation varied them), at the one value each still takes
 RETIRED = {"token_map": "keyed", "null_model": "vocab"}
+# what marks a sectioned file as 0.5-0.7's (section, key; key None: the whole section) or 0.8's
+MARKS_0_7 = (("design", None), ("scheme", "scaling"), ("scheme", "sentence_bits"))
+MARKS_0_8 = (("sentences", None), ("scheme", "rule"))
 # where the sectioned files of 0.5-0.7 kept each field (the rest was in "design")
 OLD_SECTIONS = {
     "models": (
@@ -109,28 +115,62 @@ def flat_names() -> dict[str, tuple[str, str]]:
     return out
 
 
+def retired_message(key: str, value: Any = None) -> str:
+    """The one line for a setting 0.8 removed (``value``: one it no longer takes) and what
+    stands in its place."""
+    what = f"{key}={value!r} is no longer supported" if value is not None else repr(key)
+    return (
+        f"{what}: 0.8 removed the setting {key!r} and every config works as "
+        f"{key}={RETIRED[key]!r} did; delete the key"
+    )
+
+
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """Today's sections of a config in any format (module docstring); refuses what would be
     dropped or read two ways."""
     named = [k for k in data if k in SECTIONS or k == "design"]
     if not named:
-        return from_flat(data)
+        return from_flat(data, saved_every_strength(data))
     stray = [k for k in data if k not in named]
     if stray:
-        wrong = [k for k in stray if k not in flat_names() and k not in RETIRED]
+        if stray[0] in RETIRED:
+            raise UserError(retired_message(stray[0]))
+        wrong = [k for k in stray if k not in flat_names()]
         if wrong:
             raise UserError(f"unknown section {wrong[0]!r}; known: {', '.join(SECTIONS)}")
         raise UserError(
             f"key {stray[0]!r} stands beside the sections: put it in section "
-            f"{flat_names().get(stray[0], ('?',))[0]!r} (a file is either sections or flat)"
+            f"{flat_names()[stray[0]][0]!r} (a file is either sections or flat)"
         )
     for name in named:
         if not isinstance(data[name], dict):
             raise UserError(f"section {name!r} must be a JSON object of fields")
-    scheme = data.get("scheme", {})
-    if "design" in data or "scaling" in scheme or "sentence_bits" in scheme:
-        return from_flat(flatten_0_7(data))
+    old, new = format_marks(data, MARKS_0_7), format_marks(data, MARKS_0_8)
+    if old and new:
+        raise UserError(
+            f"{old[0]} is 0.5-0.7's format and {new[0]} is 0.8's: write the file in one "
+            "format (WatermarkConfig.save writes 0.8's)"
+        )
+    if old:
+        flat = flatten_0_7(data)
+        return from_flat(flat, saved_every_strength(flat))
     return {name: dict(data[name]) for name in named}
+
+
+def format_marks(data: dict[str, Any], marks: tuple) -> list[str]:
+    """The marks of one format that a sectioned file holds, as ``section`` or
+    ``section.key``."""
+    found = []
+    for section, key in marks:
+        if section in data and (key is None or key in data[section]):
+            found.append(f"section {section!r}" if key is None else f"{section}.{key}")
+    return found
+
+
+def saved_every_strength(flat: dict[str, Any]) -> bool:
+    """Whether flat fields are a complete save of 0.1-0.7: the rule named and every rule's
+    strength written (those versions' ``save`` wrote them all, the unused ones included)."""
+    return "scaling" in flat and flat.keys() >= STRENGTHS
 
 
 def flatten_0_7(data: dict[str, Any]) -> dict[str, Any]:
@@ -148,11 +188,12 @@ def flatten_0_7(data: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
+def from_flat(flat: dict[str, Any], complete_save: bool = False) -> dict[str, Any]:
     """Today's sections of flat fields (0.1-0.4, keygen before 0.8, or
     :meth:`~watermark.core.config.WatermarkConfig.evolve`'s): each field to its section, the
-    rule's name to ``scheme.rule``; the strengths of other rules (earlier files held all of
-    them) are dropped; a retired setting must hold its one value."""
+    rule's name to ``scheme.rule``. Another rule's strength is refused, except in a
+    ``complete_save`` of 0.1-0.7 (:func:`saved_every_strength`), where it was never used; a
+    retired setting must hold its one value."""
     where, out = flat_names(), {name: {} for name in SECTIONS}
     rule = flat.get("scaling", SCHEMES["tournament"].rule)
     if rule not in RULES:
@@ -163,11 +204,10 @@ def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
     for key, value in flat.items():
         if key in RETIRED:
             if value != RETIRED[key]:
-                raise UserError(
-                    f"{key}={value!r} is no longer supported (0.8 keeps {RETIRED[key]!r})"
-                )
+                raise UserError(retired_message(key, value))
         elif key in STRENGTHS and key != own:
-            continue  # another rule's strength, unused
+            if not complete_save:
+                raise UserError(other_strength_message(key, rule))
         elif key != "scaling":
             if key not in where:
                 what = "section" if isinstance(value, dict) else "watermark config key"
@@ -188,14 +228,23 @@ def build_scheme(part: dict[str, Any]) -> Scheme:
     for key in part:
         if key not in known:
             if key in STRENGTHS:
-                raise UserError(
-                    f"scheme.{key} is not a setting of rule {rule!r} (its strength is "
-                    f"{cls.strength_field!r})"
-                )
+                raise UserError(other_strength_message(key, rule))
+            if key in RETIRED:
+                raise UserError(retired_message(key))
             raise UserError(
                 f"unknown key {key!r} in section 'scheme'; known: rule, {', '.join(known)}"
             )
     return cls(**part)
+
+
+def other_strength_message(key: str, rule: str) -> str:
+    """The one line for a strength that the chosen rule does not have."""
+    owner = next(r for r, cls in SCHEMES.items() if cls.strength_field == key)
+    return (
+        f"scheme.{key} is not a setting of rule {rule!r} (its strength is "
+        f"{SCHEMES[rule].strength_field!r}); {key} is rule {owner!r}'s: name that rule "
+        f"(scheme.rule, or 'scaling' in a flat file) or drop {key}"
+    )
 
 
 def build_section(name: str, part: dict[str, Any]) -> Any:
@@ -203,6 +252,8 @@ def build_section(name: str, part: dict[str, Any]) -> Any:
     cls = PLAIN_SECTIONS[name]
     known = [f.name for f in fields(cls)]
     for key in part:
+        if key in RETIRED:
+            raise UserError(retired_message(key))
         if key not in known:
             raise UserError(f"unknown key {key!r} in section {name!r}; known: {', '.join(known)}")
     return cls(**part)

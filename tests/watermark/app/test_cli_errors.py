@@ -26,6 +26,8 @@ def folders(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) ->
 
 def write_config(folders: SimpleNamespace, name: str, **changes: object) -> str:
     data = {**WatermarkConfig.of(**folders.fields).to_dict(), **changes}
+    if "scaling" in changes:
+        del data["layers"]  # the tournament's strength: another rule's is refused
     path = folders.root / name
     path.write_text(json.dumps(data))
     return str(path)
@@ -112,6 +114,51 @@ def test_ten_bad_config_files_give_one_line_and_exit_2(
     config = tmp_path / "bad.json"
     config.write_text(text)
     fails(capsys, ["detect", "--text", "some text", "--config", str(config)], message)
+
+
+# ten more: a setting the chosen rule or section does not have, and mixed formats, are refused
+# (each used to load with the setting dropped, or read through the wrong format)
+DROPPED_SETTINGS = [
+    ('{"alpha": 3, "delta": 2.5}', [], "scheme.delta is not a setting of rule 'tournament'"),
+    ('{"scaling": "tournament", "bias": 2.0}', [], "scheme.bias is not a setting of rule"),
+    (
+        '{"scheme": {"scaling": "additive"}, "sentences": {"bits": 8}}',
+        [],
+        "scheme.scaling is 0.5-0.7's format and section 'sentences' is 0.8's",
+    ),
+    ('{"design": {"neutral": "half"}, "scheme": {"rule": "paper"}}', [], "one format"),
+    ('{"scheme": {"alpha": 2.0}, "token_map": "keyed"}', [], "removed the setting 'token_map'"),
+    ('{"scheme": {"null_model": "vocab"}}', [], "every config works as null_model='vocab'"),
+    ("{}", ["--set", "scheme.delta=2"], "scheme.delta is not a setting of rule 'tournament'"),
+    ("{}", ["--set", "scheme.alhpa=2"], "unknown key 'alhpa' in section 'scheme'"),
+    ("{}", ["--set", "schema.alpha=2"], "expected SECTION.FIELD with SECTION one of"),
+    ("{}", ["--set", "scheme.alpha"], "expected SECTION.FIELD=VALUE"),
+    ("{}", ["--set", "scheme.rule=paper", "--set", "scheme.layers=3"], "not a setting of"),
+]
+
+
+@pytest.mark.parametrize(("text", "options", "message"), DROPPED_SETTINGS)
+def test_a_setting_that_would_be_dropped_gives_one_line_and_exit_2(
+    text: str, options: list[str], message: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    import watermark.api as wm_module
+
+    monkeypatch.setattr(wm_module.Watermark, "load", lambda *a, **k: pytest.fail("loaded"))
+    config = tmp_path / "bad.json"
+    config.write_text(text)
+    fails(capsys, ["detect", "--text", "some text", "--config", str(config), *options], message)
+    out = tmp_path / "new.json"  # keygen writes nothing
+    fails(capsys, ["keygen", "--out", str(out), "--config", str(config), *options], message)
+    assert not out.exists()
+
+
+def test_set_changes_the_config_that_is_used(folders, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "keyed.json"
+    argv = ["keygen", "--out", str(out), "--config", folders.config]
+    assert main([*argv, "--set", "scheme.alpha=2.5", "--set", "scheme.rule=paper"]) == 0
+    cfg = WatermarkConfig.load(out)
+    assert (cfg.scheme.rule, cfg.scheme.alpha, cfg.scheme.delta) == ("paper", 2.5, 1.5)
+    assert cfg.models.generator == "gen"  # the rest is the base config's
 
 
 def test_vocab_size_mismatch_refuses_detect_and_generate(folders, capsys) -> None:

@@ -13,6 +13,7 @@ import pytest
 from watermark.core.config import DEFAULT_FLAT, WatermarkConfig, fields_of, secret_fields
 from watermark.core.config_files import SECTIONS
 from watermark.core.config_sections import Sentences
+from watermark.core.errors import UserError
 from watermark.core.paths import PACKAGE_DIR
 from watermark.core.schemes import Additive, Paper, Tournament
 from watermark.core.semantic_mapper import SemanticMapper
@@ -260,3 +261,28 @@ def test_every_field_declares_its_kind_once() -> None:
     names = [n for names in kinds for n in names]
     assert sorted(names) == sorted([*DEFAULT_FLAT, "scaling"]) and len(names) == len(set(names))
     assert "sentence_test" in fields_of("detection") and "embed_batch_size" in fields_of("runtime")
+
+
+def test_no_api_drops_a_setting_the_rule_does_not_have(tmp_path: Path) -> None:
+    """evolve, of and with_settings refuse another rule's strength with one line; switching
+    the rule takes the new rule's default strength; only a complete save of 0.1-0.7 (the rule
+    and every rule's strength) may carry the strengths it never used."""
+    base = WatermarkConfig()
+    for make, name in (
+        (lambda: base.evolve(delta=9.0), "delta"),
+        (lambda: WatermarkConfig.of(bias=5.0), "bias"),
+        (lambda: base.with_settings({"scheme.delta": 2}), "delta"),
+        (lambda: base.evolve(scaling="additive", delta=1.0), "delta"),
+        (lambda: base.with_settings({"scheme.rule": "paper", "scheme.layers": 2}), "layers"),
+    ):
+        with pytest.raises(UserError, match=f"scheme.{name} is not a setting of rule") as err:
+            make()
+        assert "\n" not in str(err.value)
+    assert base.evolve(scaling="paper").scheme == Paper()
+    assert base.with_settings({"scheme.rule": "paper"}).scheme == Paper()
+    assert base.with_settings({"scheme.alpha": 3.0}) == base.evolve(alpha=3.0)
+    complete = {"scaling": "additive", "bias": 3.0, "delta": 9.0, "layers": 4}
+    assert WatermarkConfig.load(write(tmp_path, json.dumps(complete))).scheme == Additive(bias=3.0)
+    partial = {"scaling": "additive", "bias": 3.0, "delta": 9.0}
+    with pytest.raises(UserError, match="scheme.delta is not a setting of rule 'additive'"):
+        WatermarkConfig.load(write(tmp_path, json.dumps(partial)))
