@@ -24,6 +24,7 @@ from watermark.core.errors import UserError
 from watermark.core.keys import DEMO_KEY, warn_demo_key
 from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic_mapper import SemanticMapper
+from watermark.core.threads import one_thread
 from watermark.detect.detector import Detector
 from watermark.detect.result import DetectionResult
 from watermark.generate.generation import (
@@ -225,24 +226,18 @@ class Watermark:
         processor = None
         if watermark:
             processor = self._processor(record, eos_ids(model, self.tokenizer))
-        if processor is not None and self.sentences is not None:
-            return generate_by_sentences(
-                model, self.tokenizer, prompts, processor, self.sentences,
-                max_new_tokens=max_new_tokens, seed=seed, **kwargs,
+        with one_thread(self.core.device.type == "cpu"):  # same draws at every thread count
+            if processor is not None and self.sentences is not None:
+                return generate_by_sentences(
+                    model, self.tokenizer, prompts, processor, self.sentences,
+                    max_new_tokens=max_new_tokens, seed=seed, **kwargs,
+                )  # fmt: skip
+            scheme = self.config.scheme  # the sampling settings, with or without the watermark
+            return generate(
+                model, self.tokenizer, prompts, processor, max_new_tokens=max_new_tokens,
+                top_k=scheme.top_k, top_p=scheme.top_p, temperature=scheme.temperature,
+                seed=seed, **kwargs,
             )  # fmt: skip
-        scheme = self.config.scheme  # the sampling settings, with or without the watermark
-        return generate(
-            model,
-            self.tokenizer,
-            prompts,
-            processor,
-            max_new_tokens=max_new_tokens,
-            top_k=scheme.top_k,
-            top_p=scheme.top_p,
-            temperature=scheme.temperature,
-            seed=seed,
-            **kwargs,
-        )
 
     def _generator(self, model: torch.nn.Module | None) -> torch.nn.Module:
         """The model to generate with: the held generator, or ``model`` when none is held."""

@@ -30,6 +30,7 @@ import torch
 from watermark.core.green_lists import GreenLists
 from watermark.core.identity import tensor_digest
 from watermark.core.semantic_mapper import SemanticMapper
+from watermark.core.threads import one_thread
 from watermark.core.timer import StageTimer
 from watermark.core.token_map import tokens_per_dim
 
@@ -78,7 +79,7 @@ class MappedEmbedder:
     @torch.inference_mode()
     def embed(self, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
         """Sentence embeddings, float32 tensor of shape (N, E)."""
-        with self.timer.stage("embed"):
+        with self.timer.stage("embed"), one_thread(self.device.type == "cpu"):
             out = self.embedder.encode(
                 list(texts),
                 batch_size=self.batch_size,
@@ -92,7 +93,7 @@ class MappedEmbedder:
     def outputs(self, u: torch.Tensor) -> torch.Tensor:
         """Mapper outputs v for embeddings u (N, E): float tensor (N, D), on the mapper's
         device; in blocks of :data:`MAP_ROWS` rows, so a row's outputs depend on that row only."""
-        with self.timer.stage("map"):
+        with self.timer.stage("map"), one_thread(self.device.type == "cpu"):
             u = u.to(self.device)
             n = int(u.shape[0])
             padded = torch.cat([u, u.new_zeros((-n) % MAP_ROWS, u.shape[1])])

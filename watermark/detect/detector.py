@@ -46,6 +46,7 @@ import torch
 
 from watermark.core.scoring import WatermarkCore
 from watermark.core.text import decode_many, encode_text, unsupported_reason
+from watermark.core.threads import one_thread, spread
 from watermark.detect.assembly import AssemblyPool, assemble_keys
 from watermark.detect.result import DetectionResult, verdict_p_value
 from watermark.sentences.layer import SentenceLayer
@@ -122,17 +123,17 @@ class Detector:
         With ``workers`` > 0, each text's result is assembled from its reads (the tests and
         the per-token flags, :mod:`watermark.detect.assembly`) in that many worker processes
         while this one goes on with the next chunk's models: on an accelerator that work, not
-        the GPU,
-        bounds the throughput. The results are the same; the workers start on the first call
-        (a few seconds) and stay until :meth:`close`. Not with ``null_model="mm"``, whose null
-        needs the MM.
+        the GPU, bounds the throughput. The results are the same; the workers start on the
+        first call (a few seconds) and stay until :meth:`close`.
 
         ``chunk_size`` texts are scored together (default: 8 on a CPU, 64 on an accelerator).
         Each text's MM forwards and SE batches are its own and the mapper runs on blocks of a
-        fixed shape (:mod:`watermark.core.semantic`), so a result is a function of the text
-        and the config alone, bit for bit: it does not depend on the chunk size, the other
-        texts, the number of threads or workers, or the command that ran it (unless the MM
-        was built with ``batch_logits``, which shares padded forwards between texts).
+        fixed shape (:mod:`watermark.core.semantic`), and on a CPU every text is computed at
+        one intra-op thread, texts side by side on the process's threads
+        (:mod:`watermark.core.threads`), so a result is a function of the text and the config
+        alone, bit for bit: it does not depend on the chunk size, the other texts, the number
+        of threads or workers, or the command that ran it (unless the MM was built with
+        ``batch_logits``, which shares padded forwards between texts).
         """
         from tqdm.auto import tqdm
 
@@ -140,31 +141,41 @@ class Detector:
             chunk_size = self.default_chunk_size
 
         reasons = list(reasons) if reasons is not None else [None] * len(ids_list)
-        pool = self._workers(workers) if workers > 0 else None
-        results: list = []  # per text: a result, its results per key, or a future of those
-        bar = tqdm(total=len(ids_list), desc="detect", unit="text", disable=not progress)
-        for start in range(0, len(ids_list), chunk_size):
-            chunk = range(start, min(start + chunk_size, len(ids_list)))
-            results.extend(
-                self._chunk(
-                    [list(ids_list[i]) for i in chunk], [reasons[i] for i in chunk], progress, pool
-                )
-            )
-            bar.update(len(chunk))
-        bar.close()
         texts = [None] * len(ids_list)
         if self.sentences is not None:  # the sentence test reads the text the ids spell
             texts = decode_many(self.core.tokenizer, [list(ids) for ids in ids_list])
-        results = [self._finish(item, text) for item, text in zip(results, texts)]
+        pool = self._workers(workers) if workers > 0 else None
+        on_cpu = self.core.device.type == "cpu"
+
+        def run(chunk: range) -> list:  # per text: a result, or a future of its results per key
+            ids, why = [list(ids_list[i]) for i in chunk], [reasons[i] for i in chunk]
+            found = self._chunk(ids, why, progress, pool)
+            return [self._finish(item, texts[i], wait=False) for i, item in zip(chunk, found)]
+
+        results: list = []
+        bar = tqdm(total=len(ids_list), desc="detect", unit="text", disable=not progress)
+        for start in range(0, len(ids_list), chunk_size):
+            chunk = range(start, min(start + chunk_size, len(ids_list)))
+            # each text on its own thread at one intra-op thread (watermark.core.threads),
+            # unless texts share padded MM forwards
+            jobs = [chunk] if self.core.shares_batches else [range(i, i + 1) for i in chunk]
+            results.extend(item for done in spread(run, jobs, on_cpu) for item in done)
+            bar.update(len(chunk))
+        bar.close()
+        with one_thread(on_cpu):  # the sentence tests of texts assembled in worker processes
+            results = [self._finish(item, text) for item, text in zip(results, texts)]
         made_by = self.core.fingerprint
         for result in results:
             result.fingerprint = made_by
         return results
 
-    def _finish(self, item: DetectionResult | list | Future, text: str | None) -> DetectionResult:
+    def _finish(
+        self, item: DetectionResult | list | Future, text: str | None, wait: bool = True
+    ) -> DetectionResult | Future:
         """A text's result from what :meth:`_chunk` left for it: one verdict over its keys,
-        with the sentence test of ``text`` where the layer is on and the text was scored."""
-        if isinstance(item, DetectionResult):
+        with the sentence test of ``text`` where the layer is on and the text was scored (a
+        future of them is returned as it is unless ``wait``)."""
+        if isinstance(item, DetectionResult) or (isinstance(item, Future) and not wait):
             return item
         per_key = item.result() if isinstance(item, Future) else item
         if self.sentences is None or per_key[0].reason is not None:

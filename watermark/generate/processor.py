@@ -44,6 +44,7 @@ from watermark.core.decisions import StepDecision
 from watermark.core.errors import UserError
 from watermark.core.mm_states import GivenEntropies, start_state
 from watermark.core.scoring import WatermarkCore
+from watermark.core.threads import one_thread
 
 logger = logging.getLogger(__name__)
 
@@ -188,10 +189,11 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
         if self.eos_token_ids and gen.shape[1] > 0:
             eos = torch.tensor(self.eos_token_ids, device=gen.device)
             active = ~torch.isin(gen, eos).any(dim=1).cpu()
-        decision = self.core.generation_step(gen, active, self._state, self.eos_token_ids)
-        if self.keep_record:
-            self.record.decisions.append(decision)
-        return self.core.sampling_logits(scores, decision)
+        with one_thread(self.core.device.type == "cpu"):  # the key at every thread count
+            decision = self.core.generation_step(gen, active, self._state, self.eos_token_ids)
+            if self.keep_record:
+                self.record.decisions.append(decision)
+            return self.core.sampling_logits(scores, decision)
 
 
 def calling_list(processor: LogitsProcessor) -> LogitsProcessorList | None:
