@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from watermark.core.config import WatermarkConfig, fields_of
+from watermark.core.config_files import RETIRED  # every cached result was made with these
 from watermark.core.config_sections import DETECTION, RUNTIME, SAMPLING
 from watermark.core.schemes import SCHEMES
 
@@ -48,8 +49,6 @@ LATER_FIELDS_OFF = {
 # runtime fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)
 SPEED_ONLY = {"embed_batch_size": 32}
-# settings 0.8 removed from the runtime, at the one value every cached result was made with
-RETIRED = {"token_map": "keyed", "null_model": "vocab"}
 # the parts named by "mapper", "embedder" and "sentence_mapper"
 PINS = ("mapper_digest", "embedder_digest", "sentence_mapper_digest")
 # detection-policy fields that generation keys held before the fields declared their kinds:
