@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from evaluation.calibration import record  # noqa: E402
 from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
+from watermark.config.watermark_config import as_config  # noqa: E402
 from watermark.core.text import decode_ids, encode_text  # noqa: E402
 
 PLACEMENTS = ("first", "middle")
@@ -56,7 +56,7 @@ def splice(
     return texts
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--wm", type=Path, required=True, help="watermarked records (JSONL)")
     parser.add_argument("--config", help="watermark config JSON (default: shipped)")
@@ -68,7 +68,11 @@ def main() -> None:
     parser.add_argument("--placements", default=",".join(PLACEMENTS), help="first, middle or both")
     parser.add_argument("--out", type=Path, help="also write per-token records (JSONL) here")
     parser.add_argument("--heldout", type=Path, default=ROOT / "data/corpus/heldout.jsonl.gz")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
     placements = args.placements.split(",")
     if not set(placements) <= set(PLACEMENTS):
         sys.exit(f"error: --placements takes {', '.join(PLACEMENTS)}, got {args.placements}")

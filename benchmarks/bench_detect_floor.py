@@ -2,10 +2,10 @@
 timed test; prints one JSON object).
 
 The floor is the models' own work on a text: the measurement model's forward (stage ``mm``),
-the sentence embedder's forwards (the model call inside sentence-transformers, timed by wrapping
-it) and the mapper (stage ``map``). Everything else (tokenizing, decoding, reads, the tests, the
-per-token flags) is overhead. Texts are detected as ``python -m watermark detect`` does
-(batches of 8, the shipped default), best of ``--rounds``.
+the sentence embedder's forwards (stage ``embed``) and the mapper (stage ``map``), timed by
+forward hooks (:class:`evaluation.stage_times.StageTimes`). Everything else (tokenizing,
+decoding, reads, the tests, the per-token flags) is overhead. Texts are detected as
+``python -m watermark detect`` does (batches of 8, the shipped default), best of ``--rounds``.
 
 Example::
 
@@ -25,23 +25,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_gpu import human_texts  # noqa: E402
+from benchmarks.inputs import human_texts  # noqa: E402
+from evaluation.stage_times import StageTimes  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-
-
-class Timed:
-    """Wraps a module's ``forward`` and adds its seconds to ``self.seconds``."""
-
-    def __init__(self, module: torch.nn.Module) -> None:
-        self.seconds, self.inner = 0.0, module.forward
-        module.forward = self
-
-    def __call__(self, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return self.inner(*args, **kwargs)
-        finally:
-            self.seconds += time.perf_counter() - start
 
 
 def main() -> None:
@@ -55,19 +41,16 @@ def main() -> None:
     wm = Watermark.load()
     texts = human_texts(wm.core.tokenizer, args.texts, args.tokens)
     wm.detect(texts[:2])  # warm-up
-    se = Timed(wm.core.semantic.embedder)
-    timer = wm.core.semantic.timer
     best = None
     for _ in range(args.rounds):
-        timer.reset()
-        se.seconds = 0.0
-        start = time.perf_counter()
-        wm.detect(texts)
-        total = time.perf_counter() - start
-        stages = timer.totals()
+        with StageTimes(wm) as timed:
+            start = time.perf_counter()
+            wm.detect(texts)
+            total = time.perf_counter() - start
+        stages = timed.totals()
         row = {
             "mm_forward": stages.get("mm", 0.0),
-            "se_forward": se.seconds,
+            "se_forward": stages.get("embed", 0.0),
             "mapper": stages.get("map", 0.0),
         }
         row = {k: v / len(texts) for k, v in row.items()}

@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT))
 import watermark.core.measurement as measurement  # noqa: E402
 import watermark.detect.assembly as assembly  # noqa: E402
 import watermark.detect.detector as detector  # noqa: E402
-from benchmarks.bench_gpu import human_texts  # noqa: E402
+from benchmarks.inputs import human_texts  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
+from watermark.config.watermark_config import as_config  # noqa: E402
 from watermark.core.stats import tail_table, windowed_test  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 DEVICE_WORK = ("mm_forward", "se_forward", "mapper_forward", "entropy")
 
@@ -82,7 +82,7 @@ def timer_on(spent: collections.Counter, owner: object, name: str, label: str) -
     setattr(owner, name, timed)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=24, help="texts of 200 generator tokens")
     parser.add_argument("--rounds", type=int, default=3)
@@ -93,10 +93,12 @@ def main(argv: list[str] | None = None) -> None:
         default=[2],
         help="assembly worker processes to time against none",
     )
-    args = parser.parse_args(argv)
-    cfg = as_config(None)
-    model, tokenizer = load_lm(cfg.models.generator)
-    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
+    return parser
+
+
+def host_times(wm: Watermark, texts: list[str], rounds: int) -> tuple[dict, list, list]:
+    """Milliseconds per text of each timed part (best of ``rounds``), and the first round's
+    windowed-test inputs and assembly jobs."""
     spent: collections.Counter = collections.Counter()
     timer_on(spent, wm.core.measurement.model, "forward", "mm_forward")
     timer_on(spent, wm.core.semantic.embedder[0].auto_model, "forward", "se_forward")
@@ -116,10 +118,9 @@ def main(argv: list[str] | None = None) -> None:
         jobs.append(a[2:])  # after the config and the tokenizer
         return keys(*a)
 
-    texts = human_texts(wm.tokenizer, args.texts, 200)
     wm.detect(texts[:2])  # warm-up
     best: dict[str, float] = {}
-    for round_ in range(args.rounds):
+    for round_ in range(rounds):
         spent.clear()
         assembly.windowed_test = keep_inputs if round_ == 0 else shipped
         detector.assemble_keys = keep_job if round_ == 0 else keys
@@ -131,25 +132,51 @@ def main(argv: list[str] | None = None) -> None:
         for key, seconds in spent.items():
             best[key] = min(best.get(key, float("inf")), 1000 * seconds / len(texts))
     assembly.windowed_test, detector.assemble_keys = shipped, keys
+    return best, inputs, jobs
+
+
+def windowed_figures(inputs: list, rounds: int) -> dict:
+    """The shipped windowed test against 0.3.0's per-bit draws on the same inputs: milliseconds
+    per input of each (median of ``rounds`` runs), their ratio and the largest p difference."""
     atoms, per_bit = [], []
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for runs, fn in ((atoms, windowed_test), (per_bit, windowed_test_per_bit)):
             start = time.perf_counter()
             [fn(*a) for a in inputs]
             runs.append((time.perf_counter() - start) / len(inputs))
+    p_atoms = [windowed_test(*a)[0] for a in inputs]
+    p_bits = [windowed_test_per_bit(*a) for a in inputs]
+    return {
+        "atoms_ms": round(1000 * statistics.median(atoms), 2),
+        "per_bit_ms": round(1000 * statistics.median(per_bit), 2),
+        "speedup": round(statistics.median(per_bit) / statistics.median(atoms), 1),
+        "max_p_difference": round(max(abs(a - b) for a, b in zip(p_atoms, p_bits)), 4),
+    }
+
+
+def assembly_rates(wm: Watermark, jobs: list, workers: list[int]) -> dict[int, float]:
+    """Texts per second of the assembly jobs in this process (0) and in each worker count."""
     per_worker = {}
     start = time.perf_counter()
-    [keys(wm.config, wm.tokenizer, *job) for job in jobs]
+    [detector.assemble_keys(wm.config, wm.tokenizer, *job) for job in jobs]
     per_worker[0] = round(len(jobs) / (time.perf_counter() - start), 1)
-    for workers in args.workers:
-        pool = assembly.AssemblyPool(workers, wm.config, wm.tokenizer)
+    for count in workers:
+        pool = assembly.AssemblyPool(count, wm.config, wm.tokenizer)
         [f.result() for f in [pool.submit(*job) for job in jobs]]  # warm-up
         start = time.perf_counter()
         [f.result() for f in [pool.submit(*job) for job in jobs]]
-        per_worker[workers] = round(len(jobs) / (time.perf_counter() - start), 1)
+        per_worker[count] = round(len(jobs) / (time.perf_counter() - start), 1)
         pool.close()
-    p_atoms = [windowed_test(*a)[0] for a in inputs]
-    p_bits = [windowed_test_per_bit(*a) for a in inputs]
+    return per_worker
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    cfg = as_config(None)
+    model, tokenizer = load_lm(cfg.models.generator)
+    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
+    texts = human_texts(wm.tokenizer, args.texts, 200)
+    best, inputs, jobs = host_times(wm, texts, args.rounds)
     parts = {
         k: round(best[k], 2)
         for k in ("assemble", "windowed_test", "token_pieces", "embed_overhead", "entropy", "total")
@@ -161,13 +188,8 @@ def main(argv: list[str] | None = None) -> None:
                 "threads": torch.get_num_threads(),
                 "host_ms_per_text": round(best["host"], 2),
                 "parts_ms_per_text": parts,
-                "windowed_test": {
-                    "atoms_ms": round(1000 * statistics.median(atoms), 2),
-                    "per_bit_ms": round(1000 * statistics.median(per_bit), 2),
-                    "speedup": round(statistics.median(per_bit) / statistics.median(atoms), 1),
-                    "max_p_difference": round(max(abs(a - b) for a, b in zip(p_atoms, p_bits)), 4),
-                },
-                "assembly_texts_per_s_by_workers": per_worker,
+                "windowed_test": windowed_figures(inputs, args.rounds),
+                "assembly_texts_per_s_by_workers": assembly_rates(wm, jobs, args.workers),
             }
         )
     )

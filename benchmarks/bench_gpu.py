@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gzip
 import io
 import json
 import pstats
@@ -40,14 +39,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluation.heldout import units  # noqa: E402
+from benchmarks.inputs import human_texts, prompts  # noqa: E402
 from evaluation.speed import timed_generate  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
-from watermark.core.text import decode_ids, encode_text  # noqa: E402
-
-HELDOUT = ROOT / "data/corpus/heldout.jsonl.gz"
+from watermark.config.watermark_config import as_config  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 
 def log(*parts: object) -> None:
@@ -62,28 +58,6 @@ def load(args: argparse.Namespace, dtype: str) -> tuple[Watermark, torch.nn.Modu
     model, tokenizer = load_lm(cfg.models.generator, dtype=getattr(torch, dtype))
     model = model.to(args.device)
     return Watermark.load(cfg, tokenizer=tokenizer, generator=model, dtype=dtype), model
-
-
-def prompts(wm: Watermark, n: int) -> list[str]:
-    """``n`` held-out news prompts, cycled when there are fewer."""
-    found = [u["prompt"] for u in units(HELDOUT, wm.tokenizer, "news", 0, 1)]
-    return [found[i % len(found)] for i in range(n)]
-
-
-def human_texts(tokenizer: object, n: int, tokens: int) -> list[str]:
-    """``n`` distinct texts of ``tokens`` generator tokens: the corpus's training sentences, then
-    its held-out passages, joined and cut."""
-    texts, ids = [], []
-    for name in ("sentences", "heldout"):
-        with gzip.open(ROOT / f"data/corpus/{name}.jsonl.gz", "rt", encoding="utf-8") as f:
-            for line in f:
-                ids += encode_text(tokenizer, " " + json.loads(line)["text"])
-                while len(ids) >= tokens and len(texts) < n:
-                    texts.append(decode_ids(tokenizer, ids[:tokens]))
-                    ids = ids[tokens:]
-    if len(texts) < n:
-        raise SystemExit(f"error: the corpus gives only {len(texts)} texts of {tokens} tokens")
-    return texts
 
 
 def device_name() -> str:
@@ -104,16 +78,16 @@ def cmd_generate(args: argparse.Namespace) -> dict:
         for batch in map(int, args.batches.split(",")):
             batch_prompts = prompts(wm, batch)
             found = {}
-            for name, marked, fuse in (
-                ("plain", False, True),
-                ("fused", True, True),
-                ("unfused", True, False),
+            for name, marked, own in (
+                ("plain", False, False),
+                ("fused", True, False),
+                ("unfused", True, True),  # the model's own generate with our processor
             ):
                 if name not in args.modes.split(",") + ["plain", "fused"]:
                     continue
                 sync()
                 _, found[name] = timed_generate(
-                    wm, model, batch_prompts, args.new_tokens, marked, fuse=fuse
+                    wm, model, batch_prompts, args.new_tokens, marked, own_generate=own
                 )
             row = {"dtype": dtype, "batch": batch, "new_tokens": args.new_tokens}
             for name, res in found.items():
@@ -219,9 +193,7 @@ def cmd_profile(args: argparse.Namespace) -> dict:
     batch_prompts = prompts(wm, args.batch)
     timed_generate(wm, model, batch_prompts[:2], 8, True)
     _, plain = timed_generate(wm, model, batch_prompts, args.new_tokens, False)
-    wm.core.timer.sync = True
-    _, synced = timed_generate(wm, model, batch_prompts, args.new_tokens, True)
-    wm.core.timer.sync = False
+    _, synced = timed_generate(wm, model, batch_prompts, args.new_tokens, True, sync=True)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         _, marked = timed_generate(wm, model, batch_prompts, args.new_tokens, True)
     events = prof.key_averages()

@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
-from watermark.core.keys import fresh_key  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
+from watermark.config.keys import fresh_key  # noqa: E402
+from watermark.config.watermark_config import as_config  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,8 +33,8 @@ def long_text(tokens: int) -> str:
     sys.path.insert(0, str(ROOT))
     from transformers import AutoTokenizer
 
-    from watermark.core.models import resolve_lm
     from watermark.core.text import decode_ids, encode_text
+    from watermark.models.loaders import resolve_lm
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_lm("smollm2-135m"))
     with gzip.open(ROOT / "data/corpus/heldout.jsonl.gz", "rt", encoding="utf-8") as f:

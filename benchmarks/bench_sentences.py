@@ -6,8 +6,8 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
   (unwatermarked), of the token-level watermark, and of the sentence layer at each N of
   ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation;
   with ``--reference`` also the sentence layer's reference path (a ``generate`` call per prompt
-  and sentence) beside its decode loop, and with ``--dynamic-cache`` the decode loop on
-  transformers' ``DynamicCache`` beside its ``GrowingCache``.
+  and sentence, :func:`~watermark.sentences.generation.sample_by_sentences`) beside its decode
+  loop.
 * ``memory``: one call of ``--prompts`` prompts (the robust config's keying at ``--bits``,
   ``--candidates`` and ``--resample-every``): the process's peak resident set and tokens/s.
 * ``null``: the sentence test on held-out human continuations under the demo key and
@@ -26,7 +26,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import resource
 import sys
@@ -34,17 +33,20 @@ import time
 from pathlib import Path
 
 import torch
-from transformers.cache_utils import DynamicCache
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.growing_cache import GrowingCache  # noqa: E402
-from watermark.core.sentences import SentenceKey, sentence_spans, test_sentences  # noqa: E402
-from watermark.generate import decoding  # noqa: E402
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
+from watermark.generate.generation import eos_ids  # noqa: E402
+from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor  # noqa: E402
+from watermark.sentences.decoding import Limits  # noqa: E402
+from watermark.sentences.exact_test import text_test  # noqa: E402
+from watermark.sentences.generation import MAX_SENTENCE_TOKENS, sample_by_sentences  # noqa: E402
+from watermark.sentences.key import SentenceKey  # noqa: E402
+from watermark.sentences.spans import sentence_spans  # noqa: E402
 
 HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
 
@@ -59,49 +61,50 @@ def log(*parts: object) -> None:
 
 def held_out(n: int) -> list[dict]:
     """The first ``n`` held-out units (prompt: two sentences; human: the next ~200 tokens)."""
-    from watermark.core.models import load_lm
+    from watermark.models.loaders import load_lm
 
     _, tokenizer = load_lm("smollm2-135m")
     return units(HELDOUT, tokenizer, ["news", "wiki"], 150, 200)[:n]  # as the evaluation
+
+
+def reference_path(wm: Watermark, prompts: list[str], tokens: int, seed: int) -> list:
+    """The sentence layer's reference path: one ``model.generate`` call per prompt and round."""
+    model = wm.generator
+    processor = AdaptiveWatermarkLogitsProcessor(wm.core, eos_ids(model, wm.tokenizer), True)
+    torch.manual_seed(seed)
+    limits = Limits(tokens, MAX_SENTENCE_TOKENS)
+    return sample_by_sentences(model, wm.tokenizer, prompts, processor, wm.sentences, limits)
 
 
 def speed(args: argparse.Namespace) -> None:
     prompts = [u["prompt"] for u in held_out(args.prompts)]
     base = WatermarkConfig.default()
     wm = Watermark.load(base)
-    runs = [("plain", wm, False, {}), ("token-level", wm, True, {})]
+    runs = [("plain", wm, False, False), ("token-level", wm, True, False)]
     for n in args.candidates:
-        for every, stop in itertools.product(args.resample_every, args.stop_at):
+        for every in args.resample_every:
             cfg = base.evolve(
                 sentence_bits=args.bits,
                 sentence_candidates=n,
                 resample_every=every,
-                stop_at=stop,
                 **ROBUST_KEYING,
             )
             layered = Watermark.load(cfg, generator=wm.generator)
             name = f"sentences N={n}" + (f", k={every}" if every else "")
-            runs.append((name + (f", stop at {stop}" if stop else ""), layered, True, {}))
-        if args.dynamic_cache:  # the decode loop on transformers' cache, as before GrowingCache
-            runs.append((f"sentences N={n}, DynamicCache", layered, True, {"cache": DynamicCache}))
+            runs.append((name, layered, True, False))
         if args.reference:  # one model.generate per prompt and sentence
-            runs.append((f"sentences N={n}, reference path", layered, True, {"fast": False}))
+            runs.append((f"sentences N={n}, reference path", layered, True, True))
     plain = None
-    for name, model, marked, extra in runs:
-        extra = dict(extra)
-        decoding.GrowingCache = extra.pop("cache", GrowingCache)
+    for name, model, marked, reference in runs:
         start, tokens = time.perf_counter(), 0
         for b in range(0, len(prompts), args.batch):
-            outs = model.generate(
-                prompts[b : b + args.batch],
-                max_new_tokens=args.tokens,
-                seed=b,
-                watermark=marked,
-                **extra,
-            )
+            batch = prompts[b : b + args.batch]
+            if reference:
+                outs = reference_path(model, batch, args.tokens, b)
+            else:
+                outs = model.generate(batch, max_new_tokens=args.tokens, seed=b, watermark=marked)
             tokens += sum(len(o.token_ids) for o in outs)
         rate = tokens / (time.perf_counter() - start)
-        decoding.GrowingCache = GrowingCache
         plain = plain or rate
         row = {"run": name, "tokens_per_s": round(rate, 2), "vs_plain": round(rate / plain, 3)}
         print(json.dumps({**row, "batch": args.batch, "threads": torch.get_num_threads()}))
@@ -148,7 +151,7 @@ def null(args: argparse.Namespace) -> None:
             secret = wm.config.secret_keys()[0] if name == "demo" else name
             key = SentenceKey.of(secret, semantic.num_dims, args.bits, context, args.keying)
             for text, spans, vs in zip(texts, cut, v):
-                found = test_sentences(key, spans, text, vs)
+                found = text_test(key, spans, text, vs)
                 ps.append(found.p_value)
                 tested.append(found.num_sentences)
             per_key.append(sum(p < 0.01 for p in ps[-len(texts) :]) / len(texts))
@@ -179,21 +182,10 @@ def main() -> None:
     s.add_argument("--candidates", type=lambda x: [int(n) for n in x.split(",")], default=[4])
     s.add_argument("--reference", action="store_true", help="also the reference path (slow)")
     s.add_argument(
-        "--dynamic-cache",
-        action="store_true",
-        help="also the decode loop on transformers' DynamicCache (before GrowingCache)",
-    )
-    s.add_argument(
         "--resample-every",
         type=lambda x: [int(k) for k in x.split(",")],
         default=[0],
         help="k values of sentences.resample_every (0: best-of-N)",
-    )
-    s.add_argument(
-        "--stop-at",
-        type=lambda x: [float(t) for t in x.split(",")],
-        default=[0.0],
-        help="values of sentences.stop_at (0: every round runs to its longest row)",
     )
     m = sub.add_parser("memory", help="peak memory of one batch through the sentence layer")
     m.add_argument("--prompts", type=int, default=16)

@@ -46,9 +46,9 @@ from evaluation.config import key_values  # noqa: E402
 from evaluation.heldout import units  # noqa: E402
 from evaluation.speed import speed  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
+from watermark.config.watermark_config import as_config  # noqa: E402
 from watermark.core.text import decode_ids, encode_text  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 
 def log(*parts: object) -> None:

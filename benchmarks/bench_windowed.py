@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
+from watermark.config.watermark_config import as_config  # noqa: E402
 
 
 def timed(wm: Watermark, texts: list[str]) -> tuple[float, list]:

@@ -4,8 +4,9 @@
   non-restrictive clauses between commas, trailing subordinate clauses, sentence-initial discourse
   markers, trailing attributions ("..., officials said."), time adjuncts, some adverbs and a final
   prepositional phrase (keeping at least 60% of the words).
-* :func:`expand` adds words without changing the meaning: discourse markers, hedges, verbose
-  paraphrases of connectives, intensifiers after auxiliaries, expanded contractions.
+* :func:`data.expansion.expand` adds words without changing the meaning: discourse markers,
+  hedges, verbose paraphrases of connectives, intensifiers after auxiliaries, expanded
+  contractions. It shares this module's helpers (:func:`tidy`, :data:`OPENERS`).
 
 Synonym swaps with the Moby thesaurus live in :mod:`data.synonyms`.
 
@@ -37,11 +38,12 @@ said says say told mr mrs ms dr st two three four five six seven eight nine ten 
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
-def _words(text: str) -> int:
+def word_count(text: str) -> int:
+    """The number of whitespace-separated words."""
     return len(text.split())
 
 
-def _tidy(text: str, template: str) -> str:
+def tidy(text: str, template: str) -> str:
     """Fix spacing and punctuation after edits; restore the capital and the final mark."""
     text = re.sub(r"\s+", " ", text)
     text = re.sub(r"\s+([,.;:!?)])", r"\1", text)
@@ -59,7 +61,7 @@ def _tidy(text: str, template: str) -> str:
 
 # --------------------------------------------------------------------------- shortened
 
-_OPENERS = re.compile(
+OPENERS = re.compile(
     r"^(?:However|Meanwhile|Moreover|Furthermore|Additionally|In addition|Also|Nevertheless|"
     r"Nonetheless|Indeed|In fact|Of course|For example|For instance|As a result|Consequently|"
     r"Therefore|Thus|Instead|Similarly|Likewise|Still|Today|Currently|Eventually|Finally|"
@@ -150,13 +152,13 @@ def shorten(text: str, rng: random.Random) -> list[str]:
     Returns:
         ``[shortened]``, or ``[]`` when no rule removed a word.
     """
-    original = _words(text)
+    original = word_count(text)
     rules = [
         lambda s: _PARENS.sub("", s),
         lambda s: _ATTRIBUTION.sub("", s, count=1),
         _drop_inner,
         lambda s: _TRAILING.sub("", s, count=1),
-        lambda s: _OPENERS.sub("", s),
+        lambda s: OPENERS.sub("", s),
         lambda s: _TIME.sub(_drop_time, _TIME_START.sub("", s, count=1), count=1),
         lambda s: _ADVERBS.sub("", s),
         lambda s: _FINAL_PP.sub("", s, count=1),
@@ -169,134 +171,9 @@ def shorten(text: str, rng: random.Random) -> list[str]:
     for index in order:
         if budget == 0:
             break
-        candidate = _tidy(rules[index](current), text)
-        if _words(candidate) < _words(current) and _words(candidate) >= MIN_KEEP * original:
+        candidate = tidy(rules[index](current), text)
+        kept = word_count(candidate)
+        if kept < word_count(current) and kept >= MIN_KEEP * original:
             current = candidate
             budget -= 1
-    return [current] if _words(current) < original else []
-
-
-# --------------------------------------------------------------------------- expanded
-
-_INTRO = [
-    "In fact,",
-    "Indeed,",
-    "Notably,",
-    "As it happens,",
-    "It is worth noting that",
-    "As a matter of fact,",
-    "It should be noted that",
-    "Interestingly,",
-]
-_OUTRO = [
-    ", according to reports",
-    ", as reported",
-    ", it was noted",
-    ", as it turns out",
-    ", by all accounts",
-    ", as is often noted",
-]
-_VERBOSE = [
-    (r"\bbecause\b(?!\s+of)", "due to the fact that"),
-    (r"\bif\b", "in the event that"),
-    (r"\balthough\b", "even though"),
-    (r"\bnow\b", "at this point in time"),
-    (r"\bwhen\b", "at the time when"),
-    (r"\bmany\b", "a great many"),
-    (
-        r"\bto(?=\s+(?:help|ensure|prevent|avoid|make|allow|provide|protect|reduce|support)\b)",
-        "in order to",
-    ),
-    (r"\boften\b", "quite often"),
-]
-# an auxiliary followed by a verb form: "was built", "has been", "will go" (not "have life-cycles")
-_AUXILIARY = re.compile(
-    r"\b(?:(?:is|was|are|were)(?=\s+[a-z])|(?:has|have|had)(?=\s+(?:been|[a-z]+(?:ed|en)\b))|"
-    r"(?:will|would|can|could)(?=\s+[a-z]))(?!\s+not\b)"
-)
-_AUX_ADVERBS = ["indeed", "actually", "reportedly", "also", "certainly", "in fact"]
-_CONTRACTIONS = {"n't": " not", "'re": " are", "'ve": " have", "'ll": " will", "'m": " am"}
-
-
-def _lower_first(text: str, vocabulary: frozenset[str] | set[str] | None) -> str:
-    """Lower-case the first word unless it looks like a name (not a known lower-case word)."""
-    first = re.sub(r"[^A-Za-z]", "", text.split(" ", 1)[0])
-    lower = first.lower()
-    common = lower in STOPWORDS or (
-        vocabulary is not None and (lower in vocabulary or lower.rstrip("s") in vocabulary)
-    )
-    if first and first[1:].islower() and common:
-        return text[0].lower() + text[1:]
-    return text
-
-
-def expand(
-    text: str, rng: random.Random, vocabulary: frozenset[str] | set[str] | None = None
-) -> list[str]:
-    """Lengthen a sentence without changing what it says.
-
-    Two or three of these edits are applied (in a seeded choice): a sentence-initial discourse
-    marker, a trailing hedge ("according to reports"), a verbose paraphrase of a connective
-    ("because" -> "due to the fact that"), an adverb after an auxiliary ("was" -> "was indeed"),
-    expanded contractions.
-
-    Args:
-        text: The sentence.
-        rng: Random source.
-        vocabulary: Known lower-case words; a sentence-initial word in it is lower-cased after
-            an inserted opener (others are kept, as they may be names). Without it, only
-            stopwords are lower-cased.
-
-    Returns:
-        ``[expanded]``, or ``[]`` if no edit applied.
-    """
-
-    def intro(s: str) -> str:
-        if re.match(r"^[\"'\u201c]", s) or _OPENERS.match(s):
-            return s
-        return f"{rng.choice(_INTRO)} {_lower_first(s, vocabulary)}"
-
-    def outro(s: str) -> str:
-        match = re.search(r"([.!?])$", s)
-        if not match or s.endswith(('"', "'", "?", "!")):
-            return s
-        return s[: match.start()] + rng.choice(_OUTRO) + match.group(1)
-
-    def verbose(s: str) -> str:
-        options = [(p, r) for p, r in _VERBOSE if re.search(p, s)]
-        if not options:
-            return s
-        pattern, replacement = rng.choice(options)
-        return re.sub(pattern, replacement, s, count=1)
-
-    def auxiliary(s: str) -> str:
-        matches = list(_AUXILIARY.finditer(s))
-        if not matches:
-            return s
-        m = rng.choice(matches)
-        adverbs = [a for a in _AUX_ADVERBS if a not in s.lower()] or _AUX_ADVERBS
-        return f"{s[: m.end()]} {rng.choice(adverbs)}{s[m.end() :]}"
-
-    def contractions(s: str) -> str:
-        s = re.sub(r"\bcan't\b", "cannot", s)
-        s = re.sub(r"\bwon't\b", "will not", s)
-        for short, long in _CONTRACTIONS.items():
-            s = re.sub(rf"(?<=[a-z]){re.escape(short)}\b", long, s)
-        return s
-
-    inner, outer = [verbose, auxiliary], [intro, outro]
-    rng.shuffle(inner)
-    rng.shuffle(outer)
-    edits = inner + outer
-    picked = set(rng.sample(range(len(edits)), rng.randint(2, 3)))
-    current = contractions(text)
-    # word-level edits before the sentence-level ones, so they never edit an inserted opener
-    for index, edit in enumerate(edits):
-        if index in picked:
-            current = edit(current)
-    for edit in edits:  # nothing applied: fall back to any edit that changes the sentence
-        if _words(current) > _words(text):
-            break
-        current = edit(current)
-    current = _tidy(current, text)
-    return [current] if _words(current) > _words(text) else []
+    return [current] if word_count(current) < original else []

@@ -3,7 +3,7 @@
 Steps: read the gensim news and Wikipedia text (:mod:`data.sources`), split documents into
 held-out / train / val (:mod:`data.splits`), paraphrase all val and part of the train sentences with
 SmolLM2 (:mod:`data.paraphrase`, cached and resumable), add rule-based shortened, expanded and
-synonym-swapped variants (:mod:`data.augment`), and write
+synonym-swapped variants (:mod:`data.augment`, :mod:`data.expansion`), and write
 
 * ``data/corpus/sentences.jsonl.gz`` - train/val sentences with their augmentations,
 * ``data/corpus/heldout.jsonl.gz`` - held-out documents / passages,
@@ -114,7 +114,8 @@ def add_rule_augmentations(records: list[dict], seed: int) -> None:
     """Fill ``shortened``, ``expanded`` and ``synonym`` lists (seeded per sentence id)."""
     from tqdm import tqdm
 
-    from data.augment import expand, shorten
+    from data.augment import shorten
+    from data.expansion import expand
     from data.synonyms import Thesaurus
 
     counts = Counter(w.lower() for r in records for w in WORD.findall(r["text"]))

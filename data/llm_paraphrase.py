@@ -10,7 +10,8 @@ Each finished batch is appended to a JSONL cache, one record per text with the m
 output (``{"key", "model", "text", "output", "finished", "dtype", "batch"}``; ``batch`` is the
 size of the batch it was decoded in), so an interrupted run resumes where it stopped and a rerun
 decodes nothing. The raw output is cleaned and judged when read
-(:func:`clean_text_paraphrase`), so a change of those rules needs no new decoding. The key holds
+(:func:`data.llm_paraphrase_cleaning.clean_text_paraphrase`), so a change of those rules needs
+no new decoding. The key holds
 the model name, a digest of the instruction and decoding settings, and a digest of the text.
 """
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +29,7 @@ import torch
 from tqdm import tqdm
 
 import data.paraphraser_model  # noqa: F401  (registers the 1.5B paraphraser's short name)
-from data.paraphrase import word_key
+from data.llm_paraphrase_cleaning import clean_text_paraphrase
 
 logger = logging.getLogger(__name__)
 
@@ -39,51 +39,7 @@ INSTRUCTION = (
     "Do not add or leave out any information. Reply with the rewritten text only."
 )
 MAX_NEW_FACTOR = 1.5  # new tokens allowed: this times the text's tokens, plus 16
-MIN_RATIO, MAX_RATIO = 0.5, 2.0  # accepted length of a paraphrase, in the source's words
 _END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "</s>")
-
-_OPENER = re.compile(r"^(?:sure|certainly|of course|okay|ok)\b[!,.]*\s*", re.IGNORECASE)
-_INTRO = re.compile(
-    r"^(?:here(?:'s| is| are)\b[^:\n]{0,80}:|"
-    r"(?:the )?(?:rewritten|paraphrased|reworded|revised)(?: text| version| paragraph)?\s*:|"
-    r"(?:the )?(?:french |english )?(?:paraphrase|rewrite|text|answer|output|translation)\s*:)\s*",
-    re.IGNORECASE,
-)
-_OUTRO = re.compile(
-    r"^(?:note|explanation|changes)\b\s*:|^(?:i hope|let me know|this (?:rewritten|revised|"
-    r"paraphrased) (?:text|version))",
-    re.IGNORECASE,
-)
-_META = re.compile(
-    r"\b(?:paraphras\w*|rephras\w*|rewritten|reworded|original text|as an ai|i cannot|i can't)\b",
-    re.IGNORECASE,
-)
-
-
-def clean_text_paraphrase(output: str, source: str) -> str | None:
-    """Post-process a raw whole-text paraphrase; ``None`` if it is not usable.
-
-    Strips code fences, openers ("Sure!"), introductions ("Here is the rewritten text:"),
-    closing notes ("Note: ...", "Let me know ...") and wrapping quotes. Rejects outputs that are
-    empty, identical to the source (ignoring case and punctuation), outside 0.5-2.0 times the
-    source's word count, or that still talk about the task ("paraphrased", "as an AI") when the
-    source does not. Idempotent on accepted outputs.
-    """
-    text = output.strip().strip("`").strip()
-    text = re.sub(r"^(?:text|plaintext|markdown)\n", "", text)
-    for _ in range(2):  # "Sure! Here is the rewritten text:"
-        text = _INTRO.sub("", _OPENER.sub("", text, count=1), count=1).strip()
-    lines = text.splitlines()
-    end = next((i for i, line in enumerate(lines) if i and _OUTRO.match(line.strip())), None)
-    text = "\n".join(lines[:end]).strip()
-    if len(text) >= 2 and text[0] in "\"'\u201c" and text[-1] in "\"'\u201d":
-        text = text[1:-1].strip()
-    if not text or word_key(text) == word_key(source):
-        return None
-    if _META.search(text) and not _META.search(source):
-        return None
-    ratio = len(text.split()) / max(1, len(source.split()))
-    return text if MIN_RATIO <= ratio <= MAX_RATIO else None
 
 
 @dataclass(frozen=True)
@@ -120,7 +76,7 @@ class TextParaphraser:
     """Batched greedy whole-text rewriting with an instruction-tuned causal LM.
 
     Args:
-        model_name: Anything :func:`watermark.core.models.load_lm` accepts.
+        model_name: Anything :func:`watermark.models.loaders.load_lm` accepts.
         dtype: Model dtype; ``None`` picks :func:`default_dtype`.
         task: What to ask for (default: the paraphrase).
     """
@@ -128,8 +84,8 @@ class TextParaphraser:
     def __init__(
         self, model_name: str, dtype: torch.dtype | None = None, task: Task = PARAPHRASE
     ) -> None:
-        from watermark.core.devices import resolve_device
-        from watermark.core.models import load_lm
+        from watermark.models.devices import resolve_device
+        from watermark.models.loaders import load_lm
 
         self.dtype, self.task = dtype or default_dtype(), task
         self.model, self.tokenizer = load_lm(model_name, dtype=self.dtype)
@@ -256,38 +212,50 @@ def run_text_paraphrases(
     )
     if pending:
         paraphraser = TextParaphraser(model_name, dtype=dtype, task=task)
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        from watermark.core.devices import dtype_name
-
-        dtype_text = dtype_name(paraphraser.dtype)
         start = time.perf_counter()
-        with (
-            cache_path.open("a", encoding="utf-8") as handle,
-            tqdm(
-                total=len(pending), desc="llm paraphrase", unit="text", disable=not progress
-            ) as bar,
-        ):
-            for b in range(0, len(pending), batch_size):
-                batch = pending[b : b + batch_size]
-                outputs = paraphraser.generate([t for _, t in batch])
-                lines = []
-                for (key, text), (output, finished) in zip(batch, outputs):
-                    cache[key] = {
-                        "key": key,
-                        "model": model_name,
-                        "text": text,
-                        "output": output,
-                        "finished": bool(finished),
-                        "dtype": dtype_text,
-                        "batch": len(batch),
-                    }
-                    lines.append(json.dumps(cache[key], ensure_ascii=False) + "\n")
-                handle.write("".join(lines))
-                handle.flush()
-                bar.update(len(batch))
+        _decode(paraphraser, pending, cache, cache_path, model_name, batch_size, progress)
         elapsed = time.perf_counter() - start
         logger.info(
             "LLM paraphrase: %d texts in %.0f s (batch %d)", len(pending), elapsed, batch_size
         )
     keys = [cache_key(model_name, t, task) for t in texts]
     return [judged(cache.get(k), t, task) if t.strip() else None for k, t in zip(keys, texts)]
+
+
+def _decode(
+    paraphraser: TextParaphraser,
+    pending: list[tuple[str, str]],
+    cache: dict[str, dict],
+    cache_path: Path,
+    model_name: str,
+    batch_size: int,
+    progress: bool,
+) -> None:
+    """Rewrite the ``(key, text)`` pairs in batches, each batch's records added to ``cache``
+    and appended to the file."""
+    from watermark.models.devices import dtype_name
+
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    dtype_text = dtype_name(paraphraser.dtype)
+    with (
+        cache_path.open("a", encoding="utf-8") as handle,
+        tqdm(total=len(pending), desc="llm paraphrase", unit="text", disable=not progress) as bar,
+    ):
+        for b in range(0, len(pending), batch_size):
+            batch = pending[b : b + batch_size]
+            outputs = paraphraser.generate([t for _, t in batch])
+            lines = []
+            for (key, text), (output, finished) in zip(batch, outputs):
+                cache[key] = {
+                    "key": key,
+                    "model": model_name,
+                    "text": text,
+                    "output": output,
+                    "finished": bool(finished),
+                    "dtype": dtype_text,
+                    "batch": len(batch),
+                }
+                lines.append(json.dumps(cache[key], ensure_ascii=False) + "\n")
+            handle.write("".join(lines))
+            handle.flush()
+            bar.update(len(batch))

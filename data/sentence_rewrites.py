@@ -146,7 +146,7 @@ def add_meaning_checks(records: list[dict], embedder: str = "mpnet") -> None:
     """Fills in ``similarity`` (the embedder's cosine of passage and rewrite) and
     ``facts_kept`` (the share of the passage's names and numbers the rewrite keeps)."""
     from data.llm_rewrites import NUMBER, WORD, facts
-    from watermark.core.models import load_embedder
+    from watermark.models.loaders import load_embedder
 
     done = [r for r in records if r["rewrite"]]
     model = load_embedder(embedder)

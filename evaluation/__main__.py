@@ -21,7 +21,7 @@ from evaluation.config import EvalConfig
 from evaluation.experiment import generate_only, run_experiment
 from evaluation.report import write_report
 from evaluation.store import Store
-from watermark.core.config import secret_fields
+from watermark.config.watermark_config import secret_fields
 from watermark.core.errors import UserError
 
 
@@ -51,7 +51,7 @@ def _run(cfg: EvalConfig, progress: bool, stage=run_experiment) -> dict:
             hf_logging.enable_progress_bar()
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__)
     parser.add_argument(
         "--config", required=True, help="experiment YAML (see configs/evaluation/eval.yaml)"
@@ -82,7 +82,24 @@ def main(argv: list[str] | None = None) -> int:
         help="write the run's cache (with its cache_seeds) into DIR as <table>.jsonl.gz, to "
         "commit and name in cache_seeds, and stop",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _write_results(results: dict, out: Path, report_dir: Path, command: str) -> dict:
+    """results.json in both folders and the report; the summary printed on stdout."""
+    for folder in {out, report_dir}:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    report = write_report(results, report_dir, results.get("command", command))
+    return {
+        "results": str(out / "results.json"),
+        "report": str(report),
+        "minutes": results["seconds"]["total"] / 60,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
         cfg = EvalConfig.load(args.config, quick=args.quick, overrides=args.set)
@@ -113,16 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         results = _clean(_run(cfg, progress=not args.no_progress))
         results["command"] = command
-    for folder in {out, report_dir}:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    report = write_report(results, report_dir, results.get("command", command))
-    summary = {
-        "results": str(out / "results.json"),
-        "report": str(report),
-        "minutes": results["seconds"]["total"] / 60,
-    }
-    print(json.dumps(summary))
+    print(json.dumps(_write_results(results, out, report_dir, command)))
     return 0
 
 

@@ -22,8 +22,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from evaluation.curves import LABELS
-from watermark.core.paths import resolve_path
+from evaluation.curve_report import LABELS
+from watermark.config.paths import resolve_path
 
 logger = logging.getLogger(__name__)
 

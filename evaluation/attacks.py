@@ -167,8 +167,8 @@ def llm_paraphrase_texts(
     """Paraphrase each whole text with the instruction LLM, ``passes`` times (cached).
 
     Each pass rewrites the previous pass's output; where an output is rejected
-    (:func:`data.llm_paraphrase.clean_text_paraphrase`) the text stays as it was. Leading
-    whitespace of a text is kept.
+    (:func:`data.llm_paraphrase_cleaning.clean_text_paraphrase`) the text stays as it was.
+    Leading whitespace of a text is kept.
 
     Args:
         texts: Texts to attack.
@@ -240,10 +240,7 @@ def llm_rewrite_texts(
             )
         if draws is not None:
             draws.append(list(zip(todo, outs)))
-        judged = [(i, o) for i, o in zip(todo, outs) if o is not None]
-        passed = [True] * len(judged)
-        if accept:
-            passed = accept([bodies[i] for i, _ in judged], [o for _, o in judged])
+        judged, passed = _judged(todo, outs, bodies, accept)
         for (i, o), ok in zip(judged, passed):
             if ok:
                 results[i] = o
@@ -260,3 +257,18 @@ def llm_rewrite_texts(
             break
     logger.info("llm %s: %d of %d texts kept as they were", rewrite, len(todo), len(bodies))
     return [t[: len(t) - len(t.lstrip())] + r if r else t for t, r in zip(texts, results)]
+
+
+def _judged(
+    todo: list[int],
+    outs: list[str | None],
+    bodies: list[str],
+    accept: Callable[[list[str], list[str]], list[bool]] | None,
+) -> tuple[list[tuple[int, str]], list[bool]]:
+    """The rewrites the judge kept, as ``(text index, rewrite)``, and which of them ``accept``
+    passes (all, without ``accept``)."""
+    judged = [(i, o) for i, o in zip(todo, outs) if o is not None]
+    passed = [True] * len(judged)
+    if accept:
+        passed = accept([bodies[i] for i, _ in judged], [o for _, o in judged])
+    return judged, passed

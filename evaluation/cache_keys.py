@@ -1,8 +1,9 @@
 """Cache keys of our method in the evaluation: which watermark config fields a result depends on.
 
-The views follow the kinds the config's fields declare (``watermark.core.config.fields_of``): a
-generation depends on every field but the detection policy and the strengths of the rules it does
-not use; a detection on every field but the sampling ones (the rule, its strength, the filters).
+The views follow the kinds the config's fields declare
+(:func:`evaluation.config_fields.fields_of`): a generation depends on every field but the
+detection policy and the strengths of the rules it does not use; a detection on every field but
+the sampling ones (the rule, its strength, the filters).
 Runtime fields are held at one value, so no result depends on them.
 Both views hold fields added after results were cached only when they differ from the value
 that leaves those results unchanged (:data:`LATER_FIELDS_OFF`), so earlier caches keep their keys:
@@ -15,10 +16,11 @@ import hashlib
 import json
 from typing import Any
 
-from watermark.core.config import WatermarkConfig, fields_of
-from watermark.core.config_files import RETIRED  # every cached result was made with these
-from watermark.core.config_sections import DETECTION, RUNTIME, SAMPLING
-from watermark.core.schemes import SCHEMES
+from evaluation.config_fields import fields_of
+from watermark.config.files import RETIRED  # every cached result was made with these
+from watermark.config.schemes import SCHEMES
+from watermark.config.sections import DETECTION, RUNTIME, SAMPLING
+from watermark.config.watermark_config import WatermarkConfig
 
 # fields added after results were cached, at the values that leave those results unchanged
 # (fresh_only off; the long-text limits never reached by texts of <= 512 tokens; neutral tokens

@@ -2,20 +2,19 @@
 
 A YAML file sets any field of :class:`EvalConfig`; its optional ``quick:`` mapping holds the
 overrides that ``--quick`` applies on top (fewer prompts, shorter texts, smaller ablations).
-Relative paths follow :func:`watermark.core.paths.resolve_path` (YAML folder, cwd, repo root).
+Relative paths follow :func:`watermark.config.paths.resolve_path` (YAML folder, cwd, repo root).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from watermark.core.config import field_names
-from watermark.core.paths import resolve_path
+from evaluation.config_checks import METHODS, check_config
+from watermark.config.paths import resolve_path
 
 
 def key_values(items: list[str]) -> dict[str, Any]:
@@ -28,23 +27,6 @@ def key_values(items: list[str]) -> dict[str, Any]:
             raise ValueError(f"--set {item!r}: expected KEY=VALUE")
         out[key.strip()] = yaml.safe_load(value)
     return out
-
-
-METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
-KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
-ATTACKS = (
-    "deletion",
-    "synonym",
-    "paraphrase",
-    "copy_paste",
-    "truncate",
-    "paraphrase_synonym",
-    "llm_paraphrase",
-    "llm_paraphrase_synonym",
-    "llm_round_trip",
-    "llm_forced",
-)
-WHOLE_TEXT = ("llm_paraphrase", "llm_round_trip", "llm_forced")  # rewrite the whole text
 
 
 @dataclass
@@ -225,81 +207,7 @@ class EvalConfig:
     source_dir: str | None = None
 
     def __post_init__(self) -> None:
-        clash = sorted(set(self.variants) & set(METHODS))
-        if clash:
-            raise ValueError(f"variant names {clash} clash with methods {list(METHODS)}")
-        unknown = sorted(set(self.methods + self.frontier_baselines) - set(METHODS))
-        unknown += sorted(set(self.curve_methods) - set(METHODS) - set(self.variants))
-        named = set(self.curve_also_against) | ({self.curve_baseline} - {""})
-        missing = sorted(named - set(self.curve_methods))
-        if missing and not self.curve_rows_from:
-            raise ValueError(
-                f"curve_baseline/curve_also_against {missing} are not in curve_methods"
-            )
-        if unknown:
-            raise ValueError(
-                f"unknown methods {unknown}; known: {list(METHODS)}, variants {list(self.variants)}"
-            )
-        extra = [self.ablation_attack] if self.ablation_attack else []
-        for attack in self.attacks + self.curve_attacks + extra:
-            passes = attack.get("passes", 1)
-            if attack.get("kind") not in ATTACKS or "strength" not in attack:
-                raise ValueError(
-                    f"bad attack {attack!r}: need a kind in {list(ATTACKS)} and a strength"
-                )
-            if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
-                raise ValueError(f"bad attack {attack!r}: passes must be an integer >= 1")
-            if attack["kind"] in WHOLE_TEXT and float(attack["strength"]) != 1.0:
-                raise ValueError(
-                    f"bad attack {attack!r}: {attack['kind']} rewrites the whole "
-                    "text, its strength must be 1.0"
-                )
-            if not isinstance(attack.get("paraphrase_after", False), bool):
-                raise ValueError(f"bad attack {attack!r}: paraphrase_after must be true or false")
-            sampled = attack.get("temperature", 0.0), attack.get("retries", 0)
-            if not isinstance(attack.get("list_facts", False), bool):
-                raise ValueError(f"bad attack {attack!r}: list_facts must be true or false")
-            if (any(sampled) or attack.get("list_facts")) and attack["kind"] != "llm_forced":
-                raise ValueError(
-                    f"bad attack {attack!r}: only llm_forced is sampled, retried or lists facts"
-                )
-            if not (isinstance(sampled[0], (int, float)) and 0 <= sampled[0] <= 2):
-                raise ValueError(f"bad attack {attack!r}: temperature must be in [0, 2]")
-            if not isinstance(sampled[1], int) or sampled[1] < 0 or (sampled[1] and not sampled[0]):
-                raise ValueError(
-                    f"bad attack {attack!r}: retries is an integer >= 0, for a temperature > 0"
-                )
-        known = set(field_names())
-        several = [v for values in self.ablations.values() for v in values if isinstance(v, dict)]
-        ours = [v for name, v in self.variants.items() if self.base_method(name) == "ours"]
-        for name, spec in self.variants.items():
-            base = self.base_method(name)
-            if base not in ("ours", *KGW_BASES):
-                raise ValueError(f"variant {name}: base {base!r} is not ours or {KGW_BASES}")
-            bad = sorted(set(spec) - {"base", "kgw_gamma", "kgw_delta"})
-            if base != "ours" and bad:
-                raise ValueError(
-                    f"variant {name}: a {base} variant sets kgw_gamma / kgw_delta, not {bad}"
-                )
-        for spec in (
-            [self.ablations]
-            + several
-            + self.frontier
-            + [{k: v for k, v in spec.items() if k != "base"} for spec in ours]
-        ):
-            bad = sorted(set(spec) - known)
-            if bad:
-                raise ValueError(f"unknown watermark config fields {bad}; known: {sorted(known)}")
-        if self.unit_pool not in ("long", "short"):
-            raise ValueError(f"unit_pool must be 'long' or 'short', got {self.unit_pool!r}")
-        if self.device != "auto" and not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
-            raise ValueError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}")
-        if self.oracle == self.generator:
-            raise ValueError("the perplexity oracle must not be the generator")
-        if self.llm_paraphrase_batch < 1:
-            raise ValueError(f"llm_paraphrase_batch must be >= 1, got {self.llm_paraphrase_batch}")
-        if not 0 < self.min_new_tokens <= self.new_tokens:
-            raise ValueError("need 0 < min_new_tokens <= new_tokens")
+        check_config(self)
 
     def base_method(self, name: str) -> str:
         """The method a curve method runs: a variant's ``base`` (ours unless named), else
@@ -334,7 +242,7 @@ class EvalConfig:
         return cls(**data)
 
     def resolve(self, value: str) -> str:
-        """A path resolved by :func:`watermark.core.paths.resolve_path` (YAML folder, cwd, repo
+        """A path resolved by :func:`watermark.config.paths.resolve_path` (YAML folder, cwd, repo
         root)."""
         return resolve_path(value, self.source_dir)
 

@@ -10,26 +10,18 @@ so they are shared with it), detected against the human texts of the same units;
 * ROC-AUC and TPR at 1% FPR against the human texts.
 
 The report draws ROC-AUC and TPR against words kept and against meaning kept, one line per
-method.
+method (:mod:`evaluation.curve_report`).
 """
 
 from __future__ import annotations
 
 import logging
 import statistics
-from pathlib import Path
 
-from evaluation.frontier import BASELINE_LABELS, fmt
 from evaluation.meaning import cosines, rewrite_figures
 from evaluation.run import score_detections, text_hash, words_kept
 
 logger = logging.getLogger(__name__)
-LABELS = {
-    **BASELINE_LABELS,
-    "ours": "Ours",
-    "ours-simhash": "Ours, SimHash signs",
-    "ours-mpnet": "Ours, MPNet mapper",
-}
 PPL_LIMIT, REP4_LIMIT = 1.10, 1.25  # matched quality: at most these times unwatermarked
 
 
@@ -184,33 +176,6 @@ def matched_quality(curves: dict, ppl_limit: float = PPL_LIMIT, rep4_limit: floa
     return {family: r["method"] for family, r in chosen.items()}
 
 
-def matched_table(curves: dict) -> list[str]:
-    """Markdown: each family at its strongest setting within the quality limits, per attack."""
-    chosen = matched_quality(curves)
-    if not chosen:
-        return []
-    attacks = list(dict.fromkeys(r["attack"] for r in curves["rows"] if "roc_auc" in r))
-    lines = [
-        "| family (setting) | PPL / rep-4 vs unwatermarked | " + " | ".join(attacks) + " |",
-        "|" + "---|" * (len(attacks) + 2),
-    ]
-    ref = reference(curves["rows"])
-    for family, method in chosen.items():
-        mine = {r["attack"]: r for r in curves["rows"] if r["method"] == method}
-        none = mine["none"]
-        ratios = none["ppl_median"] / ref["ppl_median"], none["rep4"] / ref["rep4"]
-        cells = [f"{family} ({method})", f"{ratios[0]:.3f}x / {ratios[1]:.3f}x"]
-        for a in attacks:
-            r = mine.get(a)
-            cells.append(
-                "-"
-                if r is None
-                else f"{r['roc_auc']:.3f} / {r['tpr@1%fpr']:.3f} ({r['words_kept']:.2f})"
-            )
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
 def _row(method: str, attack: str, scores: dict, kept: float, similarity: float) -> dict:
     return {
         "method": method,
@@ -225,87 +190,3 @@ def _row(method: str, attack: str, scores: dict, kept: float, similarity: float)
         "negatives": scores["negatives"],
         "z": scores["z"],
     }
-
-
-def curve_table(curves: dict) -> list[str]:
-    """Markdown table, one row per method and attack."""
-    header = [
-        "method",
-        "attack",
-        "words kept",
-        "similarity (meaning)",
-        "5-grams kept",
-        "meaning checks pass",
-        "ROC-AUC",
-        "TPR@1%FPR",
-        "rewritten only: ROC-AUC / TPR",
-        "p<0.01: TPR / FPR",
-        "texts (attacked / human)",
-        "PPL (median)",
-        "rep-4",
-    ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for r in curves["rows"]:
-        quality = [fmt(r.get("ppl_median"), 2), fmt(r.get("rep4"))]
-        if "roc_auc" not in r:  # the unwatermarked quality reference
-            cells = [LABELS.get(r["method"], r["method"]), *["-"] * 10, *quality]
-        else:
-            cells = [
-                LABELS.get(r["method"], r["method"]),
-                r["attack"],
-                f"{r['words_kept']:.3f}",
-                f"{r['similarity']:.3f}",
-                fmt(r.get("ngrams5_kept")),
-                fmt(r.get("meaning_pass")),
-                f"{r['roc_auc']:.3f}",
-                f"{r['tpr@1%fpr']:.3f}",
-                f"{fmt(r.get('roc_auc_rewritten'))} / {fmt(r.get('tpr_rewritten'))}"
-                if "roc_auc_rewritten" in r
-                else "=",
-                f"{fmt(r.get('tpr@p<0.01'))} / {fmt(r.get('fpr@p<0.01'))}",
-                f"{r['positives']} / {r['negatives']}",
-                *quality,
-            ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-AXES = {  # x-axis of a curve plot: (row field, label, PNG name)
-    "words": ("words_kept", "share of the original's distinct words kept", "robustness_curves.png"),
-    "meaning": (
-        "similarity",
-        "meaning kept: cosine similarity to the original",
-        "robustness_meaning.png",
-    ),
-}
-
-
-def curve_plot(curves: dict, out_dir: Path, axis: str = "words") -> str:
-    """ROC-AUC and TPR at 1% FPR against words kept (``axis="words"``) or meaning kept
-    (``"meaning"``), one line per method; the PNG's name."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    key, label, name = AXES[axis]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for method in dict.fromkeys(r["method"] for r in curves["rows"] if "roc_auc" in r):
-        rows = sorted((r for r in curves["rows"] if r["method"] == method), key=lambda r: -r[key])
-        for ax, metric in zip(axes, ("roc_auc", "tpr@1%fpr")):
-            ax.plot(
-                [r[key] for r in rows],
-                [r[metric] for r in rows],
-                marker="o",
-                label=LABELS.get(method, method),
-            )
-    for ax, title in zip(axes, ("ROC-AUC", "TPR at 1% FPR")):
-        ax.set_xlabel(label)
-        ax.set_title(title)
-        ax.invert_xaxis()
-        ax.grid(alpha=0.3)
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(out_dir / name, dpi=110)
-    plt.close(fig)
-    return name

@@ -27,7 +27,7 @@ from evaluation.security import (
     spoofing,
 )
 from evaluation.stealing import steal_and_spoof
-from watermark.core.config import secret_fields
+from watermark.config.watermark_config import secret_fields
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from evaluation.detection import share_flagged
 from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median
-from watermark.core.schemes import scheme_class
+from watermark.config.schemes import scheme_class
 
 SHORT = {
     "scaling": "",

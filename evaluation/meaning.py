@@ -28,7 +28,7 @@ def embed_texts(name: str, texts: Sequence[str]) -> list:
     """Normalised embeddings of ``texts`` under embedder ``name``, computing only new texts."""
     new = list(dict.fromkeys(t for t in texts if (name, t) not in _EMBEDDED))
     if new:
-        from watermark.core.models import load_embedder
+        from watermark.models.loaders import load_embedder
 
         if name not in _EMBEDDERS:
             _EMBEDDERS[name] = load_embedder(name)

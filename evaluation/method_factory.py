@@ -9,11 +9,12 @@ from dataclasses import replace
 import torch
 
 from evaluation.cache_keys import detection_key, generation_key
-from evaluation.config import KGW_BASES, EvalConfig
+from evaluation.config import EvalConfig
+from evaluation.config_checks import KGW_BASES
 from evaluation.methods import KGWMethod, Method, OursMethod, TransformersKGW
 from evaluation.synthid import SynthIDMethod
 from watermark.api import Watermark
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 
 
 def build_method(

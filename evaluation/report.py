@@ -1,26 +1,17 @@
 """The evaluation report: Markdown tables and PNG plots from a results dict.
 
 Plots (matplotlib, headless): one ROC figure per attack with a curve per method, and a box plot
-of oracle perplexity per method next to human text, like the paper's figures.
+of oracle perplexity per method next to human text, like the paper's figures. The curves'
+section is :mod:`evaluation.curve_report`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from evaluation.attack_map import report_map
-from evaluation.comparison import difference_table, quality_table
-from evaluation.curves import (
-    PPL_LIMIT,
-    REP4_LIMIT,
-    curve_plot,
-    curve_table,
-    matched_quality,
-    matched_table,
-)
+from evaluation.curve_report import curve_section
 from evaluation.frontier import fmt, frontier_plots, frontier_table, rule_label
-from evaluation.meaning import draws_table
 from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median, roc_curve
 
 LABELS = {
@@ -254,81 +245,16 @@ def _section(title: str, body: list[str]) -> list[str]:
     return [title, "", *body, ""] if body else []
 
 
-def comparison_lines(
-    curves: dict, baseline: str | None = None, also: Sequence[str] = ()
-) -> list[str]:
-    """Quality with intervals, each attacked curve method against ``baseline`` (default: the
-    KGW-1 setting within the quality limits on these prompts), ours first, then each of ours
-    against every method of ``also``."""
-    lines = []
-    quality = quality_table(curves)
-    if quality:
-        lines += [
-            "**Quality against unwatermarked text on the same prompts** (median PPL and "
-            "mean rep-4 ratios; paired bootstrap over prompts, 95% intervals)",
-            "",
-            *quality,
-            "",
-        ]
-    baseline = baseline or matched_quality(curves).get("kgw1")
-    attacked = {r["method"] for r in curves["rows"] if r["attack"] != "none"}
-    methods = list(dict.fromkeys(r["method"] for r in curves["rows"]))
-    family = {r["method"]: r["family"] for r in curves["rows"]}
-    pairs = [(m, baseline) for m in sorted(methods, key=lambda m: family[m] != "ours")]
-    pairs += [(m, other) for other in also for m in methods if family[m] == "ours"]
-    for method, against in pairs:  # sorted is stable: ours first, then the others in order
-        if against is None or method == against or {method, against} - attacked:
-            continue
-        table = difference_table(curves, method, against)
-        if table:
-            lines += [
-                f"**{method} against {against}** (same prompts and human texts; paired "
-                "bootstrap, 2,000 draws, 95% intervals)",
-                "",
-                *table,
-                "",
-            ]
-    return lines
-
-
 def write_report(results: dict, out_dir: Path, command: str) -> Path:
     """Write ``report.md`` and the PNGs into ``out_dir``; return the report path."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    cfg, wm = results["config"], results["watermark_config"]
     images = plots(results, out_dir)
-    curves, curve_lines = results.get("curves"), []
-    if curves:
-        images = [curve_plot(curves, out_dir), curve_plot(curves, out_dir, "meaning")] + images
-        drawn = report_map(results, out_dir, results["config"].get("map_with", []))
+    curve_images, curve_lines = curve_section(results, out_dir)
+    images = curve_images + images
+    if results.get("curves"):
+        drawn = report_map(results, out_dir, cfg.get("map_with", []))
         images += [drawn] if drawn else []
-        title = (
-            f"### Against attack strength ({curves['prompts']} texts per method, "
-            f"{curves['attacked']} per attack)"
-        )
-        curve_lines = [title, "", *curve_table(curves), ""]
-        earlier: dict[str, list[str]] = {}
-        for row in curves["rows"]:
-            if row.get("from") and row["method"] not in earlier.setdefault(row["from"], []):
-                earlier[row["from"]].append(row["method"])
-        for path, names in earlier.items():  # rows of an earlier run (curve_rows_from)
-            curve_lines += [f"Rows of {', '.join(names)}: from `{path}`, same texts.", ""]
-        draws = draws_table(curves["rows"])
-        if draws:  # the sampled rewrites: what each meaning check rejected, draw by draw
-            curve_lines += ["**The meaning checks, draw by draw**", "", *draws, ""]
-        matched = matched_table(curves)
-        if matched:
-            curve_lines += [
-                "**At matched quality** (each family's strongest setting with "
-                f"median PPL <= {PPL_LIMIT:.2f}x and rep-4 <= {REP4_LIMIT:.2f}x "
-                "unwatermarked; ROC-AUC / TPR at 1% FPR (words kept))",
-                "",
-                *matched,
-                "",
-            ]
-        curve_lines += comparison_lines(
-            curves,
-            results["config"].get("curve_baseline"),
-            results["config"].get("curve_also_against", ()),
-        )
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:
@@ -339,8 +265,6 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
             *frontier_table(frontier),
             "",
         ]
-    cfg = results["config"]
-    wm = results["watermark_config"]
     ran, ours = bool(results["methods"]), "ours" in results["methods"]  # curves-only runs: neither
     security, stealing = security_table(results), stealing_table(results)
     security += [""] + stealing if security and stealing else stealing

@@ -36,10 +36,10 @@ from evaluation.metrics import (
     tail_figures,
 )
 from evaluation.store import Store
-from watermark.core.config import as_config
-from watermark.core.devices import resolve_device
-from watermark.core.models import load_lm
+from watermark.config.watermark_config import as_config
 from watermark.core.text import encode_text
+from watermark.models.devices import resolve_device
+from watermark.models.loaders import load_lm
 
 logger = logging.getLogger(__name__)
 

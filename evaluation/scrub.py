@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     from data.synonyms import Thesaurus
     from evaluation.heldout import units
     from watermark.api import Watermark
-    from watermark.core.models import load_lm
+    from watermark.models.loaders import load_lm
 
     torch.manual_seed(0)
     model, tokenizer = load_lm("smollm2-135m")

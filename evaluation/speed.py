@@ -1,16 +1,17 @@
 """Speed stage: generation tokens/s with and without the watermark, and detection s/text.
 
-Generation runs unwatermarked, watermarked (the MM fused into the generator's forward where
-possible, see :mod:`watermark.generate.decoding`) and watermarked unfused, on the same prompts and
-seed, with EOS blocked so that every run generates the same number of tokens; the ratios are
-watermarked tokens/s over plain tokens/s.
+Generation runs unwatermarked, watermarked through ``wm.generate`` (the MM fused into the
+generator's forward where possible, see :mod:`watermark.generate.decoding`) and watermarked
+through the model's own ``model.generate(**wm.generation_kwargs())`` (unfused: the processor runs
+the MM itself), on the same prompts and seed, with EOS blocked so that every run generates the
+same number of tokens; the ratios are watermarked tokens/s over plain tokens/s.
 
 Both are measured side by side in one run on the same prompts and texts, with the extra time
-split by the core's :class:`~watermark.core.timer.StageTimer` into measurement model (``mm``),
-embedder (``embed``) and mapper (``map``). The reference detector runs on a few of the same texts
-and must agree with the fast path. A ``variant`` watermark (the same one with some fields changed,
-e.g. ``loop_penalty=0``) is timed fused in the same run, for its ratio against plain and against
-the watermark itself.
+split by forward hooks (:class:`~evaluation.stage_times.StageTimes`) into measurement model
+(``mm``), embedder (``embed``) and mapper (``map``). The reference detector runs on a few of the
+same texts and must agree with the fast path. A ``variant`` watermark (the same one with some
+fields changed, e.g. ``loop_penalty=0``) is timed fused in the same run, for its ratio against
+plain and against the watermark itself.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from collections.abc import Sequence
 
 import torch
 
+from evaluation.stage_times import StageTimes
 from tests import reference
 from watermark.api import Watermark
+from watermark.generate.generation import encode_prompts
 
 
 def timed_generate(
@@ -30,23 +33,31 @@ def timed_generate(
     prompts: Sequence[str],
     new_tokens: int,
     marked: bool,
-    fuse: bool = True,
+    own_generate: bool = False,
+    sync: bool = False,
 ) -> tuple[list, dict]:
-    """Generations and ``{"seconds", "tokens", "tokens_per_s", "<stage>_s"...}``."""
-    wm.core.timer.reset()
-    start = time.perf_counter()
-    outs = wm.generate(
-        model,
-        list(prompts),
-        max_new_tokens=new_tokens,
-        seed=0,
-        watermark=marked,
-        fuse=fuse,
-        min_new_tokens=new_tokens,
-    )
-    total = time.perf_counter() - start
-    tokens = sum(len(o.token_ids) for o in outs)
-    parts = {f"{k}_s": v for k, v in wm.core.timer.totals().items()}
+    """Generations (``wm.generate``'s, or with ``own_generate`` the token ids of the model's
+    own ``model.generate(**wm.generation_kwargs())``) and ``{"seconds", "tokens",
+    "tokens_per_s", "<stage>_s"...}``; ``sync``: each stage waits for CUDA (profiling)."""
+    with StageTimes(wm, sync=sync, generator=model) as stages:
+        start = time.perf_counter()
+        if own_generate:
+            enc, pad_id = encode_prompts(wm.tokenizer, list(prompts), model.device)
+            torch.manual_seed(0)
+            out = model.generate(
+                **enc, **wm.generation_kwargs(), max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens, pad_token_id=pad_id,
+            )  # fmt: skip
+            outs = out[:, enc["input_ids"].shape[1] :].tolist()
+            tokens = sum(map(len, outs))
+        else:
+            outs = wm.generate(
+                model, list(prompts), max_new_tokens=new_tokens, seed=0, watermark=marked,
+                min_new_tokens=new_tokens,
+            )  # fmt: skip
+            tokens = sum(len(o.token_ids) for o in outs)
+        total = time.perf_counter() - start
+    parts = {f"{k}_s": v for k, v in stages.totals().items()}
     return outs, {"seconds": total, "tokens": tokens, "tokens_per_s": tokens / total, **parts}
 
 
@@ -61,7 +72,7 @@ def speed(
     """Generation at batch ``len(prompts)`` and detection of its outputs, fast vs reference."""
     _, without = timed_generate(wm, model, prompts, new_tokens, False)
     outs, with_wm = timed_generate(wm, model, prompts, new_tokens, True)
-    _, unfused = timed_generate(wm, model, prompts, new_tokens, True, fuse=False)
+    _, unfused = timed_generate(wm, model, prompts, new_tokens, True, own_generate=True)
     compared = {}
     if variant is not None:
         _, timed = timed_generate(variant, model, prompts, new_tokens, True)
@@ -71,11 +82,11 @@ def speed(
             "watermark_over_variant": with_wm["tokens_per_s"] / timed["tokens_per_s"],
         }
     texts = [o.text for o in outs]
-    wm.core.timer.reset()
-    start = time.perf_counter()
-    fast = wm.detect(texts)
-    fast_s = (time.perf_counter() - start) / len(texts)
-    parts = {f"{k}_s": v / len(texts) for k, v in wm.core.timer.totals().items()}
+    with StageTimes(wm) as stages:
+        start = time.perf_counter()
+        fast = wm.detect(texts)
+        fast_s = (time.perf_counter() - start) / len(texts)
+    parts = {f"{k}_s": v / len(texts) for k, v in stages.totals().items()}
     start = time.perf_counter()
     refs = [reference.detect(wm, t) for t in texts[:ref_texts]]
     ref_s = (time.perf_counter() - start) / max(1, len(refs))

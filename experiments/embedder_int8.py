@@ -24,7 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_gpu import human_texts  # noqa: E402
+from benchmarks.inputs import human_texts  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.core.text import decode_ids, encode_text  # noqa: E402
 

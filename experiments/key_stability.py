@@ -181,7 +181,7 @@ def flips_by_cosine(pairs: list[tuple]) -> dict:
     return out
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs/evaluation/eval.yaml"))
     parser.add_argument("--texts", type=int, default=32)
@@ -198,7 +198,58 @@ def main() -> None:
     )
     parser.add_argument("--embedder", help="sentence embedder (with --mapper; default: shipped)")
     parser.add_argument("--mapper", help="mapper folder trained on that embedder's outputs")
-    args = parser.parse_args()
+    return parser
+
+
+def design_row(
+    wm,
+    keys: Keys,
+    gates: dict,
+    originals: list[str],
+    attacked: list[str],
+    design: str,
+    q: float,
+    g: float,
+) -> dict:
+    """One design's and margin's figures on the texts and their rewrites, for a watermark whose
+    tested tokens are green at rate ``g``."""
+    n_orig = n_att = 0
+    pairs = []  # per kept unit: bit before, bit after, cosine of the key spans
+    for a, b in zip(originals, attacked):
+        before = units(wm, keys, gates, a, design, q)
+        after = units(wm, keys, gates, b, design, q)
+        n_orig, n_att = n_orig + len(before), n_att + len(after)
+        pairs += [
+            (
+                before[u][0],
+                after[u][0],
+                float(torch.cosine_similarity(before[u][1], after[u][1], dim=0)),
+            )
+            for u in after
+            if u in before
+        ]
+    n, kept = len(originals), len(pairs)
+    f = sum(x != y for x, y, _ in pairs) / max(1, kept)
+    green_after = kept * (g * (1 - f) + (1 - g) * f) + (n_att - kept) * 0.5
+    z_after = (green_after - n_att / 2) / math.sqrt(n_att / 4) / math.sqrt(n)
+    return {
+        "design": design,
+        "margin": q,
+        "texts": n,
+        "alpha": wm.config.scheme.alpha,
+        "units_original": round(n_orig / n, 1),
+        "units_attacked": round(n_att / n, 1),
+        "kept_of_original": round(kept / max(1, n_orig), 3),
+        "kept_of_attacked": round(kept / max(1, n_att), 3),
+        "flip_rate": round(f, 3),
+        "z_orig_proj": round((2 * g - 1) * math.sqrt(n_orig / n), 2),
+        "z_proj": round(z_after, 2),
+        "by_cosine": flips_by_cosine(pairs),
+    }
+
+
+def main() -> None:
+    args = _parser().parse_args()
     ev = Evaluation(EvalConfig.load(args.config))
     overrides = {k: getattr(args, k) for k in ("alpha", "embedder", "mapper") if getattr(args, k)}
     wm = ev.ours_variant(**overrides).wm if overrides else ev.method("ours").wm
@@ -210,45 +261,8 @@ def main() -> None:
         attacked = ev.attacked(ATTACKS[attack], originals, humans)
         for design in args.designs.split(","):
             for q in map(float, args.margins.split(",")):
-                n_orig = n_att = 0
-                pairs = []  # per kept unit: bit before, bit after, cosine of the key spans
-                for a, b in zip(originals, attacked):
-                    before = units(wm, keys, gates, a, design, q)
-                    after = units(wm, keys, gates, b, design, q)
-                    n_orig, n_att = n_orig + len(before), n_att + len(after)
-                    pairs += [
-                        (
-                            before[u][0],
-                            after[u][0],
-                            float(torch.cosine_similarity(before[u][1], after[u][1], dim=0)),
-                        )
-                        for u in after
-                        if u in before
-                    ]
-                n, g, kept = len(originals), args.green, len(pairs)
-                f = sum(x != y for x, y, _ in pairs) / max(1, kept)
-                green_after = kept * (g * (1 - f) + (1 - g) * f) + (n_att - kept) * 0.5
-                z_after = (green_after - n_att / 2) / math.sqrt(n_att / 4) / math.sqrt(n)
-                print(
-                    json.dumps(
-                        {
-                            "attack": attack,
-                            "design": design,
-                            "margin": q,
-                            "texts": n,
-                            "alpha": wm.config.scheme.alpha,
-                            "units_original": round(n_orig / n, 1),
-                            "units_attacked": round(n_att / n, 1),
-                            "kept_of_original": round(kept / max(1, n_orig), 3),
-                            "kept_of_attacked": round(kept / max(1, n_att), 3),
-                            "flip_rate": round(f, 3),
-                            "z_orig_proj": round((2 * g - 1) * math.sqrt(n_orig / n), 2),
-                            "z_proj": round(z_after, 2),
-                            "by_cosine": flips_by_cosine(pairs),
-                        }
-                    ),
-                    flush=True,
-                )
+                row = design_row(wm, keys, gates, originals, attacked, design, q, args.green)
+                print(json.dumps({"attack": attack, **row}), flush=True)
 
 
 if __name__ == "__main__":

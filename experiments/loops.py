@@ -51,10 +51,10 @@ from evaluation.metrics import (  # noqa: E402
 )
 from evaluation.run import interleave  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
+from watermark.config.watermark_config import as_config  # noqa: E402
 from watermark.core.repeats import repeated_steps  # noqa: E402
 from watermark.core.rules.logits import filter_logits  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 
 def prompt_pool(pool: str, tokenizer: object) -> list[dict]:

@@ -26,6 +26,37 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def train(folder: Path, threads: int, epochs: int | None) -> None:
+    """One training run of the default config into ``folder``; prints its wall time."""
+    command = [
+        sys.executable,
+        "-m",
+        "mapper.train",
+        "fit",
+        "--config",
+        str(ROOT / "configs/mapper/default.yaml"),
+        f"--threads={threads}",
+        f"--export_dir={folder}",
+        "--trainer.enable_progress_bar=false",
+    ]
+    if epochs:
+        command.append(f"--trainer.max_epochs={epochs}")
+    start = time.perf_counter()
+    subprocess.run(
+        command,
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    seconds = round(time.perf_counter() - start, 1)
+    print(
+        json.dumps({"trained": str(folder), "threads": threads, "seconds": seconds}),
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", default="2,2,1", help="one training run per entry")
@@ -37,39 +68,13 @@ def main() -> None:
     for n, threads in enumerate(int(t) for t in args.threads.split(",")):
         folder = out / f"run{n}-t{threads}"
         if not (folder / "model.safetensors").is_file():
-            command = [
-                sys.executable,
-                "-m",
-                "mapper.train",
-                "fit",
-                "--config",
-                str(ROOT / "configs/mapper/default.yaml"),
-                f"--threads={threads}",
-                f"--export_dir={folder}",
-                "--trainer.enable_progress_bar=false",
-            ]
-            if args.epochs:
-                command.append(f"--trainer.max_epochs={args.epochs}")
-            start = time.perf_counter()
-            subprocess.run(
-                command,
-                cwd=ROOT,
-                check=True,
-                env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            seconds = round(time.perf_counter() - start, 1)
-            print(
-                json.dumps({"trained": str(folder), "threads": threads, "seconds": seconds}),
-                flush=True,
-            )
+            train(folder, threads, args.epochs)
         runs.append((folder.name, folder))
 
     from mapper.compare import sign_agreement, validation_set
+    from watermark.config.paths import DEFAULT_MAPPER, PACKAGE_DIR
     from watermark.core.identity import tensor_digest
-    from watermark.core.paths import DEFAULT_MAPPER, PACKAGE_DIR
-    from watermark.core.semantic_mapper import SemanticMapper
+    from watermark.models.semantic_mapper import SemanticMapper
 
     shipped = SemanticMapper.from_pretrained(PACKAGE_DIR / DEFAULT_MAPPER)
     emb = validation_set(shipped, None).emb

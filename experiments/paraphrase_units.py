@@ -105,6 +105,21 @@ def span_stability(wm: object, pairs: list[tuple[str, str]]) -> dict:
     return {"kept_tokens": len(cos), "window_cosine": float(cos_t.mean()), **overall, "bins": bins}
 
 
+def cached_pairs(ev: Evaluation, method: object, attack: str) -> list[tuple[str, str]]:
+    """``(original, attacked)`` of each of the method's cached generations that the cached
+    attack (key prefix ``attack``) changed."""
+    cfg = ev.cfg
+    attacked = ev.store.table("attacks")
+    prefix = f"{method.key}|{cfg.generator}|{cfg.seed}|{cfg.new_tokens}|"
+    pairs = []
+    for key, row in ev.store.table("generations").items():
+        done = attacked.get(f"{attack}|{text_hash(row['text'])}")
+        changed = done is not None and done["text"].strip() != row["text"].strip()
+        if key.startswith(prefix) and changed:  # a text the attack left alone says nothing
+            pairs.append((row["text"], done["text"]))
+    return pairs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs/evaluation/eval.yaml"))
@@ -115,18 +130,9 @@ def main() -> None:
     args = parser.parse_args()
     ev = Evaluation(EvalConfig.load(args.config), progress=False)
     cfg = ev.cfg
-    gens = ev.store.table("generations")
-    attacked = ev.store.table("attacks")
     for name in args.methods.split(","):
         method = ev.method(name)
-        prefix = f"{method.key}|{cfg.generator}|{cfg.seed}|{cfg.new_tokens}|"
-        pairs = []
-        for key, row in gens.items():
-            done = attacked.get(f"{args.attack}|{text_hash(row['text'])}")
-            changed = done is not None and done["text"].strip() != row["text"].strip()
-            if key.startswith(prefix) and changed:  # a text the attack left alone says nothing
-                pairs.append((row["text"], done["text"]))
-        pairs = pairs[: args.limit]
+        pairs = cached_pairs(ev, method, args.attack)[: args.limit]
         if not pairs:
             print(json.dumps({"method": name, "error": "no cached attacked texts"}), flush=True)
             continue

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from evaluation.metrics import ngram_repetition  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 PROMPT = "Heavy rain flooded the north. Crews worked overnight."  # the README's
 

@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 import watermark.detect.detector as detector  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
 from watermark.core.stats import green_test  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 CUTOFFS = (0.001, 0.01, 0.05)
 

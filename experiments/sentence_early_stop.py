@@ -18,9 +18,9 @@ For each N and t it prints, averaged over pools and keys:
 * ``z_text_200``: z times sqrt(200 / kept_tokens), what a 200-token text's sentence test grows
   with (more, shorter sentences are more units).
 
-The kept row is chosen among the finished ones by the layer's tanh score (``tanh``, as
-``sentences.stop_at`` does in the decode loop) or by the margin-test z (``margin``); ``t = inf``
-is best-of-N.
+The kept row is chosen among the finished ones by the layer's tanh score (``tanh``, as the
+decode loop did with ``sentences.stop_at`` before 0.9 removed it) or by the margin-test z
+(``margin``); ``t = inf`` is best-of-N.
 
     python experiments/sentence_early_stop.py
 """
@@ -42,8 +42,8 @@ from sentence_selection import read_pools  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 from mapper.sentence_metrics import keys  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.models import resolve_lm  # noqa: E402
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
+from watermark.models.loaders import resolve_lm  # noqa: E402
 
 
 def round_outcome(z: list[float], lengths: list[int], threshold: float) -> tuple[list[int], int]:

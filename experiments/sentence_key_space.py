@@ -49,10 +49,10 @@ from mapper.sentence_metrics import (  # noqa: E402
     text_lean,
     unrelated_agreement,
 )
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.models import load_embedder  # noqa: E402
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
 from watermark.core.semantic import MappedEmbedder  # noqa: E402
-from watermark.core.semantic_mapper import SemanticMapper  # noqa: E402
+from watermark.models.loaders import load_embedder  # noqa: E402
+from watermark.models.semantic_mapper import SemanticMapper  # noqa: E402
 
 SEEDS = ROOT / "data" / "sentence-key"
 

@@ -44,9 +44,9 @@ from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
 from evaluation.bootstrap import mean_difference, mean_interval  # noqa: E402
 from evaluation.metrics import ngram_repetition  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import sentence_spans  # noqa: E402
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
 from watermark.core.text import encode_text  # noqa: E402
+from watermark.sentences.spans import sentence_spans  # noqa: E402
 
 POOLS = ROOT / "data" / "sentence-key" / "pools.jsonl.gz"
 

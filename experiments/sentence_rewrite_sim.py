@@ -42,15 +42,11 @@ from evaluation.cache_keys import text_hash  # noqa: E402
 from evaluation.metrics import detection_metrics  # noqa: E402
 from evaluation.store import Store  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import (  # noqa: E402
-    WEIGHT_STEPS,
-    SentenceKey,
-    fisher,
-    sentence_spans,
-    sentence_test,
-    weigh_margins,
-)
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
+from watermark.detect.verdict import fisher  # noqa: E402
+from watermark.sentences.exact_test import sentence_test  # noqa: E402
+from watermark.sentences.key import WEIGHT_STEPS, SentenceKey, weigh_margins  # noqa: E402
+from watermark.sentences.spans import sentence_spans  # noqa: E402
 
 FORCED = "llm_forced[qwen2.5-coder-1.5b]@t1r4+facts|1.0|0"
 ints = lambda x: [int(n) for n in x.split(",")]  # noqa: E731
@@ -136,11 +132,11 @@ def chosen(vo, key, length, pick, rng, choice="tanh"):
 # weights of a tested output by its margin |v| / (its scale: the sentence's own mean |v| over all
 # outputs, as the product's margin test, or the output's mean |v| over the pool): "sign" counts
 # hits (the product's default test); "linear" weighs a hit by its margin, capped at 3; "llr" by
-# the product's margin weights (watermark.core.sentences.MARGIN_WEIGHTS)
+# the product's margin weights (watermark.sentences.key.MARGIN_WEIGHTS)
 
 
 def weights(margin: torch.Tensor, kind: str) -> torch.Tensor:
-    """Integer weights (in 1/:data:`~watermark.core.sentences.WEIGHT_STEPS`) of tested outputs
+    """Integer weights (in 1/:data:`~watermark.sentences.key.WEIGHT_STEPS`) of tested outputs
     by their margins."""
     if kind == "linear":
         return (margin.clamp(max=3.0) * WEIGHT_STEPS).round().long()

@@ -36,7 +36,9 @@ from sentence_parts import curve_texts  # noqa: E402
 from evaluation.config import EvalConfig  # noqa: E402
 from evaluation.metrics import detection_metrics  # noqa: E402
 from evaluation.run import Evaluation  # noqa: E402
-from watermark.core.sentences import fisher, sentence_spans, test_sentences  # noqa: E402
+from watermark.detect.verdict import fisher  # noqa: E402
+from watermark.sentences.exact_test import text_test as test_sentences  # noqa: E402
+from watermark.sentences.spans import sentence_spans  # noqa: E402
 
 
 def segmentations(text: str) -> list[list[tuple[int, int, bool]]]:

@@ -13,7 +13,7 @@ than N complete candidates offers what it has. Rules:
 * ``tanh``: the layer's, the best sum of tanh(t_i v_{d_i} / tau);
 * ``hits``: the most keyed signs on target (ties: the first sampled);
 * ``weighted``: the best margin test statistic, sum_i w_i (2 hit_i - 1) with the margin test's
-  weights w (:func:`~watermark.core.sentences.margin_weights`);
+  weights w (:func:`~watermark.sentences.key.margin_weights`);
 * ``cascade``: channel by channel, keep the candidates with the target sign while any has it,
   then the first left (a lexicographic choice, as a cascade of splits per channel).
 
@@ -35,11 +35,11 @@ sys.path.insert(0, str(ROOT))
 
 from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
 from mapper.sentence_metrics import keys  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.models import load_embedder  # noqa: E402
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
 from watermark.core.semantic import MappedEmbedder  # noqa: E402
-from watermark.core.semantic_mapper import SemanticMapper  # noqa: E402
-from watermark.core.sentences import margin_weights  # noqa: E402
+from watermark.models.loaders import load_embedder  # noqa: E402
+from watermark.models.semantic_mapper import SemanticMapper  # noqa: E402
+from watermark.sentences.key import margin_weights  # noqa: E402
 
 RULES = ("tanh", "hits", "weighted", "cascade")
 
@@ -64,7 +64,7 @@ def choose(rule: str, key, v: torch.Tensor) -> int:
 
 def evidence(key, v: torch.Tensor) -> tuple[float, float]:
     """The per-sentence z of the hits test and of the margin test of one sentence (outputs v
-    (1, D)): :meth:`~watermark.core.sentences.SentenceKey.evidence` under each test."""
+    (1, D)): :meth:`~watermark.sentences.key.SentenceKey.evidence` under each test."""
     groups = key.groups(v, None)
     return tuple(replace(key, margin=m).evidence(v, groups)[0].item() for m in (False, True))
 

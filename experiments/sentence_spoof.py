@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -36,8 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_sentences import held_out, log  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import SentenceKey, sentence_test  # noqa: E402
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
+from watermark.sentences.exact_test import sentence_test  # noqa: E402
+from watermark.sentences.key import SentenceKey  # noqa: E402
 
 
 def chain(v: torch.Tensor, key: SentenceKey, texts: int, length: int, pick: int, rng) -> list:
@@ -82,7 +84,7 @@ def learnt_key(marked: torch.Tensor, human: torch.Tensor, bits: int) -> Sentence
     return SentenceKey(dims, torch.zeros(0, dtype=torch.long), (lean[dims] > 0)[None])
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=353, help="held-out human texts to cut")
     parser.add_argument("--bits", type=int, default=16)
@@ -99,24 +101,61 @@ def main() -> None:
     )
     parser.add_argument("--forged", type=int, default=200, help="forged and baseline texts")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    wm = Watermark.load(WatermarkConfig.default())
-    semantic = wm.core.semantic
-    from watermark.core.sentences import sentence_spans
+    return parser
+
+
+def sentence_outputs(wm: Watermark, texts: int) -> torch.Tensor:
+    """The mapper outputs of the distinct complete sentences of ``texts`` held-out human texts."""
+    from watermark.sentences.spans import sentence_spans
 
     sentences = []
-    for unit in held_out(args.texts):
+    for unit in held_out(texts):
         text = unit["human"]
         sentences += [text[a:b] for a, b, done in sentence_spans(text) if done]
     sentences = list(dict.fromkeys(sentences))
     log(f"embedding {len(sentences)} distinct held-out sentences")
-    v = semantic.outputs(semantic.embed(sentences, progress=True)).float().cpu()
+    semantic = wm.core.semantic
+    return semantic.outputs(semantic.embed(sentences, progress=True)).float().cpu()
+
+
+def forged_rows(
+    args: argparse.Namespace,
+    key: SentenceKey,
+    pools: tuple[torch.Tensor, ...],
+    marked: list[list[int]],
+    rng: torch.Generator,
+) -> Iterator[dict]:
+    """Per number of marked texts learnt from and of forge candidates: how the spoofer's key
+    compares with ``key`` and how often the real test flags his forged texts."""
+    pool_marked, pool_own, pool_forge = pools
+    for learn in args.learn:
+        seen = torch.cat([pool_marked[rows] for rows in marked[:learn]])
+        guess = learnt_key(seen, pool_own, args.bits)
+        right = set(guess.dims.tolist()) & set(key.dims.tolist())
+        for pick in args.forge_candidates:
+            forged = chain(pool_forge, guess, args.forged, args.sentences, pick, rng)
+            forged_p = [p_value(pool_forge, rows, key) for rows in forged]
+            yield {
+                "learnt_from_texts": learn,
+                "learnt_sentences": int(seen.shape[0]),
+                "keyed_outputs_found": len(right),
+                "forge_candidates": pick,
+                "forged_hit_rate": round(hit_rate(pool_forge, forged, key), 4),
+                "forged_p<0.01": sum(p < 0.01 for p in forged_p) / len(forged_p),
+                "forged_p_median": sorted(forged_p)[len(forged_p) // 2],
+            }
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    wm = Watermark.load(WatermarkConfig.default())
+    v = sentence_outputs(wm, args.texts)
     order = torch.randperm(len(v), generator=torch.Generator().manual_seed(args.seed))
-    pools = torch.tensor_split(order, 3)  # marked candidates / spoofer's human / forging
-    pool_marked, pool_own, pool_forge = (v[p] for p in pools)
-    secret = wm.config.secret_keys()[0]
+    pools = tuple(v[p] for p in torch.tensor_split(order, 3))  # marked / spoofer's / forging
+    pool_marked, _, pool_forge = pools
+    secret, num_dims = wm.config.secret_keys()[0], wm.core.semantic.num_dims
     for context in args.context_bits:
-        key = SentenceKey.of(secret, semantic.num_dims, args.bits, context, args.keying, args.test)
+        key = SentenceKey.of(secret, num_dims, args.bits, context, args.keying, args.test)
         rng = torch.Generator().manual_seed(args.seed + 1)
         n = max(args.learn)
         marked = chain(pool_marked, key, n, args.sentences, args.candidates, rng)
@@ -145,28 +184,8 @@ def main() -> None:
             ),
             flush=True,
         )
-        for learn in args.learn:
-            seen = torch.cat([pool_marked[rows] for rows in marked[:learn]])
-            guess = learnt_key(seen, pool_own, args.bits)
-            right = set(guess.dims.tolist()) & set(key.dims.tolist())
-            for pick in args.forge_candidates:
-                forged = chain(pool_forge, guess, args.forged, args.sentences, pick, rng)
-                forged_p = [p_value(pool_forge, rows, key) for rows in forged]
-                print(
-                    json.dumps(
-                        {
-                            **row,
-                            "learnt_from_texts": learn,
-                            "learnt_sentences": int(seen.shape[0]),
-                            "keyed_outputs_found": len(right),
-                            "forge_candidates": pick,
-                            "forged_hit_rate": round(hit_rate(pool_forge, forged, key), 4),
-                            "forged_p<0.01": sum(p < 0.01 for p in forged_p) / len(forged_p),
-                            "forged_p_median": sorted(forged_p)[len(forged_p) // 2],
-                        }
-                    ),
-                    flush=True,
-                )
+        for forged in forged_rows(args, key, pools, marked, rng):
+            print(json.dumps({**row, **forged}), flush=True)
 
 
 if __name__ == "__main__":

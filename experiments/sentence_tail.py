@@ -4,7 +4,7 @@
 and windowed) under the config's key and derived ones. This script adds the sentence test of
 each passage under the same keys, for one or more layer settings: the passage's sentences are
 embedded and mapped once (the outputs do not depend on the key), then each key's
-:class:`~watermark.core.sentences.SentenceKey` reads them. It prints one JSON object per
+:class:`~watermark.sentences.key.SentenceKey` reads them. It prints one JSON object per
 setting:
 
 - ``sentence``, ``combined_whole``, ``combined_windowed``: the share of passages below each
@@ -35,13 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import WatermarkConfig  # noqa: E402
-from watermark.core.sentences import (  # noqa: E402
-    SentenceKey,
-    fisher,
-    sentence_spans,
-    test_sentences,
-)
+from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
+from watermark.detect.verdict import fisher  # noqa: E402
+from watermark.sentences.exact_test import text_test  # noqa: E402
+from watermark.sentences.key import SentenceKey  # noqa: E402
+from watermark.sentences.spans import sentence_spans  # noqa: E402
 
 CUTOFFS = (0.01, 0.05)
 
@@ -119,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         keys = [SentenceKey.of(k, outputs.shape[1], bits, context, keying, test) for k in secrets]
         sent = np.array(
             [
-                [test_sentences(key, s, t, v).p_value for key in keys]
+                [text_test(key, s, t, v).p_value for key in keys]
                 for t, s, v in zip(texts, spans, per_text)
             ]
         )

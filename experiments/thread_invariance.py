@@ -32,7 +32,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_gpu import human_texts  # noqa: E402
+from benchmarks.inputs import human_texts  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 
 CACHED = ROOT / "data/eval-cache/sentence-rewrites/generations.jsonl.gz"
@@ -108,7 +108,7 @@ def seconds_per_text(wm: Watermark, texts: list[str], batch_size: int) -> float:
 
 
 def same_tokens(config: str | None, prompts: list[str], tokens: int) -> dict:
-    from watermark.core.models import load_lm
+    from watermark.models.loaders import load_lm
 
     model, tokenizer = load_lm("smollm2-135m")
     wm = Watermark.load(config, tokenizer=tokenizer, generator=model)

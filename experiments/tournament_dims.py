@@ -33,12 +33,12 @@ sys.path.insert(0, str(ROOT))
 import watermark.detect.assembly as assembly  # noqa: E402
 from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
-from watermark.core.config import as_config  # noqa: E402
+from watermark.config.schemes import Tournament  # noqa: E402
+from watermark.config.watermark_config import as_config  # noqa: E402
 from watermark.core.green_lists import GreenLists  # noqa: E402
-from watermark.core.models import load_lm  # noqa: E402
-from watermark.core.schemes import Tournament  # noqa: E402
 from watermark.core.stats import green_test  # noqa: E402
 from watermark.core.units import first_reads  # noqa: E402
+from watermark.models.loaders import load_lm  # noqa: E402
 
 RECORDS: list[dict] = []
 

@@ -14,11 +14,11 @@ __all__ = ["MapperConfig", "SemanticMapper", "load_embedder"]
 
 def __getattr__(name: str) -> Any:  # lazy: `import mapper` stays light
     if name in ("MapperConfig", "SemanticMapper"):
-        from watermark.core import semantic_mapper as model
+        from watermark.models import semantic_mapper as model
 
         return getattr(model, name)
     if name == "load_embedder":
-        from watermark.core.models import load_embedder
+        from watermark.models.loaders import load_embedder
 
         return load_embedder
     raise AttributeError(f"module 'mapper' has no attribute {name!r}")

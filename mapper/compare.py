@@ -16,8 +16,8 @@ import torch
 
 from mapper.datamodule import MapperDataModule
 from mapper.metrics import compare_to_simhash
-from watermark.core.paths import resolve_path
-from watermark.core.semantic_mapper import SemanticMapper
+from watermark.config.paths import resolve_path
+from watermark.models.semantic_mapper import SemanticMapper
 
 DEFAULT_CORPUS = "data/corpus/sentences.jsonl.gz"
 ROWS = (

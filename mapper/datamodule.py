@@ -21,8 +21,8 @@ from torch.utils.data import DataLoader, Dataset
 from mapper.corpus import AUGMENTATION_KINDS as AUG_KINDS
 from mapper.corpus import load_corpus
 from mapper.embedding_cache import embed_corpus
-from watermark.core.models import EMBEDDER_DIMS, embedder_dim, load_embedder
-from watermark.core.paths import resolve_path
+from watermark.config.paths import resolve_path
+from watermark.models.loaders import EMBEDDER_DIMS, embedder_dim, load_embedder
 
 log = logging.getLogger(__name__)
 

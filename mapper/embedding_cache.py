@@ -16,7 +16,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from watermark.core.models import cache_root, embedder_dim, load_embedder
+from watermark.models.loaders import cache_root, embedder_dim, load_embedder
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.models.semantic_mapper import MapperConfig, SemanticMapper
 
 HPARAM_KEYS_FOR_EXPORT = (
     "w_stability",

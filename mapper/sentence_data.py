@@ -4,7 +4,7 @@ Three kinds of rows, each from the train or val split only (the held-out rows of
 for measurement, never read here):
 
 * **rewrite pairs**: each sentence of a passage (cut as detection cuts it,
-  :func:`~watermark.core.sentences.sentence_spans`) and the sentence of the 1.5B model's rewrite
+  :func:`~watermark.sentences.spans.sentence_spans`) and the sentence of the 1.5B model's rewrite
   nearest to it by the embedder's cosine, from ``data/sentence-key/rewrites.jsonl.gz``: rewrites
   whose MPNet similarity and facts kept pass ``min_similarity`` / ``min_facts``; plus, with
   ``corpus_pairs``, the corpus's own augmentations of a sentence (SmolLM2's paraphrases);
@@ -34,9 +34,9 @@ from torch.utils.data import DataLoader, Dataset
 from mapper.corpus import load_corpus
 from mapper.embedding_cache import embed_corpus
 from mapper.sentence_metrics import nearest
-from watermark.core.models import EMBEDDER_DIMS, embedder_dim, load_embedder
-from watermark.core.paths import resolve_path
-from watermark.core.sentences import sentence_spans
+from watermark.config.paths import resolve_path
+from watermark.models.loaders import EMBEDDER_DIMS, embedder_dim, load_embedder
+from watermark.sentences.spans import sentence_spans
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val")

@@ -5,13 +5,13 @@
   bin (the margin of an output is |v_d| over the sentence's own mean |v|, as the margin test
   reads it), and on the outputs that random keys test.
 * **Spread** (:func:`pool_spread`): per pool of one prefix's candidates, the candidate the layer
-  keeps under a random key (the best tanh score, :meth:`~watermark.core.sentences.SentenceKey.
+  keeps under a random key (the best tanh score, :meth:`~watermark.sentences.key.SentenceKey.
   scores`), its hit rate, and its score in units of the score's spread over unrelated
   sentences; also the pool's lean (the mean |mean sign| of an output over the pool's
   candidates: 0 when candidates split evenly, 1 when they all agree).
 * **Diversity** (:func:`unrelated_agreement`): unrelated sentences' share of equal signs.
 
-The keys are the product's (:class:`~watermark.core.sentences.SentenceKey`): ``bits`` tested
+The keys are the product's (:class:`~watermark.sentences.key.SentenceKey`): ``bits`` tested
 outputs, ``context_bits`` own signs picking the group. Every function takes outputs v (N, D).
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from watermark.core.sentences import SentenceKey
+from watermark.sentences.key import SentenceKey
 
 MARGIN_BINS = ((0.0, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, float("inf")))
 KEY_SETTINGS = {"bits": 32, "context_bits": 2, "keying": "own", "test": "margin"}  # robust's

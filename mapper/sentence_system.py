@@ -19,6 +19,8 @@ candidates, the pools' lean, and the agreement of unrelated sentences.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from mapper import losses
@@ -30,13 +32,16 @@ from mapper.sentence_metrics import (
     unrelated_agreement,
 )
 from mapper.system import MapperSystem
-from watermark.core.paths import resolve_path
-from watermark.core.semantic_mapper import SemanticMapper
+from watermark.config.paths import resolve_path
+from watermark.models.semantic_mapper import SemanticMapper
 
 
 class SentenceMapperSystem(MapperSystem):
-    """Trains the sentence layer's mapper (module docstring); the arguments are
-    `MapperSystem`'s, plus:
+    """Trains the sentence layer's mapper (module docstring) with `MapperSystem`'s arguments.
+
+    Its own arguments are below. Every other one is a hyper-parameter of `MapperSystem`, passed on
+    by keyword through ``**shared`` with its default there: declared once, the same CLI and YAML
+    keys in both systems.
 
     Args:
         w_stability: weight of the stability term.
@@ -44,41 +49,19 @@ class SentenceMapperSystem(MapperSystem):
         metric_keys: random keys the epoch-end metrics average over.
         init_from: an exported mapper folder to start from (e.g. the token level's shipped
             ``checkpoints/mapper-minilm``); its sizes must be these.
+        **shared: `MapperSystem`'s keyword arguments (sizes, the shared loss weights, optimiser).
     """
 
     def __init__(
         self,
-        input_dim: int = 384,
-        hidden_dim: int = 1024,
-        output_dim: int = 1024,
-        num_blocks: int = 2,
-        embedder: str = "minilm",
+        *,
         w_stability: float = 1.0,
         w_spread: float = 1.0,
-        w_distance: float = 0.0,
-        w_sentence: float = 1.0,
-        w_dimension: float = 1.0,
-        w_contrastive: float = 0.0,
-        w_decorrelation: float = 1.0,
-        sharpness: float = 3.0,
-        new_lower: float = -2.0,
-        new_upper: float = 4.0,
-        distance_upper: float | None = None,
-        optimizer: str = "adamw",
-        lr: float = 1e-3,
-        weight_decay: float = 0.0,
-        momentum: float = 0.9,
-        warmup_steps: int = 100,
-        simhash_seed: int = 0,
         metric_keys: int = 8,
         init_from: str | None = None,
+        **shared: Any,
     ) -> None:
-        super().__init__(
-            input_dim, hidden_dim, output_dim, num_blocks, embedder, w_distance, w_sentence,
-            w_dimension, w_contrastive, w_decorrelation, sharpness, new_lower, new_upper,
-            distance_upper, optimizer, lr, weight_decay, momentum, warmup_steps, simhash_seed,
-        )  # fmt: skip
-        self.save_hyperparameters()
+        super().__init__(**shared)  # saves every hyper-parameter, these four included
         self._eval: dict | None = None
         if init_from:  # start from an exported mapper of the same sizes (its weights, not a key)
             start = SemanticMapper.from_pretrained(resolve_path(init_from))

@@ -31,11 +31,11 @@ import sys
 from pathlib import Path
 
 from mapper.compare import evaluate, sign_agreement, validation_set
-from watermark.core.config import DEFAULT_CONFIG_PATH
-from watermark.core.config_files import read_config_file
+from watermark.config.files import read_config_file
+from watermark.config.paths import DEFAULT_MAPPER, PACKAGE_DIR
+from watermark.config.watermark_config import DEFAULT_CONFIG_PATH
 from watermark.core.identity import short, tensor_digest
-from watermark.core.paths import DEFAULT_MAPPER, PACKAGE_DIR
-from watermark.core.semantic_mapper import CONFIG_NAME, WEIGHTS_NAME, SemanticMapper
+from watermark.models.semantic_mapper import CONFIG_NAME, WEIGHTS_NAME, SemanticMapper
 
 SENTENCE_MAPPER = "checkpoints/sentence-minilm"  # the sentence layer's, relative to PACKAGE_DIR
 SHOWN = ("agree_paraphrase", "agree_unrelated_p95", "dim_within_tol", "sent_balance_p95")

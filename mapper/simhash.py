@@ -1,6 +1,6 @@
 """SimHash as a mapper checkpoint: a fixed random projection in the learned mapper's place.
 
-``simhash_mapper(like)`` builds a :class:`~watermark.core.semantic_mapper.SemanticMapper` whose
+``simhash_mapper(like)`` builds a :class:`~watermark.models.semantic_mapper.SemanticMapper` whose
 signs are exactly :func:`mapper.metrics.simhash_codes` (the baseline of ``mapper.compare``): no
 residual blocks, an identity input layer, the same centre as ``like``, and a seeded Gaussian output
 layer. Exported like any mapper, it lets the watermark and the evaluation run with SimHash signs by
@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.models.semantic_mapper import MapperConfig, SemanticMapper
 
 
 def simhash_mapper(like: SemanticMapper, seed: int = 0) -> SemanticMapper:

@@ -17,11 +17,14 @@ import torch
 
 from mapper import losses
 from mapper.metrics import compare_to_simhash
-from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.models.semantic_mapper import MapperConfig, SemanticMapper
 
 
 class MapperSystem(L.LightningModule):
     """Trains the Semantic Mapping Model.
+
+    Every argument is keyword-only and is a hyper-parameter shared with `SentenceMapperSystem`,
+    which takes them through ``**shared`` (declare a common one here, and only here).
 
     Args:
         input_dim: embedding width (linked to the data module's embedder by the CLI).
@@ -48,6 +51,7 @@ class MapperSystem(L.LightningModule):
 
     def __init__(
         self,
+        *,
         input_dim: int = 384,
         hidden_dim: int = 1024,
         output_dim: int = 1024,

@@ -25,7 +25,7 @@ import torch
 from lightning.pytorch.cli import LightningCLI
 
 from mapper.export import build_mapper, data_settings
-from watermark.core.paths import PACKAGE_DIR
+from watermark.config.paths import PACKAGE_DIR
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ def tiny_embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from sentence_transformers import SentenceTransformer, models
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from watermark.core.models import resolve_model
+    from watermark.models.loaders import resolve_model
 
     root = tmp_path_factory.mktemp("tiny_embedder")
     tok = AutoTokenizer.from_pretrained(str(resolve_model("minilm", "embedder")))
@@ -75,8 +75,8 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
 
     from tests.helpers import bpe_tokenizer, tiny_llama, tiny_mapper, word_tokenizer
     from watermark.api import Watermark
-    from watermark.core.config import WatermarkConfig
-    from watermark.core.schemes import SCHEMES
+    from watermark.config.schemes import SCHEMES
+    from watermark.config.watermark_config import WatermarkConfig
 
     gtok, mtok = word_tokenizer(), bpe_tokenizer()
     ns = SimpleNamespace(

@@ -25,7 +25,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.models.semantic_mapper import MapperConfig, SemanticMapper
 
 _WORD_LINES = (
     "river city council vote budget school team player season storm rain flood farmer crop",
@@ -201,7 +201,7 @@ def save_tiny_watermark(
 ) -> dict:
     """Saves the tiny generator (with its tokenizer) and mapper under ``root`` and a config
     ``root / "wm.json"`` naming them by relative paths; returns the config's fields."""
-    from watermark.core.config import WatermarkConfig
+    from watermark.config.watermark_config import WatermarkConfig
 
     tiny.gen.save_pretrained(root / "gen")
     tiny.gtok.save_pretrained(root / "gen")
@@ -225,7 +225,7 @@ def save_tiny_watermark(
 def fused_watermark(tiny: object, **overrides: object) -> object:
     """A watermark whose MM is the generator itself (same object), so generation can fuse."""
     from watermark.api import Watermark
-    from watermark.core.config import WatermarkConfig
+    from watermark.config.watermark_config import WatermarkConfig
 
     fields = dict(
         mapper="unused",

@@ -101,8 +101,8 @@ def test_the_check_finds_a_stale_name(source_text: str) -> None:
 def test_the_guide_names_every_field_a_user_sets() -> None:
     from dataclasses import fields
 
-    from watermark.core.config import WatermarkConfig
-    from watermark.core.schemes import SCHEMES
+    from watermark.config.schemes import SCHEMES
+    from watermark.config.watermark_config import WatermarkConfig
 
     expected = [("scheme", "rule")] + [
         (part.name, f.name)

@@ -2,21 +2,26 @@
 
 Each layer is a folder:
 
-    watermark/core/   runtime core: config, rules, scoring, models, keys, the mapper model
+    watermark/core/,  the base of the runtime, three folders by role: core/ (the one scoring
+    watermark/config/, core, rules, green lists, tests), config/ (the config, its files,
+    watermark/models/ keys, paths) and models/ (loading models, the mapper model)
     watermark/        generation and detection: api and loading, and the folders generate/
                       (the processor, the one decode path, generation), sentences/ (the
-                      sentence layer) and detect/ (the detector, assembly, results)
+                      sentence layer) and detect/ (the detector, assembly, the verdict, results)
     watermark/app/    applications: CLI, HTTP service, calibration, bulk detection
-    mapper/           mapper training (imports the core only)
+    mapper/           mapper training (imports the core, and the sentence layer's rules:
+                      SENTENCE_RULES, modules of watermark/sentences/ that import only the core)
     data/             the corpus and the attack models' caches, a repository tool (imports the
-                      core and mapper training)
+                      core, the runtime, whose decode path draws its samples, and mapper
+                      training)
     evaluation/       the evaluation harness, a repository tool (not in the wheel)
     benchmarks/,      scripts on top of everything else
     experiments/
 
 A module may import modules of its own layer or of the layers below it, never the other way;
-imports inside functions count too. A new module at the top of ``watermark/`` must be named in
-``RUNTIME`` below, so that it is placed on purpose.
+imports inside functions count too. Within the runtime, the sentence layer imports nothing from
+detection: detection reads its tests and owns the verdict. A new module at the top of
+``watermark/`` must be named in ``RUNTIME`` below, so that it is placed on purpose.
 """
 
 from __future__ import annotations
@@ -37,16 +42,28 @@ CORE, RUNTIME_LAYER, APP, EVALUATION, TRAINING, DATA = (
 SCRIPTS = ("benchmarks", "experiments")
 RUNTIME = {"watermark", "watermark.api", "watermark.loading"}
 RUNTIME_FOLDERS = ("watermark.generate", "watermark.sentences", "watermark.detect")
+BASE_FOLDERS = ("watermark.core", "watermark.config", "watermark.models")
+SENTENCE_RULES = ("watermark.sentences.spans", "watermark.sentences.key")
 # what each layer may import besides itself
 ALLOWED = {
     CORE: set(),
-    RUNTIME_LAYER: {CORE},
-    APP: {CORE, RUNTIME_LAYER},
-    TRAINING: {CORE},
-    DATA: {CORE, TRAINING},
-    EVALUATION: {CORE, RUNTIME_LAYER, APP, TRAINING, DATA},
-    "benchmarks": {CORE, RUNTIME_LAYER, APP, TRAINING, DATA, EVALUATION},
-    "experiments": {CORE, RUNTIME_LAYER, APP, TRAINING, DATA, EVALUATION, "benchmarks"},
+    "sentence rules": {CORE},
+    RUNTIME_LAYER: {CORE, "sentence rules"},
+    APP: {CORE, "sentence rules", RUNTIME_LAYER},
+    TRAINING: {CORE, "sentence rules"},
+    DATA: {CORE, "sentence rules", RUNTIME_LAYER, TRAINING},
+    EVALUATION: {CORE, "sentence rules", RUNTIME_LAYER, APP, TRAINING, DATA},
+    "benchmarks": {CORE, "sentence rules", RUNTIME_LAYER, APP, TRAINING, DATA, EVALUATION},
+    "experiments": {
+        CORE,
+        "sentence rules",
+        RUNTIME_LAYER,
+        APP,
+        TRAINING,
+        DATA,
+        EVALUATION,
+        "benchmarks",
+    },
 }
 
 
@@ -58,8 +75,10 @@ def module_name(path: Path) -> str:
 def layer(module: str) -> str | None:
     """The layer (folder) of a project module; None for a module placed nowhere."""
     top = module.split(".")[0]
-    if module == "watermark.core" or module.startswith("watermark.core."):
+    if module in BASE_FOLDERS or module.startswith(tuple(f + "." for f in BASE_FOLDERS)):
         return CORE
+    if module in SENTENCE_RULES:
+        return "sentence rules"
     if module in ("watermark.app", "watermark.__main__") or module.startswith("watermark.app."):
         return APP
     if module in RUNTIME or module.startswith(RUNTIME_FOLDERS):
@@ -101,7 +120,7 @@ def test_every_module_is_in_a_layer_folder() -> None:
     unplaced = [module_name(p) for p in sources() if layer(module_name(p)) is None]
     assert not unplaced, f"move these into a layer folder, or name them in RUNTIME: {unplaced}"
     folders = sorted({p.parent.name for p in (ROOT / "watermark").glob("*/__init__.py")})
-    assert folders == ["app", "core", "detect", "generate", "sentences"]
+    assert folders == ["app", "config", "core", "detect", "generate", "models", "sentences"]
 
 
 def test_nothing_imports_against_the_direction() -> None:
@@ -116,6 +135,22 @@ def test_nothing_imports_against_the_direction() -> None:
     assert not backwards, "\n".join(backwards)
 
 
+def test_the_sentence_layer_does_not_import_detection() -> None:
+    """Detection reads the layer's tests and owns the one verdict; the scoring core holds no
+    sentence mapper."""
+    found = [
+        f"{module_name(p)} imports {t}"
+        for p in sorted((ROOT / "watermark" / "sentences").rglob("*.py"))
+        for t in imported(p)
+        if t.startswith("watermark.detect")
+    ]
+    assert not found, "\n".join(found)
+    scoring = ROOT / "watermark" / "core" / "scoring.py"
+    assert "self.sentence_mapper" not in scoring.read_text(encoding="utf-8")  # it holds none
+    assert not any(t.startswith("watermark.sentences") for t in imported(scoring))
+    assert not (ROOT / "watermark" / "core" / "sentences.py").exists()
+
+
 def test_the_check_sees_imports_inside_functions_and_submodules() -> None:
     cli = imported(ROOT / "watermark" / "app" / "cli.py")
     assert "watermark.app.bulk" in cli  # imported inside a function
@@ -124,7 +159,7 @@ def test_the_check_sees_imports_inside_functions_and_submodules() -> None:
     assert layer("benchmarks.bench_gpu") == "benchmarks" and layer("data.build") == DATA
     assert "watermark.core.rules.logits" in imported(ROOT / "watermark" / "core" / "scoring.py")
     assert layer("evaluation.run") == EVALUATION and layer("mapper.train") == TRAINING
-    assert layer("watermark.core.semantic_mapper") == CORE  # the runtime owns the model
+    assert layer("watermark.models.semantic_mapper") == CORE  # the runtime owns the model
     assert APP not in ALLOWED[RUNTIME_LAYER] and EVALUATION not in ALLOWED[APP]
     assert layer("watermark.reference") is None  # the oracle is a test tool (tests/reference.py)
 
@@ -150,16 +185,29 @@ def test_no_import_cycles() -> None:
 
 
 def test_functions_and_modules_of_the_library_stay_small() -> None:
-    """No function in ``watermark/`` or ``mapper/`` over 60 lines, no module over 300."""
+    """No function over 60 lines, no module over 300, in every package: the library
+    (``watermark/``, ``mapper/``) and the repository tools (``data/``, ``evaluation/``,
+    ``benchmarks/``, ``experiments/``)."""
     too_long = []
-    for package in ("watermark", "mapper"):
-        for path in sorted((ROOT / package).rglob("*.py")):
-            source = path.read_text(encoding="utf-8")
-            if len(source.splitlines()) > 300:
-                too_long.append(f"{module_name(path)}: {len(source.splitlines())} lines")
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    size = node.end_lineno - node.lineno + 1
-                    if size > 60:
-                        too_long.append(f"{module_name(path)}.{node.name}: {size} lines")
+    for path in sources():
+        source = path.read_text(encoding="utf-8")
+        if len(source.splitlines()) > 300:
+            too_long.append(f"{module_name(path)}: {len(source.splitlines())} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = node.end_lineno - node.lineno + 1
+                if size > 60:
+                    too_long.append(f"{module_name(path)}.{node.name}: {size} lines")
     assert not too_long, "\n".join(too_long)
+
+
+def test_no_folder_holds_more_than_a_third_of_the_package() -> None:
+    """The runtime's folders split by role: none holds more than about a third of the lines
+    of ``watermark/`` (the top-level modules count as one folder)."""
+    lines: dict[str, int] = {}
+    for path in (ROOT / "watermark").rglob("*.py"):
+        parts = path.relative_to(ROOT / "watermark").parts
+        folder = parts[0] if len(parts) > 1 else "."
+        lines[folder] = lines.get(folder, 0) + len(path.read_text(encoding="utf-8").splitlines())
+    total = sum(lines.values())
+    assert max(lines.values()) <= total / 3, {k: round(v / total, 3) for k, v in lines.items()}

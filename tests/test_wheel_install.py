@@ -37,7 +37,7 @@ TOKENS = 20
 USE = f"""
 import importlib.metadata as md, json, re
 import watermark
-from watermark.core.paths import PACKAGE_DIR
+from watermark.config.paths import PACKAGE_DIR
 
 model, tokenizer = watermark.load_lm("smollm2-135m")
 wm = watermark.Watermark.load(tokenizer=tokenizer, generator=model)  # the shipped default

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 
 __all__ = [
     "AdaptiveWatermarkLogitsProcessor",
@@ -60,7 +60,7 @@ def __getattr__(name: str) -> Any:  # lazy imports keep `import watermark` light
 
         return AdaptiveWatermarkLogitsProcessor
     if name in ("load_lm", "resolve_lm"):
-        from watermark.core import models
+        from watermark.models import loaders
 
-        return getattr(models, name)
+        return getattr(loaders, name)
     raise AttributeError(f"module 'watermark' has no attribute {name!r}")

@@ -18,12 +18,11 @@ from collections.abc import Sequence
 import torch
 from transformers import LogitsProcessorList
 
-from watermark.core.config import WatermarkConfig, as_config
-from watermark.core.devices import dtype_name, resolve_device
+from watermark.config.keys import DEMO_KEY, warn_demo_key
+from watermark.config.watermark_config import WatermarkConfig, as_config
 from watermark.core.errors import UserError
-from watermark.core.keys import DEMO_KEY, warn_demo_key
 from watermark.core.scoring import WatermarkCore
-from watermark.core.semantic_mapper import SemanticMapper
+from watermark.core.semantic import MappedEmbedder
 from watermark.core.threads import one_thread
 from watermark.detect.detector import Detector
 from watermark.detect.result import DetectionResult
@@ -36,7 +35,9 @@ from watermark.generate.generation import (
     warpers_off,
 )
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.loading import head_width, load_core
+from watermark.loading import head_width, load_core, load_sentence_mapper
+from watermark.models.devices import dtype_name, resolve_device
+from watermark.models.semantic_mapper import SemanticMapper
 from watermark.sentences.generation import generate_by_sentences
 from watermark.sentences.layer import SentenceLayer
 
@@ -48,14 +49,24 @@ class Watermark:
     """
 
     def __init__(
-        self, config: WatermarkConfig, core: WatermarkCore, generator: torch.nn.Module | None = None
+        self,
+        config: WatermarkConfig,
+        core: WatermarkCore,
+        generator: torch.nn.Module | None = None,
+        sentence_mapper: MappedEmbedder | None = None,
     ) -> None:
+        """``sentence_mapper``: the sentence layer's own mapper on the core's SE (``None``: the
+        layer, where the config has it, reads with the token level's)."""
         self.config = config
         self.core = core
         self.generator = generator  # what generate() uses when no model is given
         self.tokenizer = core.tokenizer
-        self.sentences = SentenceLayer.of(config, core.sentence_reader)  # the one, or None
-        self.detector = Detector(core, sentences=self.sentences)
+        self.sentence_mapper = sentence_mapper
+        own = sentence_mapper.digests["mapper"] if sentence_mapper is not None else None
+        self._fingerprint = core.fingerprint(own)
+        self.sentences = SentenceLayer.of(config, sentence_mapper or core.semantic)  # or None
+        tests = self.sentences.tests if self.sentences is not None else None
+        self.detector = Detector(core, sentence_tests=tests, fingerprint=self._fingerprint)
         self.uses_demo_key = False  # set by load: generation then warns once per process
 
     def __repr__(self) -> str:
@@ -65,7 +76,7 @@ class Watermark:
     def fingerprint(self) -> str:
         """``"wm-..."``: digest of what generation and detection must share (the mapper and the
         embedder included, never the key); ``generate`` and ``detect`` write it."""
-        return self.core.fingerprint
+        return self._fingerprint
 
     @property
     def embedder(self) -> object:
@@ -132,9 +143,9 @@ class Watermark:
         device = resolve_device(device, generator)
         parts = {"tokenizer": tokenizer, "measurement_model": measurement_model}
         parts.update(mm_tokenizer=mm_tokenizer, embedder=embedder, mapper=mapper)
-        parts.update(sentence_mapper=sentence_mapper)
         core, generator = load_core(cfg, generator, device, **parts)
-        wm = cls(cfg, core, generator)
+        own = load_sentence_mapper(cfg, core.semantic, device, sentence_mapper)
+        wm = cls(cfg, core, generator, own)
         wm.uses_demo_key = cfg.secret_keys()[0] == DEMO_KEY
         return wm
 

@@ -4,8 +4,8 @@
 (:func:`vocab_size`), the generator's tokenizer, the sentence embedder (SE), the mapper and the
 keyed token maps (:func:`load_semantic`), then the measurement model (MM). Each loads its part by
 name unless it is passed in, places it on one device in the config's ``compute_dtype`` (see
-:mod:`watermark.core.devices`) and checks widths and vocabularies, failing with a message that names
-the mismatch (embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head
+:mod:`watermark.models.devices`) and checks widths and vocabularies, failing with a message that
+names the mismatch (embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head
 width, null model vs MM). The mapper and the embedder are key material: their digests must be the
 ones the config pins (:mod:`watermark.core.identity`).
 """
@@ -17,17 +17,16 @@ from pathlib import Path
 
 import torch
 
-from watermark.core.config import WatermarkConfig
-from watermark.core.devices import model_device, model_dtype, torch_dtype
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.errors import UserError
 from watermark.core.identity import check_part, short, tensor_digest
 from watermark.core.measurement import MeasurementModel, resolve_start_id
-from watermark.core.models import embedder_dim, load_embedder
 from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic import MappedEmbedder, SemanticScorer
-from watermark.core.semantic_mapper import SemanticMapper
-from watermark.core.timer import StageTimer
 from watermark.core.token_map import build_repeat_shifts, build_token_maps
+from watermark.models.devices import model_device, model_dtype, torch_dtype
+from watermark.models.loaders import embedder_dim, load_embedder
+from watermark.models.semantic_mapper import SemanticMapper
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +43,16 @@ def load_tokenizer(name: str) -> object:
     """The tokenizer of a causal LM (short name, folder or hub id)."""
     from transformers import AutoTokenizer
 
-    from watermark.core.models import resolve_lm  # lazy: converts packaged GGUF models on first use
+    from watermark.models.loaders import (
+        resolve_lm,  # lazy: converts packaged GGUF models on first use
+    )
 
     return AutoTokenizer.from_pretrained(str(resolve_lm(name)))
 
 
 def config_vocab(name: str) -> int:
     """LM-head width from a causal LM's config (no weights are loaded)."""
-    from watermark.core.models import causal_lm_config
+    from watermark.models.loaders import causal_lm_config
 
     return int(causal_lm_config(name).get_text_config().vocab_size)
 
@@ -89,10 +90,9 @@ def load_measurement(
     mm_tokenizer: object | None,
     vocab: int,
     device: torch.device,
-    timer: StageTimer | None = None,
 ) -> MeasurementModel:
     """The MM on ``device`` in ``compute_dtype`` (the generator itself when it is the same model,
-    on that device, in that dtype); ``timer`` adds its time to stage ``mm``."""
+    on that device, in that dtype)."""
     same_name = cfg.models.measurement_model == cfg.models.generator
     dtype = torch_dtype(cfg.runtime.compute_dtype)
     if model is None:
@@ -100,7 +100,7 @@ def load_measurement(
         if same_name and reusable == (device, dtype):
             model = generator
         else:
-            from watermark.core.models import load_lm
+            from watermark.models.loaders import load_lm
 
             model, loaded_tok = load_lm(cfg.resolve_path(cfg.models.measurement_model))
             mm_tokenizer = mm_tokenizer or loaded_tok
@@ -113,7 +113,7 @@ def load_measurement(
     if model is not generator:
         model = model.to(device=device, dtype=dtype)
     return MeasurementModel(
-        model.eval(), mm_tokenizer, tokenizer, same, start, timer=timer, window=cfg.models.mm_window
+        model.eval(), mm_tokenizer, tokenizer, same, start, window=cfg.models.mm_window
     )
 
 
@@ -215,14 +215,12 @@ def load_core(
         given["mm_tokenizer"],
         vocab,
         device,
-        timer=semantic.timer,
     )
     log_loaded(cfg, vocab, semantic.num_dims, mm.same_tokenizer, device)
     same = cfg.models.measurement_model == cfg.models.generator and mm.same_tokenizer
     if generator is None and same:
         generator = mm.model  # the generator's weights, loaded once
-    sentence = load_sentence_mapper(cfg, semantic, device, given.get("sentence_mapper"))
-    return WatermarkCore(cfg, tokenizer, mm, semantic, sentence), generator
+    return WatermarkCore(cfg, tokenizer, mm, semantic), generator
 
 
 def load_sentence_mapper(
@@ -263,4 +261,4 @@ def load_sentence_mapper(
         )
     mapper = mapper.to(device=device, dtype=torch.float32)
     digests = {"mapper": found, "embedder": semantic.digests["embedder"]}
-    return MappedEmbedder(semantic.embedder, mapper, semantic.batch_size, semantic.timer, digests)
+    return MappedEmbedder(semantic.embedder, mapper, semantic.batch_size, digests)

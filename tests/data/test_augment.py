@@ -1,4 +1,4 @@
-"""Tests for the shortened, expanded and synonym augmentations (data.augment, data.synonyms)."""
+"""Tests for the rule-based augmentations (data.augment, data.expansion, data.synonyms)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from data.augment import MIN_KEEP, expand, shorten
+from data.augment import MIN_KEEP, shorten
+from data.expansion import expand
 from data.synonyms import Thesaurus
 
 SENTENCES = [

@@ -1,4 +1,4 @@
-"""Tests for the whole-text LLM paraphraser (data.llm_paraphrase) on a tiny random model."""
+"""Tests for the whole-text LLM paraphraser (data.llm_paraphrase, its cleaning) on a tiny model."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from data import llm_paraphrase as lp
+from data.llm_paraphrase_cleaning import clean_text_paraphrase
 from tests.helpers import tiny_llama, word_tokenizer
-from watermark.core.devices import dtype_name
+from watermark.models.devices import dtype_name
 
 TEMPLATE = "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
 TEXTS = [
@@ -32,7 +33,7 @@ def save_tiny_lm(root: Path, chat: bool = True, seed: int = 0) -> Path:
 def test_clean_text_paraphrase_strips_meta_talk_and_rejects_unusable_outputs() -> None:
     src = "The council voted 7 to 2 on Tuesday to close the old bridge in Leeds."
     good = "On Tuesday, by 7 votes to 2, councillors in Leeds decided the old bridge will close."
-    clean = lp.clean_text_paraphrase
+    clean = clean_text_paraphrase
     assert clean(good, src) == good
     wrapped = f'Sure! Here is the rewritten text:\n\n"{good}"\n\nNote: I kept every fact.'
     assert clean(wrapped, src) == good

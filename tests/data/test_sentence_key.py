@@ -5,16 +5,21 @@ pools (sampled with a tiny model, cut at the first sentence, cached) and the mea
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from transformers import StoppingCriteriaList
 
 from data import candidate_pools
-from data.candidate_pools import FirstSentence, build_pools, first_sentence, prefixes
+from data.candidate_pools import build_pools, first_sentence, prefixes
 from data.sentence_rewrites import add_meaning_checks, corpus_passages, select
-from tests.helpers import make_records, tiny_llama, word_tokenizer
+from tests.helpers import make_records, word_tokenizer
+from watermark.generate.generation import eos_ids
+from watermark.sentences.generation import MAX_SENTENCE_TOKENS
+from watermark.sentences.spans import SentenceEnds
 
 
 @pytest.fixture
@@ -47,22 +52,37 @@ def test_first_sentence_and_the_stop_rule():
     assert first_sentence(" The storm hit. Then rain") == "The storm hit."
     assert first_sentence(" no end mark here") is None
     tok = word_tokenizer()
-    stop = FirstSentence(tok, [tok.eos_token_id])
+    stop = SentenceEnds(tok, [tok.eos_token_id])
     ids = tok(["river .", "river city"], add_special_tokens=False).input_ids
     assert stop(torch.tensor([ids[0], ids[1]]), None).tolist() == [True, False]
 
 
-def test_pools_are_sampled_per_prefix_cut_at_a_sentence_and_cached(tmp_path, monkeypatch):
-    tok, model = word_tokenizer(), tiny_llama(len(word_tokenizer()), seed=3)
-    monkeypatch.setattr(candidate_pools, "MAX_SENTENCE_TOKENS", 12)
+def test_pools_are_drawn_by_watermark_generate_cut_at_a_sentence_and_cached(
+    tiny, tmp_path, monkeypatch
+):
+    """A pool is the first sentences of one unwatermarked ``Watermark.generate`` call over the
+    prefix's copies, with the config's sampling settings and the layer's sentence ends: the
+    same call made directly, with the same seed, gives the same candidates."""
+    wm = tiny.make()
+    monkeypatch.setattr(candidate_pools, "load_watermark", lambda config: wm)
     wanted = [{"id": f"d{i}:2", "prefix": p} for i, p in enumerate(["river city .", "bank"])]
-    monkeypatch.setattr("watermark.core.models.load_lm", lambda name: (model, tok))
-    pools = build_pools(wanted, tmp_path / "pools.jsonl", candidates=6, batch_size=2)
+    pools = build_pools(wanted, tmp_path / "pools.jsonl", candidates=6, batch_size=1, seed=4)
     assert [len(p["candidates"]) for p in pools] == [6, 6]
     cut = [c for p in pools for c in p["candidates"] if c is not None]
     assert cut and all(c.endswith(".") and c.count(".") == 1 for c in cut)
-    monkeypatch.setattr("watermark.core.models.load_lm", lambda name: pytest.fail("sampled"))
-    again = build_pools(wanted, tmp_path / "pools.jsonl", candidates=6, batch_size=2)
+    digest = hashlib.sha256(wanted[0]["id"].encode()).hexdigest()
+    ends = SentenceEnds(tiny.gtok, eos_ids(tiny.gen, tiny.gtok))
+    direct = wm.generate(
+        [wanted[0]["prefix"]] * 6,
+        max_new_tokens=MAX_SENTENCE_TOKENS,
+        seed=int(digest[:8], 16) + 4,
+        watermark=False,
+        stopping_criteria=StoppingCriteriaList([ends]),
+    )
+    assert pools[0]["candidates"] == [first_sentence(o.text) for o in direct]
+    assert len(set(pools[0]["candidates"])) > 1  # sampled, not one sentence six times
+    monkeypatch.setattr(candidate_pools, "load_watermark", lambda config: pytest.fail("sampled"))
+    again = build_pools(wanted, tmp_path / "pools.jsonl", candidates=6, batch_size=1, seed=4)
     assert again == pools  # read from the cache, nothing sampled
 
 

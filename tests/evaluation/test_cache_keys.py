@@ -17,8 +17,9 @@ from evaluation.cache_keys import (
     generation_key,
     generation_view,
 )
-from watermark.core.config import WatermarkConfig, fields_of
-from watermark.core.config_sections import RUNTIME
+from evaluation.config_fields import fields_of
+from watermark.config.sections import RUNTIME
+from watermark.config.watermark_config import WatermarkConfig
 
 # the shipped default config's fields when the caches were written
 SHIPPED = {

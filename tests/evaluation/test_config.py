@@ -66,7 +66,7 @@ def test_key_values_reads_each_value_as_yaml() -> None:
 
 
 def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() -> None:
-    from watermark.core.config import WatermarkConfig
+    from watermark.config.watermark_config import WatermarkConfig
 
     root = Path(__file__).resolve().parents[2]
     robust = WatermarkConfig.load(root / "configs/watermark-robust.json")

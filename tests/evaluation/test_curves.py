@@ -1,10 +1,11 @@
-"""Tests for the matched-quality choice of the robustness curves (evaluation.curves)."""
+"""Tests for the robustness curves' matched-quality choice (evaluation.curves, curve_report)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from evaluation.curves import curve_plot, matched_quality, matched_table, within_limits
+from evaluation.curve_report import curve_plot, matched_table
+from evaluation.curves import matched_quality, within_limits
 
 
 def _row(method: str, family: str, ppl: float, rep4: float, z: float, attack: str = "none"):

@@ -1,8 +1,8 @@
-"""The report's comparison section (evaluation.report.comparison_lines): baseline and methods."""
+"""The report's comparison section (evaluation.curve_report.comparison_lines): baseline, methods."""
 
 from __future__ import annotations
 
-from evaluation.report import comparison_lines
+from evaluation.curve_report import comparison_lines
 
 
 def _curves() -> dict:

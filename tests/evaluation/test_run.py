@@ -24,7 +24,7 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
         tiny_llama(len(tok), seed=seed).save_pretrained(root / name)
         tok.save_pretrained(root / name)
     tiny_mapper(16, 24).save_pretrained(root / "mapper")
-    from watermark.core.config import WatermarkConfig
+    from watermark.config.watermark_config import WatermarkConfig
 
     WatermarkConfig.of(
         mapper="mapper",

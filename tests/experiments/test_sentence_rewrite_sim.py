@@ -7,7 +7,7 @@ import random
 import torch
 
 from tests.helpers import experiment_script
-from watermark.core.sentences import SentenceKey
+from watermark.sentences.key import SentenceKey
 
 sim = experiment_script("sentence_rewrite_sim")
 ORIGINAL = "The bridge opened in May. It carries two lanes. Tolls pay for it."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tests.helpers import experiment_script
-from watermark.core.sentences import SentenceKey
+from watermark.sentences.key import SentenceKey
 
 spoof = experiment_script("sentence_spoof")
 

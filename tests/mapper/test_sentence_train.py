@@ -17,7 +17,7 @@ from mapper.sentence_metrics import keys, pool_spread, rewrite_agreement, unrela
 from mapper.sentence_system import SentenceMapperSystem
 from mapper.train import main
 from tests.helpers import RECORD_WORDS, make_records
-from watermark.core.semantic_mapper import SemanticMapper
+from watermark.models.semantic_mapper import SemanticMapper
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,7 +111,8 @@ def test_a_tiny_sentence_run_logs_every_term_and_metric_and_exports(
     for term in ("stability", "spread", "sentence", "dimension", "distance", "decorrelation"):
         assert f"val/{term}" in logged and f"train/{term}" in logged
     assert '"exported"' in capsys.readouterr().out
-    started = SentenceMapperSystem(16, 32, 48, init_from=str(tmp_path / "export")).mapper
+    sizes = {"input_dim": 16, "hidden_dim": 32, "output_dim": 48}
+    started = SentenceMapperSystem(**sizes, init_from=str(tmp_path / "export")).mapper
     assert all(torch.equal(a, b) for a, b in zip(started.parameters(), mapper.parameters()))
     ship_the_sentence_mapper(tmp_path / "export", tmp_path)
 

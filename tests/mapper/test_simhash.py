@@ -10,7 +10,7 @@ import torch
 from mapper.metrics import simhash_codes
 from mapper.simhash import main, simhash_mapper
 from tests.helpers import tiny_mapper
-from watermark.core.semantic_mapper import SemanticMapper
+from watermark.models.semantic_mapper import SemanticMapper
 
 
 def test_simhash_mapper_signs_equal_simhash_codes(tmp_path: Path, capsys) -> None:

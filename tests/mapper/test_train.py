@@ -19,8 +19,8 @@ from mapper.datamodule import MapperDataModule
 from mapper.export import export_checkpoint
 from mapper.system import MapperSystem
 from mapper.train import main
-from watermark.core.paths import PACKAGE_DIR
-from watermark.core.semantic_mapper import SemanticMapper
+from watermark.config.paths import PACKAGE_DIR
+from watermark.models.semantic_mapper import SemanticMapper
 
 ROOT = Path(__file__).resolve().parents[2]
 

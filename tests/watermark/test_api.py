@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import PROMPTS, tiny_llama, tiny_mapper
 from watermark.api import Watermark
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 
 
 def test_load_rejects_parts_that_do_not_fit(tiny: SimpleNamespace) -> None:

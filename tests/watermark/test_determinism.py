@@ -99,11 +99,11 @@ def texts() -> list[str]:
     from transformers import AutoTokenizer
 
     from evaluation.heldout import units
-    from watermark.core.models import resolve_lm
+    from watermark.models.loaders import resolve_lm
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_lm("smollm2-135m"))
     found = units(ROOT / "data/corpus/heldout.jsonl.gz", tokenizer, None, 90, 120)
-    return [u["human"] for u in found[:5]] + ["", "Ok."]  # and two texts that score nothing
+    return [u["human"] for u in found[:3]] + ["", "Ok."]  # and two texts that score nothing
 
 
 @pytest.mark.slow
@@ -121,7 +121,7 @@ def test_every_way_of_detecting_gives_the_same_fields(texts, tmp_path) -> None:
     try:
         for threads in (1, 2, 4):
             torch.set_num_threads(threads)
-            assert lines(wm.detect(texts[:3], batch_size=2)) == alone[:3]
+            assert lines(wm.detect(texts[:2], batch_size=2)) == alone[:2]
     finally:
         torch.set_num_threads(before)
     assert lines(wm.detect(texts[::-1], batch_size=3, progress=True, workers=1))[::-1] == alone
@@ -165,7 +165,7 @@ def test_every_way_of_detecting_gives_the_same_fields(texts, tmp_path) -> None:
 @pytest.mark.slow
 def test_generation_draws_the_same_tokens_at_one_and_two_threads() -> None:
     from watermark.api import Watermark
-    from watermark.core.models import load_lm
+    from watermark.models.loaders import load_lm
 
     model, tokenizer = load_lm("smollm2-135m")
     wm = Watermark.load(tokenizer=tokenizer, generator=model)

@@ -18,9 +18,9 @@ import torch
 
 from tests import reference
 from watermark.api import Watermark
-from watermark.core import models
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.generate.generation import eos_ids
+from watermark.models import loaders
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,7 +61,7 @@ def test_documented_snippet_gives_reference_tokens(
         assert config is None  # the snippet loads the shipped default
         return load(tiny_default(tiny), embedder=tiny.emb, mapper=tiny.mapper, **kwargs)
 
-    monkeypatch.setattr(models, "load_lm", lambda name, **kwargs: (tiny.gen, tiny.gtok))
+    monkeypatch.setattr(loaders, "load_lm", lambda name, **kwargs: (tiny.gen, tiny.gtok))
     monkeypatch.setattr(Watermark, "load", staticmethod(tiny_load))
     ns: dict = {}
     exec(compile(code, doc, "exec"), ns)  # noqa: S102 - our own documentation

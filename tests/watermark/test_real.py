@@ -13,7 +13,7 @@ import pytest
 
 from tests import reference
 from tests.helpers import scored_steps
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ CONFIGS = {"shipped": WatermarkConfig.default, "additive": lambda: WatermarkConf
 
 @pytest.fixture(scope="module")
 def lm():
-    from watermark.core.models import load_lm
+    from watermark.models.loaders import load_lm
 
     model, tokenizer = load_lm("smollm2-135m")
     return model.to(DEVICE), tokenizer
@@ -87,12 +87,18 @@ def test_real_greedy_generation_matches_reference(each_rule) -> None:
         assert out.watermarked_steps == gated
 
 
-def test_real_sampled_generation_fused_matches_unfused_and_reference(each_rule) -> None:
+def test_real_sampled_generation_fused_matches_unfused_and_reference(
+    each_rule, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Sampling with a seed: the fused loop and transformers' loop draw the same tokens, and the
     reference detector finds the steps the generator watermarked."""
+    from watermark.generate import generation
+
     wm, model = each_rule
     fused = wm.generate(model, PROMPTS, max_new_tokens=20, seed=1)
-    unfused = wm.generate(model, PROMPTS, max_new_tokens=20, seed=1, fuse=False)
+    with monkeypatch.context() as patched:  # transformers' own loop, the reference
+        patched.setattr(generation, "can_fuse", lambda *a: False)
+        unfused = wm.generate(model, PROMPTS, max_new_tokens=20, seed=1)
     assert [o.token_ids for o in fused] == [o.token_ids for o in unfused]
     matched = 0
     for out in fused:
@@ -132,7 +138,7 @@ def test_real_unwatermarked_text_not_flagged(real) -> None:
 
 
 def test_default_mapper_is_committed_and_trained() -> None:
-    from watermark.core.semantic_mapper import SemanticMapper
+    from watermark.models.semantic_mapper import SemanticMapper
 
     mapper = SemanticMapper.from_pretrained(WatermarkConfig.default().mapper_dir())
     assert mapper.config.input_dim == 384 and mapper.config.embedder == "minilm"

@@ -29,7 +29,7 @@ import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader, Dataset
 
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.errors import UserError
 
 logger = logging.getLogger(__name__)

@@ -7,8 +7,8 @@
   sizes, ``--windows off`` keeps the whole-text test only).
 * ``show``: like ``detect``, and writes an HTML page of the scored and green tokens.
 * ``detect-corpus``: a whole corpus over devices and nodes (:mod:`watermark.app.bulk`).
-* ``keygen``: a config with a fresh secret key (:mod:`watermark.core.keys`); ``calibrate``: FPR and
-  TPR by length on your own texts (:mod:`watermark.app.calibrate`).
+* ``keygen``: a config with a fresh secret key (:mod:`watermark.config.keys`); ``calibrate``:
+  FPR and TPR by length on your own texts (:mod:`watermark.app.calibrate`).
 
 ``--key-file`` (repeatable) replaces the config's keys: the first is the current key, the others
 are earlier keys that detection also tries.
@@ -133,8 +133,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
+    from watermark.config.keys import fresh_key, fresh_opening_sentence, write_private
     from watermark.core.identity import pinned
-    from watermark.core.keys import fresh_key, fresh_opening_sentence, write_private
 
     base = base_config(args)
     out = Path(args.out)
@@ -271,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for name in ("watermark.core.models", "watermark.app.bulk"):  # first-use work, resumes
+    for name in ("watermark.models.loaders", "watermark.app.bulk"):  # first-use work, resumes
         logging.getLogger(name).setLevel(logging.INFO)
     try:
         return int(args.func(args))

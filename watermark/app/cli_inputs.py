@@ -70,7 +70,7 @@ def emit(obj: dict) -> None:
 
 def base_config(args: argparse.Namespace):
     """The config of ``--config`` with the ``--set`` changes, checked again."""
-    from watermark.core.config import as_config
+    from watermark.config.watermark_config import as_config
 
     cfg = as_config(args.config)
     return cfg.with_settings(dict(args.set)) if getattr(args, "set", None) else cfg
@@ -91,12 +91,12 @@ def read_config(args: argparse.Namespace):
 
 def load(cfg, args: argparse.Namespace, with_generator: bool = False):
     from watermark.api import Watermark
-    from watermark.core.devices import resolve_device, torch_dtype
+    from watermark.models.devices import resolve_device, torch_dtype
 
     device = resolve_device(args.device)
     if not with_generator:
         return Watermark.load(cfg, device=device, dtype=args.dtype), None
-    from watermark.core.models import load_lm
+    from watermark.models.loaders import load_lm
 
     dtype = torch_dtype(args.dtype or cfg.runtime.compute_dtype)
     model, tokenizer = load_lm(cfg.resolve_path(cfg.models.generator), dtype=dtype)

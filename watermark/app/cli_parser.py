@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from watermark.app.calibrate import LENGTHS
 from watermark.app.cli_types import count, positive_int, setting, window_list
-from watermark.core.config_sections import COMPUTE_DTYPES
+from watermark.config.sections import COMPUTE_DTYPES
 
 USAGE_ERROR = 2
 EXAMPLES = {

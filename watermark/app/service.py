@@ -90,8 +90,12 @@ class Detectors:
         if windows == self.configured:
             return self.watermark.detector
         if windows not in self.others:
+            wm = self.watermark
             self.others[windows] = self.make(
-                self.watermark.core, window_sizes=windows, sentences=self.watermark.sentences
+                wm.core,
+                window_sizes=windows,
+                sentence_tests=wm.detector.sentence_tests,
+                fingerprint=wm.fingerprint,
             )
             while len(self.others) > self.limits.cached_detectors:
                 self.others.popitem(last=False)

@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import torch
 
-from watermark.core.config import DEFAULT_CONFIG_PATH, WatermarkConfig
+from watermark.config.watermark_config import DEFAULT_CONFIG_PATH, WatermarkConfig
 from watermark.core.errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -101,8 +101,8 @@ def check_part(
 def pinned(cfg: WatermarkConfig) -> WatermarkConfig:
     """``cfg`` with ``mapper_digest`` and ``embedder_digest`` set to the digests of the parts it
     names (loaded by name; a pin it already has must match)."""
-    from watermark.core.models import load_embedder
-    from watermark.core.semantic_mapper import SemanticMapper
+    from watermark.models.loaders import load_embedder
+    from watermark.models.semantic_mapper import SemanticMapper
 
     found = {
         "mapper": tensor_digest(SemanticMapper.from_pretrained(cfg.mapper_dir())),
@@ -126,7 +126,7 @@ def fingerprint(
     sentence_mapper: str | None = None,
 ) -> str:
     """``"wm-<12 hex>"``: digest of what each section names of itself
-    (:meth:`~watermark.core.config_sections.Section.identity`: the shared fields that are not
+    (:meth:`~watermark.config.sections.Section.identity`: the shared fields that are not
     secret, the green lists per step), V and the found mapper and embedder digests, and the
     sentence layer's own mapper's where it has one (no key, no opening sentence)."""
     shared = {"token_map": "keyed"}  # the one token map since 0.8, named so that prints hold

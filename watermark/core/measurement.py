@@ -35,7 +35,6 @@ from torch import Tensor
 
 from watermark.core.errors import UserError
 from watermark.core.text import decode_ids, encode_text
-from watermark.core.timer import StageTimer
 
 
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -93,7 +92,6 @@ class MeasurementModel:
         gen_tokenizer: The generator's tokenizer (to decode prefixes in cross-tokenizer mode).
         same_tokenizer: Whether generator ids can be fed to the MM directly.
         start_id: Token id of the empty-prefix context.
-        timer: Adds the MM's time to stage ``mm``.
         window: W of the long-text rule (0: never cut).
         chunk: Tokens per forward when detection streams a segment.
         batch_logits: Logit values per forward when detection batches texts
@@ -110,7 +108,6 @@ class MeasurementModel:
         gen_tokenizer: object,
         same_tokenizer: bool,
         start_id: int,
-        timer: StageTimer | None = None,
         window: int = 0,
         chunk: int = 256,
         batch_logits: int | None = None,
@@ -120,7 +117,6 @@ class MeasurementModel:
         self.gen_tokenizer = gen_tokenizer
         self.same_tokenizer = same_tokenizer
         self.start_id = int(start_id)
-        self.timer = timer or StageTimer()
         self.window = int(window)
         self.chunk = int(chunk)
         self.batch_logits = batch_logits
@@ -148,9 +144,8 @@ class MeasurementModel:
     @torch.inference_mode()
     def _logits(self, ids: Sequence[int]) -> torch.Tensor:
         """Float32 logits (L, V_mm) of one full forward over ``ids``, on the MM's device."""
-        with self.timer.stage("mm"):
-            x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
-            return self.model(input_ids=x, use_cache=False).logits[0].float()
+        x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+        return self.model(input_ids=x, use_cache=False).logits[0].float()
 
     @torch.inference_mode()
     def _stream(self, ids: list[int], positions: list[int]) -> Iterator[tuple[list[int], Tensor]]:
@@ -167,10 +162,9 @@ class MeasurementModel:
                 take.append(pos)
                 pos += 1
             keep = torch.tensor([positions[i] - done for i in take], dtype=torch.long)
-            with self.timer.stage("mm"):
-                x = torch.tensor([ids[done:end]], dtype=torch.long, device=self.device)
-                kept = keep.to(self.device) if take else 1
-                out, cache = cached_forward(self.model, cache, input_ids=x, logits_to_keep=kept)
+            x = torch.tensor([ids[done:end]], dtype=torch.long, device=self.device)
+            kept = keep.to(self.device) if take else 1
+            out, cache = cached_forward(self.model, cache, input_ids=x, logits_to_keep=kept)
             done = end
             if take:
                 yield take, out.logits[0].float()
@@ -265,24 +259,23 @@ class MeasurementModel:
                     break
                 longest = longest_next
                 group.append(batchable.pop(0))
-            with self.timer.stage("mm"):
-                x = torch.full((len(group), longest), self.start_id, dtype=torch.long)
-                mask = torch.zeros_like(x)
-                for row, n in enumerate(group):  # context of step t: [start] + S_{0:t-1}
-                    body = [int(i) for i in texts[n][: max(steps[n]) - 1]]
-                    x[row, 1 : 1 + len(body)] = torch.tensor(body, dtype=torch.long)
-                    mask[row, : 1 + len(body)] = 1
-                logits = self.model(
-                    input_ids=x.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    use_cache=False,
-                ).logits
-                # row by row (bounded memory), with one transfer of the positions and of the
-                # entropies: no host sync per text on an accelerator
-                sizes = [len(steps[n]) for n in group]
-                at = torch.tensor([t - 1 for n in group for t in steps[n]], dtype=torch.long)
-                at = at.to(self.device).split(sizes)
-                found = [entropy_from_logits(logits[row, at[row]]) for row in range(len(group))]
-                for n, h in zip(group, torch.cat(found).cpu().split(sizes)):
-                    out[n] = h
+            x = torch.full((len(group), longest), self.start_id, dtype=torch.long)
+            mask = torch.zeros_like(x)
+            for row, n in enumerate(group):  # context of step t: [start] + S_{0:t-1}
+                body = [int(i) for i in texts[n][: max(steps[n]) - 1]]
+                x[row, 1 : 1 + len(body)] = torch.tensor(body, dtype=torch.long)
+                mask[row, : 1 + len(body)] = 1
+            logits = self.model(
+                input_ids=x.to(self.device),
+                attention_mask=mask.to(self.device),
+                use_cache=False,
+            ).logits
+            # row by row (bounded memory), with one transfer of the positions and of the
+            # entropies: no host sync per text on an accelerator
+            sizes = [len(steps[n]) for n in group]
+            at = torch.tensor([t - 1 for n in group for t in steps[n]], dtype=torch.long)
+            at = at.to(self.device).split(sizes)
+            found = [entropy_from_logits(logits[row, at[row]]) for row in range(len(group))]
+            for n, h in zip(group, torch.cat(found).cpu().split(sizes)):
+                out[n] = h
         return out  # type: ignore[return-value]

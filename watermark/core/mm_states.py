@@ -55,19 +55,16 @@ class SameTokenizerState(MMGenerationState):
         out = torch.full((gen.shape[0],), float("nan"))
         if len(rows) == 0:
             return out
-        with self.mm.timer.stage("mm"):
-            s = window_start(gen.shape[1], self.mm.window)
-            if s != self.segment:  # the window moved: restart the cache on the kept tokens
-                self.cache, self.fed, self.segment = None, 0, s
-            device = self.mm.device  # the ids stay on the device: no host round trip
-            starts = torch.full(
-                (gen.shape[0], 1), self.mm.start_id, dtype=torch.long, device=device
-            )
-            ctx = torch.cat([starts, gen[:, s:].to(device, torch.long)], dim=1)  # (B, t - s)
-            new = ctx[:, self.fed :]
-            result, self.cache = cached_forward(self.mm.model, self.cache, input_ids=new)
-            self.fed = ctx.shape[1]
-            return entropy_from_logits(result.logits[:, -1]).cpu()
+        s = window_start(gen.shape[1], self.mm.window)
+        if s != self.segment:  # the window moved: restart the cache on the kept tokens
+            self.cache, self.fed, self.segment = None, 0, s
+        device = self.mm.device  # the ids stay on the device: no host round trip
+        starts = torch.full((gen.shape[0], 1), self.mm.start_id, dtype=torch.long, device=device)
+        ctx = torch.cat([starts, gen[:, s:].to(device, torch.long)], dim=1)  # (B, t - s)
+        new = ctx[:, self.fed :]
+        result, self.cache = cached_forward(self.mm.model, self.cache, input_ids=new)
+        self.fed = ctx.shape[1]
+        return entropy_from_logits(result.logits[:, -1]).cpu()
 
 
 class CrossTokenizerState(MMGenerationState):
@@ -103,9 +100,8 @@ class CrossTokenizerState(MMGenerationState):
 
     def entropies(self, gen: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
         out = torch.full((gen.shape[0],), float("nan"))
-        with self.mm.timer.stage("mm"):
-            for row in rows:
-                out[row] = self._row(row, self.mm.context_ids(gen[row].tolist()))
+        for row in rows:
+            out[row] = self._row(row, self.mm.context_ids(gen[row].tolist()))
         return out
 
 

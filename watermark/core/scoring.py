@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import torch
 
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.decisions import StepDecision, TextGate
 from watermark.core.green_lists import GreenLists, TokenReads
 from watermark.core.identity import fingerprint
@@ -33,9 +33,8 @@ from watermark.core.measurement import MeasurementModel
 from watermark.core.mm_states import MMGenerationState
 from watermark.core.repeats import earlier_runs, followers, loop_penalties, repeated_steps
 from watermark.core.rules.logits import apply_rule
-from watermark.core.semantic import MappedEmbedder, SemanticScorer
+from watermark.core.semantic import SemanticScorer
 from watermark.core.text import decode_many
-from watermark.core.timer import StageTimer
 
 
 class WatermarkCore:
@@ -46,8 +45,6 @@ class WatermarkCore:
         tokenizer: Generator tokenizer.
         measurement: The measurement model.
         semantic: SE + mapper + token map.
-        sentence_mapper: The sentence layer's own mapper on the same SE (``None``: it reads
-            with the token level's).
     """
 
     def __init__(
@@ -56,38 +53,25 @@ class WatermarkCore:
         tokenizer: object,
         measurement: MeasurementModel,
         semantic: SemanticScorer,
-        sentence_mapper: MappedEmbedder | None = None,
     ) -> None:
         self.config = config
         self.tokenizer = tokenizer
         self.measurement = measurement
         self.semantic = semantic
-        self.sentence_mapper = sentence_mapper  # the sentence layer's own, if it has one
         self._opening: torch.Tensor | None = None
 
     @property
     def vocab_size(self) -> int:
         return self.semantic.vocab_size
 
-    @property
-    def fingerprint(self) -> str:
+    def fingerprint(self, sentence_mapper: str | None = None) -> str:
         """``"wm-..."``: what generation and detection share, the mapper and the embedder
-        included (:func:`watermark.core.identity.fingerprint`); never the key."""
+        included, and the digest of the sentence layer's own mapper where it has one
+        (:func:`watermark.core.identity.fingerprint`); never the key."""
         digests = self.semantic.digests
-        own = self.sentence_mapper.digests["mapper"] if self.sentence_mapper else None
         return fingerprint(
-            self.config, self.vocab_size, digests["mapper"], digests["embedder"], own
+            self.config, self.vocab_size, digests["mapper"], digests["embedder"], sentence_mapper
         )
-
-    @property
-    def sentence_reader(self) -> MappedEmbedder:
-        """What the sentence layer reads with: its own mapper, else the token level's."""
-        return self.sentence_mapper or self.semantic
-
-    @property
-    def timer(self) -> StageTimer:
-        """Seconds per stage: measurement model ``mm``, embedder ``embed``, mapper ``map``."""
-        return self.semantic.timer
 
     @property
     def opening_steps(self) -> int:
@@ -251,25 +235,20 @@ class WatermarkCore:
     def sampling_logits(self, scores: torch.Tensor, decision: StepDecision) -> torch.Tensor:
         """The logits to sample from, (B, V): the loop penalty, the strength rule on gated rows,
         then filters."""
-        cfg = self.config
         if decision.loop_penalty is not None:
             scores = scores - decision.loop_penalty.to(scores.device, scores.dtype)
+        device = scores.device
         return apply_rule(
             scores,
-            decision.green.signs.to(scores.device),
-            decision.green.token_maps.to(scores.device),
+            self.config.scheme,
+            decision.green.signs.to(device),
+            decision.green.token_maps.to(device),
             decision.gated,
-            scheme=cfg.scheme,
-            top_k=cfg.scheme.top_k,
-            top_p=cfg.scheme.top_p,
-            filter_first=cfg.scheme.filter_first,
-            temperature=cfg.scheme.temperature,
-            keep_neutral=cfg.repeat_policy.keep_neutral,
-            neutral=None if decision.neutral is None else decision.neutral.to(scores.device),
-            repeated=None if decision.repeated is None else decision.repeated.to(scores.device),
+            neutral=None if decision.neutral is None else decision.neutral.to(device),
+            repeated=None if decision.repeated is None else decision.repeated.to(device),
             repeat_shift=None
             if decision.repeat_shift is None
-            else decision.repeat_shift.to(scores.device),
+            else decision.repeat_shift.to(device),
         )
 
     def text_gate(self, ids: Sequence[int], progress: bool = False) -> TextGate:

@@ -29,10 +29,9 @@ import torch
 
 from watermark.core.green_lists import GreenLists
 from watermark.core.identity import tensor_digest
-from watermark.core.semantic_mapper import SemanticMapper
 from watermark.core.threads import one_thread
-from watermark.core.timer import StageTimer
 from watermark.core.token_map import tokens_per_dim
+from watermark.models.semantic_mapper import SemanticMapper
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +46,6 @@ class MappedEmbedder:
         embedder: A sentence-transformers model.
         mapper: A semantic mapper; its input width must equal the embedder's output width.
         batch_size: Embedding batch size.
-        timer: Adds the embedder's and the mapper's time to stages ``embed`` and ``map``.
         digests: ``{"mapper": ..., "embedder": ...}`` as loaded (:mod:`watermark.core.identity`);
             computed from the parts as given when left out.
     """
@@ -57,14 +55,12 @@ class MappedEmbedder:
         embedder: object,
         mapper: SemanticMapper,
         batch_size: int = 32,
-        timer: StageTimer | None = None,
         digests: dict[str, str] | None = None,
     ) -> None:
         self.embedder = embedder
         self.mapper = mapper.eval()
         self.device = next(mapper.parameters()).device
         self.batch_size = batch_size
-        self.timer = timer or StageTimer()
         self.num_dims = int(mapper.config.output_dim)
         self._digests = dict(digests or {})
 
@@ -79,7 +75,7 @@ class MappedEmbedder:
     @torch.inference_mode()
     def embed(self, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
         """Sentence embeddings, float32 tensor of shape (N, E)."""
-        with self.timer.stage("embed"), one_thread(self.device.type == "cpu"):
+        with one_thread(self.device.type == "cpu"):
             out = self.embedder.encode(
                 list(texts),
                 batch_size=self.batch_size,
@@ -93,7 +89,7 @@ class MappedEmbedder:
     def outputs(self, u: torch.Tensor) -> torch.Tensor:
         """Mapper outputs v for embeddings u (N, E): float tensor (N, D), on the mapper's
         device; in blocks of :data:`MAP_ROWS` rows, so a row's outputs depend on that row only."""
-        with self.timer.stage("map"), one_thread(self.device.type == "cpu"):
+        with one_thread(self.device.type == "cpu"):
             u = u.to(self.device)
             n = int(u.shape[0])
             padded = torch.cat([u, u.new_zeros((-n) % MAP_ROWS, u.shape[1])])
@@ -109,7 +105,6 @@ class SemanticScorer(MappedEmbedder):
         mapper: The semantic mapper; its input width must equal the embedder's output width.
         token_maps: Long tensor (L, V) mapping token ids to mapper output dimensions, per layer.
         batch_size: Embedding batch size.
-        timer: Adds the embedder's and the mapper's time to stages ``embed`` and ``map``.
         old_token_maps: The token maps (L, V) of earlier keys, which detection also tries (key
             rotation); key k >= 1 of :meth:`from_signs` is ``old_token_maps[k - 1]``.
         repeat_shifts: With ``repeats="bigram"``, one (L, V) shift table per key (the current
@@ -124,12 +119,11 @@ class SemanticScorer(MappedEmbedder):
         mapper: SemanticMapper,
         token_maps: torch.Tensor,
         batch_size: int = 32,
-        timer: StageTimer | None = None,
         old_token_maps: Sequence[torch.Tensor] = (),
         repeat_shifts: Sequence[torch.Tensor] = (),
         digests: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(embedder, mapper, batch_size, timer, digests)
+        super().__init__(embedder, mapper, batch_size, digests)
         self.token_maps = token_maps.to(self.device, torch.long).reshape(-1, token_maps.shape[-1])
         self.num_layers, self.vocab_size = (int(n) for n in self.token_maps.shape)
         self.dim_counts = self._counts(self.token_maps)  # (L, D)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.green_lists import TokenReads
 from watermark.core.stats import green_test, window_spans, windowed_test
 from watermark.core.text import decode_ids, decode_many

@@ -11,7 +11,7 @@ process or in worker processes (``workers``).
   the configured rule (``delta`` for ``paper`` / ``floor``, ``bias`` for ``additive``). The
   tournament has no logit scale (its strength, ``layers``, is a count of green lists): its score
   is the mean green bit over its ``layers`` lists, SynthID-Text's mean g-value, in [0, 1]
-  (:meth:`watermark.core.schemes.Scheme.score`). ``green_fraction`` is the share of scored tokens
+  (:meth:`watermark.config.schemes.Scheme.score`). ``green_fraction`` is the share of scored tokens
   green in the first list; ``awr`` = |W| / T.
 * The z-test uses the scored tokens' green bits (one per green list: L = ``layers`` bits per
   token for the tournament, else 1), each token id counted once (its first scored occurrence)
@@ -38,9 +38,8 @@ Texts that cannot be scored (empty, whitespace, no letters, another script, no t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
 
 import torch
 
@@ -48,30 +47,36 @@ from watermark.core.scoring import WatermarkCore
 from watermark.core.text import decode_many, encode_text, unsupported_reason
 from watermark.core.threads import one_thread, spread
 from watermark.detect.assembly import AssemblyPool, assemble_keys
-from watermark.detect.result import DetectionResult, verdict_p_value
-from watermark.sentences.layer import SentenceLayer
+from watermark.detect.result import DetectionResult
+from watermark.detect.verdict import best_key, with_sentences
+from watermark.sentences.exact_test import SentenceTest
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 
 
 class Detector:
     """Batched detector over a :class:`WatermarkCore` and, where the config has one, the
-    watermark's sentence layer (its sentence test joins the verdict)."""
+    sentence tests of each text (they join the verdict, :mod:`watermark.detect.verdict`)."""
 
     def __init__(
         self,
         core: WatermarkCore,
         window_sizes: Sequence[int] | None = None,
-        sentences: SentenceLayer | None = None,
+        sentence_tests: Callable[[str], list[SentenceTest]] | None = None,
+        fingerprint: str | None = None,
     ) -> None:
         """``window_sizes``: the windowed test's span sizes, if not the core config's;
-        ``sentences``: the watermark's sentence layer (``None``: token level only)."""
+        ``sentence_tests``: a text's sentence test under each key, in the core's key order
+        (the sentence layer's :meth:`~watermark.sentences.layer.SentenceLayer.tests`;
+        ``None``: token level only); ``fingerprint``: what the results name, if not the
+        core's (a watermark with the sentence layer's own mapper names that too)."""
         self.core = core
         self.config = core.config
         if window_sizes is not None:
             self.config = core.config.evolve(window_sizes=list(window_sizes))
         self._pool: AssemblyPool | None = None
-        self.sentences = sentences
+        self.sentence_tests = sentence_tests
+        self.fingerprint = fingerprint or core.fingerprint()
 
     def _workers(self, workers: int) -> AssemblyPool:
         """The pool of ``workers`` assembly processes, started on first use and kept."""
@@ -142,7 +147,7 @@ class Detector:
 
         reasons = list(reasons) if reasons is not None else [None] * len(ids_list)
         texts = [None] * len(ids_list)
-        if self.sentences is not None:  # the sentence test reads the text the ids spell
+        if self.sentence_tests is not None:  # the sentence test reads the text the ids spell
             texts = decode_many(self.core.tokenizer, [list(ids) for ids in ids_list])
         pool = self._workers(workers) if workers > 0 else None
         on_cpu = self.core.device.type == "cpu"
@@ -164,9 +169,8 @@ class Detector:
         bar.close()
         with one_thread(on_cpu):  # the sentence tests of texts assembled in worker processes
             results = [self._finish(item, text) for item, text in zip(results, texts)]
-        made_by = self.core.fingerprint
         for result in results:
-            result.fingerprint = made_by
+            result.fingerprint = self.fingerprint
         return results
 
     def _finish(
@@ -178,9 +182,10 @@ class Detector:
         if isinstance(item, DetectionResult) or (isinstance(item, Future) and not wait):
             return item
         per_key = item.result() if isinstance(item, Future) else item
-        if self.sentences is None or per_key[0].reason is not None:
-            return self._best_key(per_key)
-        return self.sentences.verdict(per_key, text)
+        target_fpr = self.config.detection.target_fpr
+        if self.sentence_tests is None or per_key[0].reason is not None:
+            return best_key(per_key, target_fpr)
+        return with_sentences(per_key, self.sentence_tests(text), target_fpr)
 
     def _chunk(
         self,
@@ -235,20 +240,3 @@ class Detector:
             else:
                 results.append(assemble_keys(self.config, core.tokenizer, *job))
         return results
-
-    def _best_key(self, per_key: list[DetectionResult]) -> DetectionResult:
-        """The result under the best-matching key, its p-values corrected for the keys tried."""
-        key_p = [r.verdict_p_value for r in per_key]
-        best = min(range(len(per_key)), key=key_p.__getitem__)
-        found, k = per_key[best], len(per_key)
-        p = min(1.0, k * found.p_value)
-        window_p = None if found.window_p_value is None else min(1.0, k * found.window_p_value)
-        watermarked = verdict_p_value(p, window_p) < self.config.detection.target_fpr
-        return replace(
-            found,
-            p_value=p,
-            window_p_value=window_p,
-            is_watermarked=watermarked,
-            key_index=best,
-            key_p_values=key_p,
-        )

@@ -44,7 +44,7 @@ class DetectionResult:
     Attributes:
         score: Paper's score: mean of strength * v_hat over the scored tokens, with the rule's
             strength (``delta`` or ``bias``); under the tournament the mean green bit over its
-            lists (0 if nothing is scored; see :meth:`watermark.core.schemes.Scheme.score`).
+            lists (0 if nothing is scored; see :meth:`watermark.config.schemes.Scheme.score`).
         green_fraction: Fraction of scored tokens that are green.
         num_scored: |W|, the number of scored tokens.
         num_tokens: T, the number of generator tokens of the text.
@@ -79,7 +79,7 @@ class DetectionResult:
         vocab_green: Per scored token, the green fraction of the vocabulary at its step in the
             first green list (the ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
         sentence_p_value: With the sentence layer (``sentence_bits`` > 0): the exact p-value
-            of the sentence test (:mod:`watermark.core.sentences`), else ``None``.
+            of the sentence test (:mod:`watermark.sentences.exact_test`), else ``None``.
         sentence_hits, sentence_expected: Its hits T and their null mean.
         num_sentences: The distinct complete sentences it tested.
         sentences: ``[start, end, hits]`` per tested sentence (characters of the text).

@@ -1,7 +1,7 @@
 """The one token-level decode path: watermarked sampling step by step, outside ``model.generate``.
 
 :class:`Rows` is a batch of generator rows being decoded. It holds the generator's KV cache
-(:class:`Stream`, on :class:`~watermark.core.growing_cache.GrowingCache`) and the measurement
+(:class:`Stream`, on :class:`~watermark.models.growing_cache.GrowingCache`) and the measurement
 model's stream over ``[start] + S``, whose last logits give the gate entropies the processor reads
 (:meth:`~watermark.generate.processor.AdaptiveWatermarkLogitsProcessor.step`). When the MM *is*
 the generator, its rows can ride in the generator's own forward as B extra rows (``fuse``): one
@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from watermark.core.growing_cache import GrowingCache
 from watermark.core.measurement import cached_forward, entropy_from_logits
+from watermark.models.growing_cache import GrowingCache
 
 # generation-config fields that would add logits processors to ``model.generate``, at their
 # quiet values: a model whose config sets any of them is not decoded here

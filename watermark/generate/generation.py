@@ -105,7 +105,6 @@ def generate(
     temperature: float = 1.0,
     do_sample: bool = True,
     seed: int | None = None,
-    fuse: bool = True,
     **generate_kwargs: object,
 ) -> list[Generation]:
     """One :class:`Generation` per prompt, in order, generated in one left-padded batch.
@@ -123,9 +122,6 @@ def generate(
             disables; ours applies its config's).
         do_sample: Sample (True) or greedy.
         seed: Seed of torch's global RNG before sampling.
-        fuse: Run the MM inside the generator's forward when our processor's MM is the
-            generator (:mod:`watermark.generate.decoding`); else, or when not possible,
-            ``model.generate``.
         generate_kwargs: Passed to ``model.generate``.
     """
     enc, pad_id = encode_prompts(tokenizer, prompts, next(model.parameters()).device)
@@ -134,8 +130,7 @@ def generate(
         torch.manual_seed(seed)
     stop = eos_ids(model, tokenizer)
     prompt_length = enc["input_ids"].shape[1]
-    fuse = fuse and processor is not None
-    if fuse and can_fuse(model, processor, max_new_tokens, generate_kwargs):
+    if processor is not None and can_fuse(model, processor, max_new_tokens, generate_kwargs):
         least = int(generate_kwargs.get("min_new_tokens", 0))
         ids, mask = enc["input_ids"], enc["attention_mask"]
         out = fused_generate(

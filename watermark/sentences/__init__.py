@@ -1,8 +1,15 @@
 """The sentence layer: a mark in the meaning of each sentence, chosen among candidates.
 
-* ``layer``: :class:`~watermark.sentences.layer.SentenceLayer`, one per watermark: which
-  candidate generation keeps, and the sentence test that joins detection's verdict, under every
-  key (the rules are in :mod:`watermark.core.sentences`);
+To change how a candidate is chosen, read :meth:`~watermark.sentences.layer.SentenceLayer.rank`:
+it is the one choice, used by the round's pick, by resampling and by the reference path.
+
+* ``spans``: where a sentence ends, in text (detection) and in tokens (generation);
+* ``key``: :class:`~watermark.sentences.key.SentenceKey`, the keyed outputs and signs, the
+  candidates' scores and the margin weights;
+* ``exact_test``: one text's sentence test under one key, exact over keys;
+* ``layer``: :class:`~watermark.sentences.layer.SentenceLayer`, one per watermark: the ranking
+  of candidates and the sentence tests of a text under every key (detection's verdict over them
+  is :mod:`watermark.detect.verdict`);
 * ``generation``: sentence-by-sentence generation (the reference path through
   ``model.generate``);
 * ``decoding``: every prompt's candidates in one decode loop, on the token-level decode path of

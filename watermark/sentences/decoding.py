@@ -12,8 +12,8 @@ one KV cache, the MM's stream, one forward per step) and each prompt moves on by
 * a row ends at the token that ends a sentence, an EOS, or the round's token budget; after its
   end it is fed the pad id, masked out of attention, and keeps the logits that followed its
   last real token;
-* with ``stop_at``, a round also ends when a row ends whose sentence's z in the test reaches it;
-  the rows still writing are then cut, and are not candidates;
+* every ``resample_every`` tokens the rows still writing are ranked by their partial sentence
+  and the worse half take copies of the better (:func:`resample`);
 * when every row of a group has ended, the layer keeps the best candidate and the group's rows
   all take the kept row's cache (:meth:`~watermark.generate.decoding.Rows.select`), so the next
   round continues from it with no prefill; a group that is done leaves the batch.
@@ -57,13 +57,11 @@ class Group:
     marked: list[int] = field(default_factory=list)  # watermarked steps of the kept text
     new: list[list[int]] = field(default_factory=list)  # this round's ids per row (pads after end)
     ended: list[bool] = field(default_factory=list)
-    cut: list[int] = field(default_factory=list)  # rows a stop ended before their sentence did
-    fresh: list[int] = field(default_factory=list)  # rows that ended at this step
     budget: int = 0
     done: bool = False
 
     def start_round(self, rows: int, limits: Limits) -> None:
-        self.new, self.ended, self.cut = [[] for _ in range(rows)], [False] * rows, []
+        self.new, self.ended = [[] for _ in range(rows)], [False] * rows
         self.budget = min(limits.max_sentence_tokens, limits.max_new_tokens - len(self.chosen))
         self.processor.start_at(len(self.prompt_ids))
 
@@ -93,7 +91,6 @@ class Group:
             token = pad if self.ended[j] else token
             self.new[j].append(token)
             self.ended[j] = self.ended[j] or ends.ends(token) or len(self.new[j]) >= self.budget
-        self.fresh = [j for j, was in enumerate(real) if was and self.ended[j]]
         return real
 
 
@@ -160,7 +157,6 @@ def next_round(
     """Ends the rounds whose rows have all ended (the best candidate kept, every row of the
     group continuing it), drops the groups that are done; the groups still live."""
     n, index = layer.candidates, []
-    stop_early(live, layer, ends, tokenizer)
     moved = resample(live, layer, tokenizer)
     for k, g in enumerate(live):
         best = finish_round(g, layer, ends, tokenizer, stop, limits) if all(g.ended) else None
@@ -172,22 +168,6 @@ def next_round(
     if index and index != list(range(len(live) * n)):
         rows.select(index)
     return [g for g in live if not g.done]
-
-
-def stop_early(live: list[Group], layer: SentenceLayer, ends, tokenizer) -> None:
-    """With ``layer.stop_at``: in each group with rows still writing, if a row that ended at
-    this step has a last sentence whose z (:meth:`SentenceLayer.evidence`) reaches it, the rows
-    still writing are cut and the round ends."""
-    due = [g for g in live if layer.stop_at and g.fresh and not all(g.ended)]
-    if not due:
-        return
-    texts = [decode_ids(tokenizer, g.chosen + ends.cut(g.new[j])) for g in due for j in g.fresh]
-    z, start = layer.evidence(texts).tolist(), 0
-    for g in due:
-        if max(z[start : start + len(g.fresh)]) >= layer.stop_at:
-            g.cut = [j for j, ended in enumerate(g.ended) if not ended]
-            g.ended = [True] * len(g.ended)
-        start += len(g.fresh)
 
 
 def resample(live: list[Group], layer: SentenceLayer, tokenizer) -> dict[int, list[int]]:
@@ -206,8 +186,8 @@ def resample(live: list[Group], layer: SentenceLayer, tokenizer) -> dict[int, li
         return {}
     texts = [[decode_ids(tokenizer, live[k].chosen + live[k].new[j]) for j in w] for k, w in due]
     moved = {}
-    for (k, writing), scores in zip(due, layer.scores(texts)):
-        order = [writing[i] for i in sorted(range(len(writing)), key=lambda i: -float(scores[i]))]
+    for (k, writing), ranked in zip(due, layer.rank(texts)):
+        order = [writing[i] for i in ranked]
         source = list(range(len(live[k].new)))
         for i in range(len(order) // 2):
             source[order[-1 - i]] = order[i]
@@ -228,11 +208,10 @@ def fresh_processor(
 def finish_round(
     g: Group, layer: SentenceLayer, ends, tokenizer, stop: Sequence[int], limits: Limits
 ) -> int:
-    """Keeps the best candidate of ``g``'s ended round (its rows not cut); returns its row."""
-    rows = [j for j in range(len(g.new)) if j not in g.cut]
-    candidates = [ends.cut(g.new[j]) for j in rows]
-    (best,) = layer.choose([[decode_ids(tokenizer, g.chosen + c) for c in candidates]])
-    before, kept, best = len(g.chosen), candidates[best], rows[best]
+    """Keeps the best candidate of ``g``'s ended round; returns its row."""
+    candidates = [ends.cut(row) for row in g.new]
+    ((best, *_),) = layer.rank([[decode_ids(tokenizer, g.chosen + c) for c in candidates]])
+    before, kept = len(g.chosen), candidates[best]
     if g.processor.keep_record:
         steps = g.processor.record.watermarked_steps(best)
         g.marked += [s for s in steps if s <= before + len(kept)]

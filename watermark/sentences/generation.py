@@ -4,17 +4,18 @@ For each prompt, sentence after sentence: ``model.generate`` samples N candidate
 sentence in one batch of N rows, each with the token-level watermark on (the processor is told
 where the prompt ends, ``AdaptiveWatermarkLogitsProcessor.start_at``, so its steps count from the
 prompt as in plain generation). A row stops at the token that ends
-a sentence (:func:`~watermark.core.sentences.ends_sentence`), at an EOS, or after
-``max_sentence_tokens``. :meth:`~watermark.sentences.layer.SentenceLayer.choose` keeps the
-candidate whose sentence scores best, and the next round continues from it, until
+a sentence (:class:`~watermark.sentences.spans.SentenceEnds`), at an EOS, or after
+``max_sentence_tokens``. :meth:`~watermark.sentences.layer.SentenceLayer.rank` puts first the
+candidate whose sentence scores best, which is kept, and the next round continues from it, until
 ``max_new_tokens`` or an EOS. The candidates of all prompts of a round are scored together.
 
 That is the reference path: the prompts go one at a time through ``model.generate`` (the N
 rows of a prompt share their length, which the processor's step count needs), and each sentence
-prefills the prefix again. The fast path, :mod:`watermark.sentences.decoding`, runs every
-prompt's candidates in one decode loop and draws, for a single prompt, the same tokens; it is
-used unless the call passes ``model.generate`` arguments or the model's ``generation_config``
-adds logits processors of its own (:func:`watermark.generate.decoding.adds_no_processors`).
+prefills the prefix again (:func:`sample_by_sentences`). The decode loop,
+:mod:`watermark.sentences.decoding`, runs every prompt's candidates in one loop and draws, for a
+single prompt, the same tokens; it is used unless the call passes ``model.generate`` arguments or
+the model's ``generation_config`` adds logits processors of its own
+(:func:`watermark.generate.decoding.adds_no_processors`).
 """
 
 from __future__ import annotations
@@ -22,46 +23,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from watermark.core.errors import UserError
-from watermark.core.sentences import ends_sentence
 from watermark.core.text import decode_ids
 from watermark.generate.decoding import adds_no_processors
 from watermark.generate.generation import Generation, eos_ids, warpers_off
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentences.decoding import Limits, decode_by_sentences
 from watermark.sentences.layer import SentenceLayer
+from watermark.sentences.spans import SentenceEnds
 
 MAX_SENTENCE_TOKENS = 64  # a candidate that has not ended by then is cut (and scored as it is)
-
-
-class SentenceEnds(StoppingCriteria):
-    """Stops a row at the token that ends a sentence or at an EOS."""
-
-    def __init__(self, tokenizer: object, stop: Sequence[int]) -> None:
-        self.tokenizer, self.stop = tokenizer, set(stop)
-        pad = tokenizer.pad_token_id
-        self.pad_id = int(pad) if pad is not None else int(stop[0])  # rows padded after their end
-        self._ends: dict[int, bool] = {}
-
-    def ends(self, token: int) -> bool:
-        """Whether ``token`` ends a candidate (cached per id)."""
-        if token not in self._ends:
-            piece = decode_ids(self.tokenizer, [token])
-            self._ends[token] = token in self.stop or ends_sentence(piece)
-        return self._ends[token]
-
-    def __call__(
-        self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs
-    ) -> torch.BoolTensor:
-        last = input_ids[:, -1].tolist()
-        return torch.tensor([self.ends(t) for t in last], dtype=torch.bool, device=input_ids.device)
-
-    def cut(self, ids: Sequence[int]) -> list[int]:
-        """A candidate's ids up to and including its first end (the pads after it dropped)."""
-        end = next((i for i, t in enumerate(ids) if self.ends(t)), len(ids) - 1)
-        return list(ids[: end + 1])
 
 
 def sample_candidates(
@@ -99,41 +72,57 @@ def generate_by_sentences(
     seed: int | None = None,
     max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
     min_new_tokens: int = 0,
-    fast: bool = True,
     **generate_kwargs: object,
 ) -> list[Generation]:
     """One :class:`~watermark.generate.generation.Generation` per prompt, chosen sentence by
     sentence among ``layer.candidates`` samples (module docstring); no EOS before
-    ``min_new_tokens``; ``generate_kwargs`` go to every ``model.generate`` call of the
-    reference path, which they (or ``fast=False``) select."""
-    stop = eos_ids(model, tokenizer)
-    ends = SentenceEnds(tokenizer, stop)
+    ``min_new_tokens``. The decode loop runs it, unless ``generate_kwargs`` (for every
+    ``model.generate`` call) or the model's own processors select the reference path."""
     limits = Limits(max_new_tokens, max_sentence_tokens, min_new_tokens)
     if seed is not None:
         torch.manual_seed(seed)
-    if fast and adds_no_processors(model) and not generate_kwargs:
+    if adds_no_processors(model) and not generate_kwargs:
+        stop = eos_ids(model, tokenizer)
+        ends = SentenceEnds(tokenizer, stop)
         return decode_by_sentences(model, tokenizer, prompts, processor, layer, ends, stop, limits)
-    if layer.resample_every or layer.stop_at:
+    if layer.resample_every:
         raise UserError(
-            "sentences.resample_every and stop_at run in the decode loop only: leave out the "
-            "model.generate arguments and fast=False, and clear the generation_config's own "
-            "processors"
+            "sentences.resample_every runs in the decode loop only: leave out the "
+            "model.generate arguments and clear the generation_config's own processors"
         )
+    return sample_by_sentences(model, tokenizer, prompts, processor, layer, limits, generate_kwargs)
+
+
+def sample_by_sentences(
+    model: torch.nn.Module,
+    tokenizer: object,
+    prompts: Sequence[str],
+    processor: AdaptiveWatermarkLogitsProcessor,
+    layer: SentenceLayer,
+    limits: Limits,
+    generate_kwargs: dict | None = None,
+) -> list[Generation]:
+    """The reference path (module docstring): each prompt's candidates of a round from one
+    ``model.generate`` call, with ``generate_kwargs``; the caller seeds torch's RNG."""
+    stop = eos_ids(model, tokenizer)
+    ends = SentenceEnds(tokenizer, stop)
     prompt_ids = [tokenizer(p).input_ids for p in prompts]
     chosen: list[list[int]] = [[] for _ in prompts]
     steps: list[list[int]] = [[] for _ in prompts]
     done = [False] * len(prompts)
-    while live := [i for i, d in enumerate(done) if not d and len(chosen[i]) < max_new_tokens]:
+    while live := [
+        i for i, d in enumerate(done) if not d and len(chosen[i]) < limits.max_new_tokens
+    ]:
         rounds = []
         for i in live:
             rows = [prompt_ids[i] + chosen[i]] * layer.candidates
-            settings = {**round_limits(limits, len(chosen[i])), **generate_kwargs}
+            settings = {**round_limits(limits, len(chosen[i])), **(generate_kwargs or {})}
             candidates = sample_candidates(
                 model, rows, len(prompt_ids[i]), processor, ends, settings
             )
             rounds.append((i, candidates, processor.record))
         texts = [[decode_ids(tokenizer, chosen[i] + c) for c in cands] for i, cands, _ in rounds]
-        for (i, candidates, record), best in zip(rounds, layer.choose(texts)):
+        for (i, candidates, record), (best, *_) in zip(rounds, layer.rank(texts)):
             before, kept = len(chosen[i]), candidates[best]
             if processor.keep_record:
                 steps[i] += [s for s in record.watermarked_steps(best) if s <= before + len(kept)]

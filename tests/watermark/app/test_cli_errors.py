@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import save_tiny_watermark
 from watermark.app.cli import INTERNAL_ERROR, USAGE_ERROR, UsageError, main
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.errors import UserError
 
 
@@ -253,7 +253,7 @@ def test_missing_package_and_unfit_mapper_are_user_errors(folders, capsys, monke
         "pip install",
     )
     monkeypatch.setattr(builtins, "__import__", real_import)
-    from watermark.core.semantic_mapper import SemanticMapper
+    from watermark.models.semantic_mapper import SemanticMapper
 
     def unfit(*args, **kwargs):
         raise ValueError("weights do not match the config")  # the mapper's own check
@@ -264,7 +264,7 @@ def test_missing_package_and_unfit_mapper_are_user_errors(folders, capsys, monke
 
 def test_first_use_conversion_is_logged_by_default(folders, capsys, caplog, monkeypatch) -> None:
     """Without -v, the one-time model conversion still reports itself (at INFO)."""
-    import watermark.core.models as models
+    import watermark.models.loaders as models
 
     def convert(name: str) -> Path:
         models.logger.info("Converted %s in 1.0 s", name)
@@ -274,7 +274,7 @@ def test_first_use_conversion_is_logged_by_default(folders, capsys, caplog, monk
     cfg = write_config(folders, "packaged.json", generator="smollm2-135m", vocab_size=None)
     monkeypatch.setattr(models.logger, "level", logging.NOTSET)  # as before the CLI sets it
     fails(capsys, ["detect", "--text", "river", "--config", cfg], "stopped after")
-    found = [r for r in caplog.records if r.name == "watermark.core.models"]
+    found = [r for r in caplog.records if r.name == "watermark.models.loaders"]
     assert [r.getMessage() for r in found] == ["Converted smollm2-135m in 1.0 s"]
 
 

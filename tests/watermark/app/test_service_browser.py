@@ -111,8 +111,8 @@ def test_page_in_chromium_tiny(tiny, tmp_path: Path) -> None:
 
 def test_page_in_chromium_real_models(tmp_path: Path) -> None:
     from watermark.api import Watermark
-    from watermark.core.config import WatermarkConfig
-    from watermark.core.models import load_lm
+    from watermark.config.watermark_config import WatermarkConfig
+    from watermark.models.loaders import load_lm
 
     model, tokenizer = load_lm("smollm2-135m")
     wm = Watermark.load(WatermarkConfig.default(), tokenizer=tokenizer, generator=model)

@@ -1,12 +1,10 @@
-"""Tests for GreenLists (watermark.core.green_lists) and the core's StageTimer, against brute
-force."""
+"""Tests for GreenLists (watermark.core.green_lists), against brute force."""
 
 from __future__ import annotations
 
 import torch
 
 from watermark.core.green_lists import GreenLists
-from watermark.core.timer import StageTimer
 from watermark.core.token_map import tokens_per_dim
 
 
@@ -33,23 +31,6 @@ def test_operations_match_brute_force() -> None:
     part = g.select([3, 1])
     assert torch.equal(part.signs, g.signs[[3, 1]]) and len(part) == 2
     assert g.num_lists == layers and g.vocab_size == vocab
-
-
-def test_core_timer(tiny) -> None:
-    wm = tiny.make()
-    wm.core.timer.reset()
-    wm.detect(["river bank city water stone tree river bank city water stone tree " * 2])
-    assert {"mm", "embed", "map"} <= set(wm.core.timer.totals())
-
-
-def test_stage_timer_accumulates() -> None:
-    timer = StageTimer()
-    for _ in range(2):
-        with timer.stage("a"):
-            pass
-    assert set(timer.totals()) == {"a"} and timer.totals()["a"] >= 0
-    timer.reset()
-    assert timer.totals() == {}
 
 
 def test_read_gathers_every_read_of_the_drawn_tokens() -> None:

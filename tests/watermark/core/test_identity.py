@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from tests.helpers import save_tiny_watermark, tiny_mapper
-from watermark.core.config import WatermarkConfig
+from watermark.config.paths import PACKAGE_DIR
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.errors import UserError
 from watermark.core.identity import expected_digest, shipped_pins, tensor_digest
-from watermark.core.paths import PACKAGE_DIR
 
 OTHER = "sha256:" + "0" * 64
 
@@ -26,7 +26,7 @@ def test_tensor_digest_follows_the_values_not_the_object_or_dtype_round_trip() -
 
 
 def test_the_shipped_config_pins_the_packaged_mapper_and_embedder() -> None:
-    from watermark.core.semantic_mapper import SemanticMapper
+    from watermark.models.semantic_mapper import SemanticMapper
 
     shipped = WatermarkConfig.default()
     packaged = SemanticMapper.from_pretrained(PACKAGE_DIR / "checkpoints" / "mapper-minilm")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests import reference
-from watermark.core.config import WatermarkConfig
+from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.repeats import LOOP_RUN_CAP, earlier_runs, loop_penalties, repeated_context
 
 

@@ -10,18 +10,36 @@ import torch
 from transformers import TopKLogitsWarper, TopPLogitsWarper
 
 from tests.reference import repeated
+from watermark.config.schemes import scheme_class
 from watermark.core.repeats import repeated_context, repeated_steps
 from watermark.core.rules.logits import apply_rule as marked_logits
 from watermark.core.rules.logits import filter_logits, tournament
-from watermark.core.schemes import scheme_class
 
 INF = float("inf")
 
 
-def apply_rule(logits, green, maps, gated, rule, strength, *args, **kw):
-    """The scheme named ``rule`` with ``strength`` on a batch (``apply_rule`` of the core)."""
-    scheme = scheme_class(rule)(**{scheme_class(rule).strength_field: strength})
-    return marked_logits(logits, green, maps, gated, scheme, *args, **kw)
+def apply_rule(
+    logits,
+    green,
+    maps,
+    gated,
+    rule,
+    strength,
+    top_k=50,
+    top_p=1.0,
+    filter_first=False,
+    neutral=None,
+    temperature=1.0,
+    repeated=None,
+    repeat_shift=None,
+    keep_neutral=False,
+):
+    """The scheme named ``rule`` with ``strength`` and these sampling settings on a batch
+    (``apply_rule`` of the core, which reads them from the scheme)."""
+    settings = {"top_k": top_k, "top_p": top_p, "filter_first": filter_first}
+    settings.update(temperature=temperature, neutral="kept" if keep_neutral else "half")
+    scheme = scheme_class(rule)(**{scheme_class(rule).strength_field: strength, **settings})
+    return marked_logits(logits, scheme, green, maps, gated, neutral, repeated, repeat_shift)
 
 
 def one_list(size: int) -> torch.Tensor:

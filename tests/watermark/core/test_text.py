@@ -31,7 +31,7 @@ def pieces_one_at_a_time(tokenizer: object, ids: list[int], context: int = 16) -
 def smollm2_tokenizer() -> object:
     from transformers import AutoTokenizer
 
-    from watermark.core.models import resolve_lm
+    from watermark.models.loaders import resolve_lm
 
     return AutoTokenizer.from_pretrained(str(resolve_lm("smollm2-135m")))
 

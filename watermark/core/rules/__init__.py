@@ -1,4 +1,4 @@
 """The strength rules' tensor formulas (:mod:`watermark.core.rules.logits`).
 
-The schemes that use them, one class per rule, are in :mod:`watermark.core.schemes`.
+The schemes that use them, one class per rule, are in :mod:`watermark.config.schemes`.
 """

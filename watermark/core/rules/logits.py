@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from watermark.core.schemes import Scheme
+    from watermark.config.schemes import Scheme
 
 
 def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
@@ -147,12 +147,11 @@ def _mark_candidates(
     green_dims: torch.Tensor,
     token_maps: torch.Tensor,
     neutral: torch.Tensor | None,
-    k: int,
     repeated: torch.Tensor | None,
     repeat_shift: torch.Tensor | None,
-    keep_neutral: bool,
 ) -> torch.Tensor:
     """The scheme on each row's top-k tokens only (the others are -inf after filtering)."""
+    k, keep_neutral = scheme.top_k, scheme.neutral == "kept"
     cand = torch.topk(base, k, dim=-1).indices  # (B, k)
     mask = None if neutral is None else neutral.gather(1, cand)
     again = None if repeated is None else repeated.gather(1, cand)
@@ -173,12 +172,11 @@ def _mark_vocabulary(
     green_dims: torch.Tensor,
     token_maps: torch.Tensor,
     neutral: torch.Tensor | None,
-    top_k: int,
     repeated: torch.Tensor | None,
     repeat_shift: torch.Tensor | None,
-    keep_neutral: bool,
 ) -> torch.Tensor:
     """The scheme on every token of each row."""
+    keep_neutral = scheme.neutral == "kept"
     kept = neutral if keep_neutral else None
     free = base if kept is None else base.masked_fill(kept, float("-inf"))
     neutral = None if keep_neutral else neutral
@@ -187,53 +185,45 @@ def _mark_vocabulary(
     shift = None if repeat_shift is None else repeat_shift[:n_lists]
     maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
     green = green_values(green_dims, maps, neutral)
-    marked = scheme.mark(free, green, top_k)
+    marked = scheme.mark(free, green, scheme.top_k)
     return marked if kept is None else keep_mass(base, marked, kept)
 
 
 def apply_rule(
     logits: torch.Tensor,
+    scheme: Scheme,
     green_dims: torch.Tensor,
     token_maps: torch.Tensor,
     gated: torch.Tensor,
-    scheme: Scheme,
-    top_k: int = 50,
-    top_p: float = 1.0,
-    filter_first: bool = False,
     neutral: torch.Tensor | None = None,
-    temperature: float = 1.0,
     repeated: torch.Tensor | None = None,
     repeat_shift: torch.Tensor | None = None,
-    keep_neutral: bool = False,
 ) -> torch.Tensor:
-    """The sampling logits of a batch.
+    """The sampling logits of a batch under ``scheme``: its temperature, its rule with its
+    strength on the gated rows, and its top-k / top-p filters (before the rule with
+    ``filter_first``, else after it), its ``neutral`` tokens at v_hat = 1/2 or keeping their
+    probability (``neutral="kept"``).
 
     Args:
         logits: Float tensor (B, V) of next-token logits.
+        scheme: The strength rule and its sampling settings (:mod:`watermark.config.schemes`).
         green_dims: Bool tensor (B, D): the mapper signs of each row's step.
         token_maps: Long tensor (L, V): token -> dimension, per green list; token i is green in
             list l iff ``green_dims[:, token_maps[l, i]]`` (biasing rules read list 0).
         gated: Bool tensor (B,): rows to watermark.
-        scheme: The strength rule with its strength (:mod:`watermark.core.schemes`).
-        top_k: Top-k of the sampling filters.
-        top_p: Top-p of the sampling filters.
-        filter_first: Filter before the rule instead of after it.
-        neutral: Bool (B, V) of tokens whose v_hat is 1/2 in every list, or None.
-        temperature: Divides the logits before anything else (every row).
+        neutral: Bool (B, V) of tokens the rule must not favour, or None.
         repeated: Bool (B, V) of tokens read at a shifted dimension, or None.
         repeat_shift: Long (L, B): each row's shift per list (with ``repeated``).
-        keep_neutral: The ``neutral`` tokens keep their probability (``neutral="kept"``)
-            instead of reading v_hat = 1/2.
 
     Returns:
         New float tensor (B, V).
     """
-    if temperature != 1.0:
-        logits = logits / temperature
-    base = filter_logits(logits, top_k, top_p) if filter_first else logits
-    on_candidates = scheme.on_candidates and filter_first and 0 < top_k < logits.shape[-1]
+    if scheme.temperature != 1.0:
+        logits = logits / scheme.temperature
+    top_k, top_p, first = scheme.top_k, scheme.top_p, scheme.filter_first
+    base = filter_logits(logits, top_k, top_p) if first else logits
+    on_candidates = scheme.on_candidates and first and 0 < top_k < logits.shape[-1]
     mark = _mark_candidates if on_candidates else _mark_vocabulary
-    args = (neutral, top_k, repeated, repeat_shift, keep_neutral)
-    marked = mark(scheme, base, green_dims, token_maps, *args)
+    marked = mark(scheme, base, green_dims, token_maps, neutral, repeated, repeat_shift)
     out = torch.where(gated.to(logits.device)[:, None], marked, base)
-    return out if filter_first else filter_logits(out, top_k, top_p)
+    return out if first else filter_logits(out, top_k, top_p)

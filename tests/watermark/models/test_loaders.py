@@ -1,4 +1,4 @@
-"""Tests for causal LM loading by short name (watermark.core.models)."""
+"""Tests for causal LM loading by short name (watermark.models.loaders)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from watermark.core.models import KNOWN_LMS, load_lm, resolve_lm
+from watermark.models.loaders import KNOWN_LMS, load_lm, resolve_lm
 
 
 def test_unknown_name_lists_known_short_names() -> None:

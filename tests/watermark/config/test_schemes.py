@@ -1,12 +1,12 @@
-"""Tests for the scheme classes and the repeat policy (watermark.core.schemes)."""
+"""Tests for the scheme classes and the repeat policy (watermark.config.schemes)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from watermark.core.config import WatermarkConfig
-from watermark.core.schemes import RULES, RepeatPolicy, Tournament, scheme_class
+from watermark.config.schemes import RULES, RepeatPolicy, Tournament, scheme_class
+from watermark.config.watermark_config import WatermarkConfig
 
 
 def test_each_rule_names_one_class_with_its_strength_field() -> None:

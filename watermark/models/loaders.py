@@ -10,10 +10,10 @@ inside PyPI packages. One rule resolves every model name (:func:`resolve_model`)
 * a hub id ``org/name`` that is not a local path is passed on unchanged (for online users);
 * anything else is an error naming the known short names.
 
-Causal LMs ship as GGUF files (:mod:`watermark.core.gguf_models`); the first use converts each
+Causal LMs ship as GGUF files (:mod:`watermark.models.gguf`); the first use converts each
 into a plain transformers folder (later loads take well under a second and give identical
 logits). The packaged all-mpnet-base-v2 ships as five zip parts, joined and unpacked once.
-First-use work logs at INFO on ``watermark.core.models`` (the CLI shows it by default).
+First-use work logs at INFO on ``watermark.models.loaders`` (the CLI shows it by default).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from watermark.core.errors import UserError
-from watermark.core.gguf_models import KNOWN_LMS, convert
+from watermark.models.gguf import KNOWN_LMS, convert
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ earlier formats still load, through :func:`upgrade` and nothing else:
   rule's strength side by side, and ``sentence_bits``), ``detection``, ``runtime`` and a
   ``design`` section of fixed switches.
 
-Both are read as flat names (:func:`~watermark.core.config_sections.flat_name`) and routed to
+Both are read as flat names (:func:`~watermark.config.sections.flat_name`) and routed to
 today's sections. A setting is never dropped in silence: a file that mixes formats (flat keys
 beside sections, or 0.5-0.7's ``scheme.scaling`` beside 0.8's ``sentences``), names a key
 twice, names a section that does not exist or a strength the chosen rule does not have is
@@ -25,16 +25,20 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from watermark.core.config_sections import Detection, Keys, Models, Runtime, Sentences, flat_name
+from watermark.config.schemes import RULES, SCHEMES, Scheme
+from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences, flat_name
 from watermark.core.errors import UserError
-from watermark.core.schemes import RULES, SCHEMES, Scheme
 
-logger = logging.getLogger("watermark.core.config")  # where a config's warnings were logged
+logger = logging.getLogger(
+    "watermark.config.watermark_config"
+)  # where a config's warnings were logged
 
 SECTIONS = ("models", "keys", "scheme", "sentences", "detection", "runtime")
 PLAIN_SECTIONS = {s.name: s for s in (Models, Keys, Sentences, Detection, Runtime)}
-# settings 0.8 removed (only the evaluation varied them), at the one value each still takes
-RETIRED = {"token_map": "keyed", "null_model": "vocab"}
+# settings later versions removed, at the one value each still takes: 0.8 those only the
+# evaluation varied, 0.9 sentences.stop_at (measured not to pay: docs/research/sentence-layer.md)
+RETIRED = {"token_map": "keyed", "null_model": "vocab", "stop_at": 0.0}
+REMOVED_IN = {"stop_at": "0.9"}  # the version that removed a retired setting, if not 0.8
 # what marks a sectioned file as 0.5-0.7's (section, key; key None: the whole section) or 0.8's
 MARKS_0_7 = (("design", None), ("scheme", "scaling"), ("scheme", "sentence_bits"))
 MARKS_0_8 = (("sentences", None), ("scheme", "rule"))
@@ -120,8 +124,8 @@ def retired_message(key: str, value: Any = None) -> str:
     stands in its place."""
     what = f"{key}={value!r} is no longer supported" if value is not None else repr(key)
     return (
-        f"{what}: 0.8 removed the setting {key!r} and every config works as "
-        f"{key}={RETIRED[key]!r} did; delete the key"
+        f"{what}: {REMOVED_IN.get(key, '0.8')} removed the setting {key!r} and every config "
+        f"works as {key}={RETIRED[key]!r} did; delete the key"
     )
 
 
@@ -190,8 +194,8 @@ def flatten_0_7(data: dict[str, Any]) -> dict[str, Any]:
 
 def from_flat(flat: dict[str, Any], complete_save: bool = False) -> dict[str, Any]:
     """Today's sections of flat fields (0.1-0.4, keygen before 0.8, or
-    :meth:`~watermark.core.config.WatermarkConfig.evolve`'s): each field to its section, the
-    rule's name to ``scheme.rule``. Another rule's strength is refused, except in a
+    :meth:`~watermark.config.watermark_config.WatermarkConfig.evolve`'s): each field to its
+    section, the rule's name to ``scheme.rule``. Another rule's strength is refused, except in a
     ``complete_save`` of 0.1-0.7 (:func:`saved_every_strength`), where it was never used; a
     retired setting must hold its one value."""
     where, out = flat_names(), {name: {} for name in SECTIONS}
@@ -251,12 +255,14 @@ def build_section(name: str, part: dict[str, Any]) -> Any:
     """The section ``name`` of its fields; an unknown key is named."""
     cls = PLAIN_SECTIONS[name]
     known = [f.name for f in fields(cls)]
-    for key in part:
+    for key, value in part.items():
+        if key in REMOVED_IN and value == RETIRED[key]:
+            continue  # a later version's removal: the value every config now works with
         if key in RETIRED:
-            raise UserError(retired_message(key))
+            raise UserError(retired_message(key, value if key in REMOVED_IN else None))
         if key not in known:
             raise UserError(f"unknown key {key!r} in section {name!r}; known: {', '.join(known)}")
-    return cls(**part)
+    return cls(**{k: v for k, v in part.items() if k not in REMOVED_IN})
 
 
 def warn_if_0_1(path: Path, data: dict, defaults: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 :func:`resolve_device` places the measurement model (MM), the sentence embedder (SE), the mapper
 and the token maps on one device. The MM and the SE compute in the config's ``compute_dtype``, one
-of :data:`watermark.core.config_sections.COMPUTE_DTYPES` (the one list of dtype names; each is the
+of :data:`watermark.config.sections.COMPUTE_DTYPES` (the one list of dtype names; each is the
 name of a torch dtype, :func:`torch_dtype`). The mapper always runs in float32.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from watermark.core.config_sections import COMPUTE_DTYPES
+from watermark.config.sections import COMPUTE_DTYPES
 from watermark.core.errors import UserError
 
 

@@ -1,4 +1,4 @@
-"""Tests for the growing KV cache (watermark.core.growing_cache) against transformers'."""
+"""Tests for the growing KV cache (watermark.models.growing_cache) against transformers'."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from transformers.cache_utils import DynamicCache
 
 from tests.conftest import TEST_DEVICE
 from tests.helpers import tiny_llama
-from watermark.core.growing_cache import GrowingCache
 from watermark.core.measurement import cached_forward
+from watermark.models.growing_cache import GrowingCache
 
 
 def test_same_logits_as_dynamic_cache_through_steps_and_reorders() -> None:

@@ -9,11 +9,17 @@ import pytest
 import torch
 
 from tests.helpers import PROMPTS
-from watermark.core.sentences import fisher, sentence_spans
 from watermark.detect.result import SENTENCE_FIELDS
+from watermark.detect.verdict import fisher
 from watermark.generate.generation import eos_ids, generate
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentences.generation import generate_by_sentences
+from watermark.sentences.decoding import Limits
+from watermark.sentences.generation import (
+    MAX_SENTENCE_TOKENS,
+    generate_by_sentences,
+    sample_by_sentences,
+)
+from watermark.sentences.spans import sentence_spans
 
 LAYER = {"sentence_bits": 8, "sentence_candidates": 4}
 
@@ -28,7 +34,7 @@ def test_one_candidate_per_sentence_is_plain_generation(tiny: SimpleNamespace) -
         seed = len(sentences)
         (ours,) = wm.generate([prompt], max_new_tokens=60, seed=seed)
         processor = plain.logits_processor(record=True)
-        (ref,) = generate(tiny.gen, tiny.gtok, [prompt], processor, 60, seed=seed, fuse=False)
+        (ref,) = generate(tiny.gen, tiny.gtok, [prompt], processor, 60, seed=seed)  # not fused
         assert ours.token_ids == ref.token_ids
         assert ours.watermarked_steps == ref.watermarked_steps
         sentences.append(len(sentence_spans(ours.text)))
@@ -40,12 +46,17 @@ def processor_of(tiny: SimpleNamespace, wm) -> AdaptiveWatermarkLogitsProcessor:
     return AdaptiveWatermarkLogitsProcessor(wm.core, eos_ids(tiny.gen, tiny.gtok), record=True)
 
 
-def by_sentences(tiny: SimpleNamespace, wm, prompts: list[str], fast: bool, **kwargs) -> list:
-    processor = processor_of(tiny, wm)
-    layer = wm.sentences
-    return generate_by_sentences(
-        tiny.gen, tiny.gtok, prompts, processor, layer, seed=5, fast=fast, **kwargs
-    )
+def by_sentences(tiny: SimpleNamespace, wm, prompts: list[str], loop: bool, **limits) -> list:
+    """Generation by sentences with seed 5, in the decode loop or (``loop`` false) on the
+    reference path through ``model.generate``."""
+    processor, layer = processor_of(tiny, wm), wm.sentences
+    if loop:
+        return generate_by_sentences(
+            tiny.gen, tiny.gtok, prompts, processor, layer, seed=5, **limits
+        )
+    limits.setdefault("max_sentence_tokens", MAX_SENTENCE_TOKENS)
+    torch.manual_seed(5)
+    return sample_by_sentences(tiny.gen, tiny.gtok, prompts, processor, layer, Limits(**limits))
 
 
 @pytest.mark.parametrize("candidates", [1, 4])
@@ -106,14 +117,14 @@ def test_the_kept_candidate_scores_best(
     wm = tiny.make(**LAYER, sentence_context_bits=context_bits, sentence_keying=keying)
     layer = wm.sentences
     seen = []
-    real = layer.choose
+    real = layer.rank
 
     def spy(continuations):
-        best = real(continuations)
-        seen.append((continuations, best))
-        return best
+        ranked = real(continuations)
+        seen.append((continuations, [order[0] for order in ranked]))
+        return ranked
 
-    monkeypatch.setattr(layer, "choose", spy)
+    monkeypatch.setattr(layer, "rank", spy)
     outs = wm.generate(PROMPTS, max_new_tokens=60, seed=1)
     assert seen and all(len(c) == 4 for round_, _ in seen for c in round_)
     for continuations, best in seen:
@@ -225,7 +236,7 @@ def test_processors_refuse_the_layer_and_generation_without_it_skips_it(
 
     monkeypatch.setattr(api, "generate_by_sentences", lambda *a, **k: pytest.fail("entered"))
     off = tiny.make()
-    assert off.sentences is None and off.detector.sentences is None
+    assert off.sentences is None and off.detector.sentence_tests is None
     assert off.generate(PROMPTS[:1], max_new_tokens=8, seed=0)[0].token_ids
 
 
@@ -234,7 +245,8 @@ def test_the_layer_tests_every_key_the_token_level_tests(tiny: SimpleNamespace) 
     that key, and the verdict (one, over both layers) is corrected for the keys tried."""
     old = tiny.make(**LAYER, key="older-key")
     rotated = tiny.make(**LAYER, key="new-key", old_keys=["older-key"])
-    assert rotated.sentences is rotated.detector.sentences and len(rotated.sentences.keys) == 2
+    assert rotated.detector.sentence_tests == rotated.sentences.tests
+    assert len(rotated.sentences.keys) == 2
     outs = old.generate(PROMPTS, max_new_tokens=60, seed=1, min_new_tokens=60)
     texts = [o.text for o in outs]
     alone, both = old.detect(texts), rotated.detect(texts)
@@ -275,4 +287,4 @@ def test_the_layer_reads_with_its_own_mapper_pinned_and_named_in_the_fingerprint
     wrong = cfg.evolve(sentence_mapper_digest="sha256:" + "0" * 64)
     with pytest.raises(ValueError, match="sentences.mapper .* is not the one"):
         Watermark.load(wrong, **parts)
-    assert Watermark.load(cfg.evolve(sentence_bits=0), **parts).core.sentence_mapper is None
+    assert Watermark.load(cfg.evolve(sentence_bits=0), **parts).sentence_mapper is None

@@ -1,5 +1,5 @@
 """Tests for WatermarkConfig: sections, rule classes, checks, the upgrade of earlier formats and
-the files that are refused (watermark.core.config, config_sections, config_files, schemes)."""
+the files that are refused (watermark.config: watermark_config, sections, files, schemes)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from watermark.core.config import DEFAULT_FLAT, WatermarkConfig, fields_of, secret_fields
-from watermark.core.config_files import SECTIONS
-from watermark.core.config_sections import Sentences
+from watermark.config.files import SECTIONS
+from watermark.config.paths import PACKAGE_DIR
+from watermark.config.schemes import Additive, Paper, Tournament
+from watermark.config.sections import Sentences
+from watermark.config.watermark_config import (
+    DEFAULT_FLAT,
+    WatermarkConfig,
+    secret_fields,
+)
 from watermark.core.errors import UserError
-from watermark.core.paths import PACKAGE_DIR
-from watermark.core.schemes import Additive, Paper, Tournament
-from watermark.core.semantic_mapper import SemanticMapper
+from watermark.models.semantic_mapper import SemanticMapper
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -222,7 +226,7 @@ def test_the_robust_setting_is_user_sections_only() -> None:
 
 
 def test_a_rule_config_without_the_later_rule_fields_warns(tmp_path: Path, caplog) -> None:
-    with caplog.at_level("WARNING", logger="watermark.core.config"):
+    with caplog.at_level("WARNING", logger="watermark.config"):
         cfg = WatermarkConfig.load(
             write(tmp_path, json.dumps({"scaling": "additive", "bias": 2.0}))
         )
@@ -230,7 +234,7 @@ def test_a_rule_config_without_the_later_rule_fields_warns(tmp_path: Path, caplo
     assert "temperature, context_guard, repeats, outputs_once" in caplog.text
     assert "repeats='neutral'" in caplog.text and "outputs_once=False" in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="watermark.core.config"):
+    with caplog.at_level("WARNING", logger="watermark.config"):
         full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")  # 0.1's default
     assert (full.scheme.rule, full.scheme.bias, full.scheme.temperature) == ("additive", 2, 1.0)
     assert (full.scheme.context_guard, full.detection.outputs_once) == (0, False)
@@ -254,13 +258,6 @@ def test_a_config_is_frozen_and_evolve_routes_flat_names_and_checks_again() -> N
         replace(cfg, scheme=Tournament(layers=0))
     with pytest.raises(AttributeError):
         cfg.alpha  # noqa: B018  (no flat names on the config itself)
-
-
-def test_every_field_declares_its_kind_once() -> None:
-    kinds = [fields_of(k) for k in ("shared", "sampling", "detection", "runtime")]
-    names = [n for names in kinds for n in names]
-    assert sorted(names) == sorted([*DEFAULT_FLAT, "scaling"]) and len(names) == len(set(names))
-    assert "sentence_test" in fields_of("detection") and "embed_batch_size" in fields_of("runtime")
 
 
 def test_no_api_drops_a_setting_the_rule_does_not_have(tmp_path: Path) -> None:

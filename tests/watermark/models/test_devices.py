@@ -1,4 +1,5 @@
-"""Tests for device and dtype placement (watermark.core.devices); CUDA tests skip without a GPU."""
+"""Tests for device and dtype placement (watermark.models.devices); CUDA tests skip without
+a GPU."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from tests.helpers import PROMPTS, sentences
-from watermark.core.devices import model_device, model_dtype, resolve_device
+from watermark.models.devices import model_device, model_dtype, resolve_device
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

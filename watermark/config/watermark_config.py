@@ -1,14 +1,14 @@
 """The watermark configuration: what a user sets, in typed sections.
 
-:class:`WatermarkConfig` holds six sections (:mod:`watermark.core.config_sections`,
-:mod:`watermark.core.schemes`): ``models``, ``keys``, ``scheme`` (one class per strength rule),
+:class:`WatermarkConfig` holds six sections (:mod:`watermark.config.sections`,
+:mod:`watermark.config.schemes`): ``models``, ``keys``, ``scheme`` (one class per strength rule),
 ``sentences`` (the sentence layer), ``detection`` and ``runtime``; read them as
 ``cfg.scheme.alpha``, ``cfg.sentences.bits``. Saved as JSON in the same sections. Files of
-earlier versions load through :func:`watermark.core.config_files.upgrade`.
+earlier versions load through :func:`watermark.config.files.upgrade`.
 
 :meth:`WatermarkConfig.of`, :meth:`WatermarkConfig.evolve` and :meth:`WatermarkConfig.to_dict`
 speak *flat names* (``alpha``, ``sentence_bits``), one per field: the evaluation's variants and
-cache keys use them. Relative paths resolve by :func:`watermark.core.paths.resolve_path` (next
+cache keys use them. Relative paths resolve by :func:`watermark.config.paths.resolve_path` (next
 to the config file, the current directory, the package, a clone's root). The secret key and
 opening sentence never appear in ``repr`` or logs.
 """
@@ -21,7 +21,7 @@ from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from watermark.core.config_files import (
+from watermark.config.files import (
     PLAIN_SECTIONS,
     SECTIONS,
     build_scheme,
@@ -31,9 +31,10 @@ from watermark.core.config_files import (
     upgrade,
     warn_if_0_1,
 )
-from watermark.core.config_sections import (
-    KINDS,
-    SAMPLING,
+from watermark.config.keys import resolve_key
+from watermark.config.paths import PACKAGE_DIR, resolve_path, search_dirs
+from watermark.config.schemes import SCHEMES, RepeatPolicy, Scheme, Tournament
+from watermark.config.sections import (
     Detection,
     Keys,
     Models,
@@ -42,9 +43,6 @@ from watermark.core.config_sections import (
     flat_name,
 )
 from watermark.core.errors import UserError
-from watermark.core.keys import resolve_key
-from watermark.core.paths import PACKAGE_DIR, resolve_path, search_dirs
-from watermark.core.schemes import SCHEMES, RepeatPolicy, Scheme, Tournament
 
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 RULE_NAME = "scaling"  # the flat name of the scheme's rule
@@ -60,13 +58,13 @@ class WatermarkConfig:
     ``dataclasses.replace`` with whole sections; both run the checks again.
 
     Attributes:
-        models: :class:`~watermark.core.config_sections.Models`, the models and their windows.
-        keys: :class:`~watermark.core.config_sections.Keys`, the secrets.
-        scheme: The strength rule (:class:`~watermark.core.schemes.Tournament`, ``Additive``
+        models: :class:`~watermark.config.sections.Models`, the models and their windows.
+        keys: :class:`~watermark.config.sections.Keys`, the secrets.
+        scheme: The strength rule (:class:`~watermark.config.schemes.Tournament`, ``Additive``
             or ``Paper``) with the gate, the sampling filters and the repeat policy.
-        sentences: :class:`~watermark.core.config_sections.Sentences`, the sentence layer.
-        detection: :class:`~watermark.core.config_sections.Detection`, the test.
-        runtime: :class:`~watermark.core.config_sections.Runtime`, dtype and batch size.
+        sentences: :class:`~watermark.config.sections.Sentences`, the sentence layer.
+        detection: :class:`~watermark.config.sections.Detection`, the test.
+        runtime: :class:`~watermark.config.sections.Runtime`, dtype and batch size.
         source: The file it was read from (paths resolve next to it), if any.
     """
 
@@ -167,7 +165,7 @@ class WatermarkConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str | None = None) -> WatermarkConfig:
         """A config from its sections (:meth:`sections`), or from a file of an earlier format
-        (:func:`~watermark.core.config_files.upgrade`); an unknown key is an error."""
+        (:func:`~watermark.config.files.upgrade`); an unknown key is an error."""
         return cls.build(upgrade(data), source)
 
     @classmethod
@@ -199,7 +197,7 @@ class WatermarkConfig:
         return cls.load(DEFAULT_CONFIG_PATH)
 
     def resolve_path(self, value: str) -> str:
-        """A path-valued field resolved by :func:`watermark.core.paths.resolve_path`; short
+        """A path-valued field resolved by :func:`watermark.config.paths.resolve_path`; short
         names and hub ids are unchanged."""
         return resolve_path(value, self._config_dir())
 
@@ -240,21 +238,6 @@ def all_fields() -> list[tuple[str, Field]]:
         for f in fields(cls):
             found.setdefault(flat_name(f), f)
     return list(found.items())
-
-
-def field_names() -> tuple[str, ...]:
-    """The flat names of every field and of the rule (the keys :meth:`WatermarkConfig.evolve`
-    takes)."""
-    return (RULE_NAME, *(name for name, _ in all_fields()))
-
-
-def fields_of(kind: str) -> tuple[str, ...]:
-    """Flat names of the fields of one kind, in file order (the rule's name is generation's:
-    detection reads a text the same way under every rule of the same green lists)."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown field kind {kind!r}; known: {KINDS}")
-    names = tuple(name for name, f in all_fields() if f.metadata["kind"] == kind)
-    return (RULE_NAME, *names) if kind == SAMPLING else names
 
 
 def secret_fields() -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 joining) the file, and the one-time conversion into a plain transformers folder.
 
 Loading a GGUF file with transformers dequantises it to float32, which is slow, and the resulting
-model refuses ``save_pretrained``; :mod:`watermark.core.models` therefore converts it once, on
+model refuses ``save_pretrained``; :mod:`watermark.models.loaders` therefore converts it once, on
 first use, with :func:`convert`. Other code may add a model with :func:`register` (the
 evaluation's paraphrase model does, from ``data/paraphraser_model.py``).
 """
@@ -72,7 +72,7 @@ def _missing(name: str, spec: PackagedLM, err: Exception) -> ModuleNotFoundError
 
 
 def register(name: str, spec: PackagedLM) -> None:
-    """Makes ``name`` a short name of :func:`watermark.core.models.load_lm` for ``spec``."""
+    """Makes ``name`` a short name of :func:`watermark.models.loaders.load_lm` for ``spec``."""
     KNOWN_LMS[name] = spec
 
 

@@ -41,11 +41,11 @@ def test_the_lower_half_of_the_rows_still_writing_copy_the_upper_half(tiny) -> N
     stays, and a group whose round is not at a multiple of k is not scored."""
     scored = []
 
-    def scores(texts):
+    def rank(texts):  # the scores 0.1, 0.9, 0.5 and 0.3, 0.2, 0.4, 0.1, best first
         scored.append([len(t) for t in texts])
-        return [torch.tensor([0.1, 0.9, 0.5]), torch.tensor([0.3, 0.2, 0.4, 0.1])]
+        return [[1, 2, 0], [2, 0, 1, 3]]
 
-    layer = SimpleNamespace(resample_every=2, scores=scores)
+    layer = SimpleNamespace(resample_every=2, rank=rank)
     due = group([[5, 6], [7, 0], [8, 9], [10, 11]], [False, True, False, False])
     four = group([[5, 6], [7, 8], [9, 10], [11, 12]], [False] * 4)
     early = group([[5], [6], [7], [8]], [False] * 4)
@@ -103,14 +103,10 @@ def assert_replayed(tiny: SimpleNamespace, wm, outs: list) -> None:
         assert processor.record.watermarked_steps(0) == out.watermarked_steps
 
 
-@pytest.mark.parametrize("idle", [{"resample_every": 99}, {"stop_at": 1e9}])
-def test_a_steer_that_never_acts_draws_what_best_of_n_draws(
-    tiny: SimpleNamespace, idle: dict
-) -> None:
-    """Resampling never due, or a stop threshold never reached (``stop_at``, in
-    test_sentence_early_stop.py): token for token the draws of best-of-N, same fingerprint."""
+def test_resampling_that_is_never_due_draws_what_best_of_n_draws(tiny: SimpleNamespace) -> None:
+    """Token for token the draws of best-of-N, same fingerprint."""
     plain = tiny.make(sentence_bits=8, sentence_candidates=4)
-    steered = tiny.make(sentence_bits=8, sentence_candidates=4, **idle)
+    steered = tiny.make(sentence_bits=8, sentence_candidates=4, resample_every=99)
     assert steered.fingerprint == plain.fingerprint  # a generation setting: detection unchanged
     kwargs = {"max_new_tokens": 40, "seed": 2, "max_sentence_tokens": 12}
     a, b = plain.generate(PROMPTS, **kwargs), steered.generate(PROMPTS, **kwargs)
@@ -119,7 +115,7 @@ def test_a_steer_that_never_acts_draws_what_best_of_n_draws(
 
 def test_resampling_is_refused_where_the_loop_cannot_run_it(tiny: SimpleNamespace) -> None:
     with pytest.raises(UserError, match="decode loop only"):
-        by_sentences(tiny, tiny.make(**LAYER), PROMPTS[:1], max_new_tokens=10, fast=False)
+        by_sentences(tiny, tiny.make(**LAYER), PROMPTS[:1], max_new_tokens=10, top_k=0)
     with pytest.raises(UserError, match="generator's tokenizer"):
         tiny.make(cross=True, **LAYER).generate(PROMPTS[:1], max_new_tokens=10)
     with pytest.raises(ValueError, match="resample_every"):

@@ -4,9 +4,10 @@ Every field declares its *kind* (:func:`setting`): whether generation and detect
 on it (``shared``), it is generation's alone (``sampling``), detection's alone (``detection``)
 or changes speed only (``runtime``). The evaluation's cache keys and the config's fingerprint
 read the kinds. A field's *flat name* is its name in the flat files of 0.1-0.4 and in
-:meth:`~watermark.core.config.WatermarkConfig.evolve` (``sentences.bits`` is ``sentence_bits``).
+:meth:`~watermark.config.watermark_config.WatermarkConfig.evolve` (``sentences.bits`` is
+``sentence_bits``).
 :class:`Section` checks types (as the annotations say) and declared choices; each section adds
-its ranges in ``validate``. The scheme's section is in :mod:`watermark.core.schemes`.
+its ranges in ``validate``. The scheme's section is in :mod:`watermark.config.schemes`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from watermark.core.keys import DEMO_KEY, DEMO_OPENING
-from watermark.core.paths import DEFAULT_MAPPER
+from watermark.config.keys import DEMO_KEY, DEMO_OPENING
+from watermark.config.paths import DEFAULT_MAPPER
 
 SHARED = "shared"  # generation and detection must agree on it (models, secrets, green lists)
 SAMPLING = "sampling"  # generation only: the strength rule and the sampling filters
@@ -114,8 +115,8 @@ class Models(Section):
         generator: Generator tokenizer / model (short name, folder or hub id); detection
             tokenizes with it.
         measurement_model: Measurement model (MM) of the entropy gate.
-        embedder: Sentence embedder (SE), see :func:`watermark.core.models.load_embedder`.
-        mapper: Folder of an exported :class:`~watermark.core.semantic_mapper.SemanticMapper`.
+        embedder: Sentence embedder (SE), see :func:`watermark.models.loaders.load_embedder`.
+        mapper: Folder of an exported :class:`~watermark.models.semantic_mapper.SemanticMapper`.
         mapper_digest, embedder_digest: ``"sha256:..."`` of the tensors; loading refuses another
             part (:mod:`watermark.core.identity`). ``None``: the shipped digest for the shipped
             part, else unpinned (loading warns).
@@ -167,7 +168,7 @@ class Keys(Section):
 
     Attributes:
         key: Secret key of the token map and the sentence layer, or ``"env:NAME"`` /
-            ``"file:PATH"`` (:mod:`watermark.core.keys`).
+            ``"file:PATH"`` (:mod:`watermark.config.keys`).
         old_keys: Earlier keys (same forms) that detection also tries, for both layers; the
             p-value is corrected for the number of keys.
         opening_sentence: Secret sentence embedded for the scheme's first ``opening_steps``.
@@ -189,7 +190,7 @@ class Keys(Section):
 
 @dataclass(frozen=True)
 class Sentences(Section):
-    """The sentence layer (:mod:`watermark.core.sentences`): a mark in the meaning of each
+    """The sentence layer (:mod:`watermark.sentences`): a mark in the meaning of each
     sentence, chosen among candidate sentences. Off while ``bits`` is 0.
 
     Attributes:
@@ -199,7 +200,6 @@ class Sentences(Section):
         keying: Where the c signs are read: the ``previous`` sentence, or its ``own`` outputs.
         resample_every: k: every k tokens the candidates still being written are ranked by their
             partial sentence's score; the lower half continue copies of the upper half (0: off).
-        stop_at: A round ends when a finished candidate's z in the test reaches it (0: off).
         test: ``hits`` (count the keyed signs on their targets) or ``margin`` (weigh each hit by
             how far its output sits from zero; still exact over keys). Detection only.
         mapper: Folder of the layer's own mapper (``None``: the token level's).
@@ -212,7 +212,6 @@ class Sentences(Section):
     context_bits: int = setting(SHARED, 0, flat="sentence_context_bits")
     keying: str = setting(SHARED, "previous", choices=("previous", "own"), flat="sentence_keying")
     resample_every: int = setting(SAMPLING, 0)
-    stop_at: float = setting(SAMPLING, 0.0)
     test: str = setting(DETECTION, "hits", choices=("hits", "margin"), flat="sentence_test")
     mapper: str | None = setting(SHARED, None, flat="sentence_mapper", found=True)
     mapper_digest: str | None = setting(SHARED, None, flat="sentence_mapper_digest", found=True)
@@ -223,10 +222,10 @@ class Sentences(Section):
 
     def validate(self) -> list[str]:
         found = []
-        if min(self.bits, self.candidates - 1, self.resample_every, self.stop_at) < 0:
+        if min(self.bits, self.candidates - 1, self.resample_every) < 0:
             found.append(
-                "need sentences.bits >= 0, candidates >= 1, resample_every >= 0, stop_at >= 0; "
-                f"got {self.bits}, {self.candidates}, {self.resample_every}, {self.stop_at}"
+                "need sentences.bits >= 0, candidates >= 1, resample_every >= 0; "
+                f"got {self.bits}, {self.candidates}, {self.resample_every}"
             )
         if not 0 <= self.context_bits <= 8:
             found.append(f"sentences.context_bits must be in 0..8, got {self.context_bits}")

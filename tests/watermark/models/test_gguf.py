@@ -1,4 +1,4 @@
-"""Packaged GGUF models (watermark.core.gguf_models): registration and the one-time conversion."""
+"""Packaged GGUF models (watermark.models.gguf): registration and the one-time conversion."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from watermark.core import gguf_models
+from watermark.models import gguf as gguf_models_module
 
 
 def test_the_runtime_knows_no_attack_model_until_the_evaluation_registers_it() -> None:
@@ -14,7 +14,7 @@ def test_the_runtime_knows_no_attack_model_until_the_evaluation_registers_it() -
     import sys
 
     code = (
-        "from watermark.core.gguf_models import KNOWN_LMS as K; a = sorted(K); "
+        "from watermark.models.gguf import KNOWN_LMS as K; a = sorted(K); "
         "import data.paraphraser_model; print(a, sorted(K))"
     )
     root = Path(__file__).resolve().parents[3]
@@ -42,7 +42,7 @@ def test_conversion_parses_each_gguf_file_once_and_restores_gguf(tmp_path: Path)
     ):
         write()
     reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-    with gguf_models._gguf_parsed_once():
+    with gguf_models_module._gguf_parsed_once():
         first, again = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
         assert first is again and isinstance(first, reader_class)
         assert int(first.fields["test.value"].parts[-1][0]) == 7
@@ -50,6 +50,6 @@ def test_conversion_parses_each_gguf_file_once_and_restores_gguf(tmp_path: Path)
         assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
     assert gguf.GGUFReader is reader_class and gguf.get_tensor_name_map is name_map
     assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)
-    with pytest.raises(RuntimeError), gguf_models._gguf_parsed_once():
+    with pytest.raises(RuntimeError), gguf_models_module._gguf_parsed_once():
         raise RuntimeError("a failed conversion")
     assert gguf.GGUFReader is reader_class and gguf.get_tensor_name_map is name_map

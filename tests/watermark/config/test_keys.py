@@ -12,9 +12,9 @@ import pytest
 
 from tests.helpers import PROMPTS, sentences
 from watermark.app.cli import main
-from watermark.core import keys
-from watermark.core.config import WatermarkConfig
-from watermark.core.keys import DEMO_KEY, resolve_key
+from watermark.config import keys
+from watermark.config.keys import DEMO_KEY, resolve_key
+from watermark.config.watermark_config import WatermarkConfig
 
 SECRET = "s3cret-key-0f-the-provider-7d1e"
 
@@ -82,7 +82,7 @@ def test_demo_key_warns_once_on_generation_not_on_detection(tiny, caplog, monkey
 
     monkeypatch.setattr(keys, "_warned", False)
     demo = tiny.make(key=DEMO_KEY)
-    with caplog.at_level(logging.WARNING, logger="watermark.core.keys"):
+    with caplog.at_level(logging.WARNING, logger="watermark.config.keys"):
         demo.detect(sentences(2, seed=1))
         assert not caplog.records
         for _ in range(2):
@@ -90,7 +90,7 @@ def test_demo_key_warns_once_on_generation_not_on_detection(tiny, caplog, monkey
     warnings = [r for r in caplog.records if "public demo key" in r.getMessage()]
     assert len(warnings) == 1
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="watermark.core.keys"):
+    with caplog.at_level(logging.WARNING, logger="watermark.config.keys"):
         tiny.make(key=SECRET).logits_processor()
     assert not caplog.records
 

@@ -1,5 +1,5 @@
 """Tests for SemanticMapper: save/load, structure and strict loading
-(watermark.core.semantic_mapper)."""
+(watermark.models.semantic_mapper)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from watermark.core.semantic_mapper import MapperConfig, SemanticMapper
+from watermark.models.semantic_mapper import MapperConfig, SemanticMapper
 
 
 def small() -> SemanticMapper:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from watermark.core.config_sections import SAMPLING, SHARED, Section, setting
+from watermark.config.sections import SAMPLING, SHARED, Section, setting
 
 if TYPE_CHECKING:
     import torch

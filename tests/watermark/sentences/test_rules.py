@@ -10,16 +10,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from watermark.core.sentences import (
-    SentenceKey,
-    ends_sentence,
-    fisher,
-    margin_weights,
-    sentence_spans,
-    sentence_test,
-    two_point_sf,
-)
-from watermark.core.sentences import test_sentences as read_sentences  # not a test
+from watermark.detect.verdict import fisher
+from watermark.sentences.exact_test import sentence_test, text_test, two_point_sf
+from watermark.sentences.key import SentenceKey, margin_weights
+from watermark.sentences.spans import ends_sentence, sentence_spans
 
 
 def test_sentences_end_at_a_mark_followed_by_whitespace() -> None:
@@ -67,8 +61,8 @@ def test_own_keying_reads_each_sentences_own_signs_and_tests_the_first_in_its_gr
     assert key.groups(v, None).tolist() == [0, 1, 3]
     assert key.groups(v, torch.ones(3, 16)).tolist() == [0, 1, 3]  # the predecessor is ignored
     spans = [(0, 1, True), (2, 3, True)]
-    own = read_sentences(key, spans, "a b", v[[2, 1]])  # the first sentence keeps group 3
-    before = read_sentences(SentenceKey.of("k", 16, 4, 2), spans, "a b", v[[2, 1]])
+    own = text_test(key, spans, "a b", v[[2, 1]])  # the first sentence keeps group 3
+    before = text_test(SentenceKey.of("k", 16, 4, 2), spans, "a b", v[[2, 1]])
     assert own.num_sentences == before.num_sentences == 2
     hits = key.hits(v[[2, 1]], torch.tensor([3, 1])).sum()
     assert own.hits == int(hits)
@@ -140,8 +134,8 @@ def test_the_margin_test_is_exact_over_keys_and_weighs_far_signs_more() -> None:
     for bits in itertools.product([False, True], repeat=key.targets.numel()):
         other = replace(key, targets=torch.tensor(bits).reshape(key.targets.shape))
         at_least += int((w * other.hits(v, groups)).sum()) >= observed
-        ps.append(read_sentences(other, spans, text, v).p_value)
-    assert read_sentences(key, spans, text, v).p_value == pytest.approx(at_least / len(ps))
+        ps.append(text_test(other, spans, text, v).p_value)
+    assert text_test(key, spans, text, v).p_value == pytest.approx(at_least / len(ps))
     for alpha in sorted(set(ps)):  # the level holds at every alpha
         assert sum(p <= alpha for p in ps) / len(ps) <= alpha + 1e-12
     # the margin |v| / mean |v|: below 0.5, 0.5-1, 1-2, above 2 -> 0.62, 1.54, 2.56, 3.84
@@ -150,7 +144,7 @@ def test_the_margin_test_is_exact_over_keys_and_weighs_far_signs_more() -> None:
     hits = SentenceKey.of("k", 20, 3, 1, "own")
     assert (
         not hits.margin
-        and read_sentences(hits, spans, text, v).hits == read_sentences(key, spans, text, v).hits
+        and text_test(hits, spans, text, v).hits == text_test(key, spans, text, v).hits
     )  # the same hits, another weighing
     with pytest.raises(ValueError, match="test must be one of"):
         SentenceKey.of("k", 20, 3, test="margins")

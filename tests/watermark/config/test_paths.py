@@ -1,12 +1,12 @@
-"""Tests for the one path rule (watermark.core.paths): config folder, cwd, package, repository
+"""Tests for the one path rule (watermark.config.paths): config folder, cwd, package, repository
 root."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import watermark.core.paths as paths
-from watermark.core.paths import DEFAULT_MAPPER, PACKAGE_DIR, REPO_ROOT, resolve_path
+import watermark.config.paths as paths
+from watermark.config.paths import DEFAULT_MAPPER, PACKAGE_DIR, REPO_ROOT, resolve_path
 
 
 def test_rule_order_and_pass_through(tmp_path: Path, monkeypatch) -> None:

@@ -1,0 +1,151 @@
+"""The sentence layer's key: which mapper outputs a sentence is tested on, and the signs it
+should have.
+
+A sentence's embedding u (the layer's SE) is mapped by its SM to v (D outputs). The key picks
+``bits`` outputs d_1..d_b and, per context group g, a target sign t_{g,i} for each
+(:class:`SentenceKey`). The group is 0 for every sentence (``context_bits = 0``: a global key) or
+the signs of ``context_bits`` other keyed outputs (2^c groups, harder to learn from many texts
+than one), read from the previous sentence (``keying = "previous"``: a sentence's test then needs
+its predecessor to keep those signs) or from the sentence itself (``"own"``: no predecessor
+needed, so a reordering rewrite keeps the groups).
+
+**Scores** (:meth:`SentenceKey.scores`), what generation ranks candidates by:
+sum_i tanh(t_i v_{d_i} / tau), tau the mean |v| of the candidates' keyed outputs. The tanh
+rewards a sign that sits far from zero (a margin against a rewrite's move) and saturates, so one
+huge output does not buy the others.
+
+**Margins** (``test = "margin"``): each hit is weighed by how far its output sits from zero,
+since a rewrite flips a sign far from zero less often: the margin m = |v_{d_i}| / (the
+sentence's mean |v| over all D outputs) gets weight log((1 - q) / q) for the share q of signs a
+meaning-keeping rewrite flipped at that margin (:data:`MARGIN_WEIGHTS`), in whole
+1/:data:`WEIGHT_STEPS` so the test's null stays an exact convolution
+(:mod:`watermark.sentences.exact_test`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import torch
+
+# (margin below, weight): log((1 - q) / q) of the flip rates q measured under the forced rewrite
+# (docs/research/sentence-layer.md, "Under the forced rewrite": 0.651, 0.824, 0.928 and 0.979 of
+# the signs kept below a margin of 0.5, 0.5-1, 1-2 and above 2)
+MARGIN_WEIGHTS = ((0.5, 0.62), (1.0, 1.54), (2.0, 2.56), (math.inf, 3.84))
+WEIGHT_STEPS = 8  # weights are whole eighths, so the weighted null is an exact convolution
+TESTS = ("hits", "margin")
+
+
+def weigh_margins(margin: torch.Tensor) -> torch.Tensor:
+    """Long, the shape of ``margin``: each margin's :data:`MARGIN_WEIGHTS` weight, in
+    1/:data:`WEIGHT_STEPS`."""
+    weight = torch.full_like(margin, MARGIN_WEIGHTS[-1][1])
+    for below, value in reversed(MARGIN_WEIGHTS[:-1]):
+        weight = torch.where(margin < below, torch.full_like(margin, value), weight)
+    return (weight * WEIGHT_STEPS).round().long()
+
+
+def margin_weights(v: torch.Tensor, dims: torch.Tensor) -> torch.Tensor:
+    """Long (N, b): the weight of each sentence's tested outputs ``dims`` by their margins
+    |v_d| / mean_D |v| (module docstring), in 1/:data:`WEIGHT_STEPS`."""
+    v = v.float().cpu()
+    return weigh_margins(v[:, dims].abs() / v.abs().mean(dim=1, keepdim=True).clamp_min(1e-12))
+
+
+def _generator(key: str, what: str) -> torch.Generator:
+    seed = int.from_bytes(hashlib.sha256(f"{key}|sentence|{what}".encode()).digest()[:8], "little")
+    return torch.Generator().manual_seed(seed)
+
+
+@dataclass(frozen=True)
+class SentenceKey:
+    """The keyed outputs and targets of the sentence layer.
+
+    Attributes:
+        dims: Long (b,): the tested outputs.
+        context_dims: Long (c,): the outputs whose signs (the previous sentence's, or the
+            sentence's own) pick the group.
+        targets: Bool (2^c, b): the target sign (True: v > 0) per group and tested output.
+        own: The group comes from the sentence's own context outputs, not its predecessor's.
+        margin: The test weighs each hit by its margin (:func:`margin_weights`).
+    """
+
+    dims: torch.Tensor
+    context_dims: torch.Tensor
+    targets: torch.Tensor
+    own: bool = False
+    margin: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        key: str,
+        num_dims: int,
+        bits: int,
+        context_bits: int = 0,
+        keying: str = "previous",
+        test: str = "hits",
+    ) -> SentenceKey:
+        """The sentence key of secret ``key`` over D = ``num_dims`` mapper outputs, its groups
+        read from the ``"previous"`` sentence or the sentence's ``"own"`` outputs, tested by
+        counting ``"hits"`` or weighing them by their ``"margin"``."""
+        if bits < 1 or context_bits < 0 or bits + context_bits > num_dims:
+            raise ValueError(f"need 1 <= bits and bits + context_bits <= {num_dims}")
+        if keying not in ("previous", "own"):
+            raise ValueError(f"keying must be 'previous' or 'own', got {keying!r}")
+        if test not in TESTS:
+            raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+        order = torch.randperm(num_dims, generator=_generator(key, "dims"))
+        targets = torch.randint(0, 2, (2**context_bits, bits), generator=_generator(key, "signs"))
+        dims, context = order[:bits], order[bits : bits + context_bits]
+        return cls(dims, context, targets.bool(), keying == "own", test == "margin")
+
+    @property
+    def bits(self) -> int:
+        return int(self.dims.numel())
+
+    def groups(self, v: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
+        """Group of each sentence (N,) from its own outputs v (N, D) or, keyed by the previous
+        sentence, from the previous sentences' outputs (N, D) (``None``: group 0); a zero-width
+        key: group 0."""
+        source = v if self.own else previous
+        if source is None or self.context_dims.numel() == 0:
+            return torch.zeros(v.shape[0], dtype=torch.long)
+        signs = (source[:, self.context_dims] > 0).long().cpu()
+        weights = 2 ** torch.arange(signs.shape[1])
+        return (signs * weights).sum(dim=1)
+
+    def text_groups(self, v: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
+        """Groups (N,) of a text's sentences in order, whose outputs are v (N, D): keyed by the
+        previous sentence, each from ``previous`` (N, D; default: the sentence before it in v)
+        and the first in group 0, as it has no predecessor in the text; else each its own."""
+        groups = self.groups(v, v.roll(1, 0) if previous is None else previous)
+        if len(groups) and not self.own:
+            groups[0] = 0
+        return groups
+
+    def hits(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """Bool (N, b): whether each sentence's tested outputs have their group's target sign."""
+        return (v[:, self.dims].cpu() > 0) == self.targets[groups]
+
+    def weights(self, v: torch.Tensor) -> torch.Tensor | None:
+        """The test's weights of sentences whose outputs are v (N, D): the margin test's
+        (:func:`margin_weights`, (N, b)), or ``None`` where each hit counts 1."""
+        return margin_weights(v, self.dims) if self.margin else None
+
+    def evidence(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """Float (N,): each sentence's z in this key's test alone, sum_i w_i (2 hit_i - 1) /
+        sqrt(sum_i w_i^2) (w = 1 in the hits test); the text's test grows with its mean."""
+        signed = 2 * self.hits(v, groups).float() - 1
+        w = self.weights(v)
+        w = torch.ones_like(signed) if w is None else w.float()
+        return (w * signed).sum(dim=1) / w.norm(dim=1).clamp_min(1e-12)
+
+    def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """Float (N,): the candidates' scores sum_i tanh(t_i v_{d_i} / tau) (module docstring)."""
+        picked = v[:, self.dims].float().cpu()
+        signed = torch.where(self.targets[groups], picked, -picked)
+        tau = picked.abs().mean().clamp_min(1e-6)
+        return torch.tanh(signed / tau).sum(dim=1)
