@@ -10,6 +10,10 @@
   sentences; also the pool's lean (the mean |mean sign| of an output over the pool's
   candidates: 0 when candidates split evenly, 1 when they all agree).
 * **Diversity** (:func:`unrelated_agreement`): unrelated sentences' share of equal signs.
+* **Surviving evidence** (:func:`surviving_evidence`), the figure of merit of a key space: the
+  kept candidate's per-sentence z (:meth:`~watermark.sentences.key.SentenceKey.evidence`)
+  before a rewrite and expected after it, under a flip model that keeps each sign with the
+  probability measured for its margin bin (:func:`rewrite_agreement`).
 
 The keys are the product's (:class:`~watermark.sentences.key.SentenceKey`): ``bits`` tested
 outputs, ``context_bits`` own signs picking the group. Every function takes outputs v (N, D).
@@ -132,3 +136,53 @@ def nearest(u: torch.Tensor, u2: torch.Tensor) -> torch.Tensor:
     a = torch.nn.functional.normalize(u.float(), dim=1)
     b = torch.nn.functional.normalize(u2.float(), dim=1)
     return (a @ b.T).argmax(1)
+
+
+def margin_bin(m: torch.Tensor) -> torch.Tensor:
+    """Long, the shape of ``m``: the :data:`MARGIN_BINS` index of each margin."""
+    edges = torch.tensor([hi for _, hi in MARGIN_BINS[:-1]], dtype=m.dtype)
+    return torch.bucketize(m, edges, right=True)
+
+
+def surviving_evidence(
+    pools: Sequence[torch.Tensor],
+    tested: Sequence[SentenceKey],
+    kept_by_bin: Sequence[float],
+    candidates: int,
+) -> dict[str, float]:
+    """The kept candidate of the first ``candidates`` of each pool (outputs (N_p, D)) under each
+    key, as the layer keeps it (the best score, ties to the first), and its z in the key's test
+    alone: ``z`` as generated and ``z_after`` expected after a rewrite that keeps each sign with
+    probability ``kept_by_bin[b]`` for its margin bin b (:data:`MARGIN_BINS`), independently.
+
+    A kept sign adds w_i s_i (s_i = +1 on target, -1 off), a flipped one -w_i s_i, so the
+    tested output adds w_i s_i (2 k_i - 1) in expectation. With context outputs of its own
+    (``keying="own"``) the group survives only if all of them keep their signs; another group
+    tests other targets, which a random key sets independently of the text, so those outputs
+    then add 0 in expectation. The weights are the original's (a rewrite's own margins are not
+    known here). Returns the means over pools and keys, and ``kept_share`` (z_after / z).
+    """
+    kept = torch.tensor([float(k) for k in kept_by_bin])
+    z, after = [], []
+    for key in tested:
+        for pool in pools:
+            v = pool[:candidates].float()
+            groups = key.groups(v, None)
+            best = int(torch.argmax(key.scores(v, groups)))  # the first max, as the layer
+            row, group = v[best : best + 1], groups[best : best + 1]
+            signed = 2 * key.hits(row, group).float()[0] - 1
+            w = key.weights(row)
+            w = torch.ones_like(signed) if w is None else w.float()[0]
+            m = margins(row)[0]
+            keep = 2 * kept[margin_bin(m[key.dims])] - 1
+            stay = kept[margin_bin(m[key.context_dims])].prod() if key.own else torch.tensor(1.0)
+            norm = w.norm().clamp_min(1e-12)
+            z.append(((w * signed).sum() / norm).item())
+            after.append((stay * (w * signed * keep).sum() / norm).item())
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    return {
+        "candidates": candidates,
+        "z": mean(z),
+        "z_after": mean(after),
+        "kept_share": mean(after) / mean(z) if mean(z) else float("nan"),
+    }

@@ -1,0 +1,94 @@
+"""The figure of merit of a sentence key space: the evidence that survives a rewrite (issue 79;
+a script printing JSON lines).
+
+A config's sentence layer (its SE and SM) reads the 96 held-out pools of
+``data/sentence-key/pools.jsonl.gz`` (one prefix, 32 next sentences sampled by the generator).
+Under 32 random keys of the config's sentence settings, the candidate the layer keeps among the
+first N of each pool has a per-sentence z in its key's test; after a rewrite it keeps each sign
+with the probability measured for its margin on the held-out forced-rewrite pairs of
+``data/sentence-key/rewrites.jsonl.gz`` (each original sentence paired with the rewrite's
+sentence nearest to it in the SE), so its expected z falls to ``z_after``
+(:func:`mapper.sentence_metrics.surviving_evidence`). Beside it, for the same key space:
+``stability`` (the keyed outputs' kept signs on those pairs), ``unrelated`` (the share of equal
+signs of sentences of different pools) and ``lean`` (how far a pool's candidates agree).
+
+    python experiments/surviving_evidence.py --config configs/watermark-robust.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
+from mapper.sentence_data import complete_sentences  # noqa: E402
+from mapper.sentence_metrics import (  # noqa: E402
+    MARGIN_BINS,
+    keys,
+    nearest,
+    pool_spread,
+    rewrite_agreement,
+    surviving_evidence,
+    unrelated_agreement,
+)
+from watermark.api import Watermark  # noqa: E402
+
+DATA = ROOT / "data" / "sentence-key"
+
+
+def rewrite_pairs(layer, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Outputs (P, D) of the held-out passages' complete sentences and of the sentence of their
+    rewrite nearest to each in the SE, for rewrites of ``kind``."""
+    originals, rewrites = [], []
+    for r in read_jsonl_gz(DATA / "rewrites.jsonl.gz"):
+        if r["split"] != "heldout" or r["kind"] != kind or not r.get("rewrite"):
+            continue
+        a, b = complete_sentences(r["text"]), complete_sentences(r["rewrite"])
+        if a and b:
+            pick = nearest(layer.semantic.embed(a), layer.semantic.embed(b))
+            originals += a
+            rewrites += [b[int(i)] for i in pick]
+    return layer.outputs(originals), layer.outputs(rewrites)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs/watermark-robust.json")
+    parser.add_argument("--keys", type=int, default=32)
+    parser.add_argument("--candidates", default="4,8,16")
+    parser.add_argument("--kind", default="forced", help="the rewrites' kind (held-out rows)")
+    args = parser.parse_args()
+    wm = Watermark.load(args.config)
+    layer = wm.sentences
+    if layer is None:
+        raise SystemExit(f"error: {args.config} has the sentence layer off")
+    settings = wm.config.sentences
+    tested = keys(layer.semantic.num_dims, args.keys, bits=settings.bits,
+                  context_bits=settings.context_bits, keying=settings.keying,
+                  test=settings.test)  # fmt: skip
+    rows = [r for r in read_jsonl_gz(DATA / "pools.jsonl.gz") if r["split"] == "heldout"]
+    pools = [layer.outputs([c for c in r["candidates"] if c]) for r in rows]
+    pools = [p for p in pools if len(p) >= 2]
+    v, w = rewrite_pairs(layer, args.kind)
+    stability = rewrite_agreement(v, w, tested)
+    kept = [stability[f"bin_{lo:g}-{hi:g}"] for lo, hi in MARGIN_BINS]
+    firsts = torch.stack([p[0] for p in pools])
+    others = torch.stack([p[1] for p in pools]).roll(1, 0)  # a sentence of another pool
+    common = {"config": str(args.config), "kind": args.kind, "pairs": stability["pairs"]}
+    common.update(stability=stability["keyed"], kept_by_bin=[round(k, 3) for k in kept])
+    common.update(unrelated=unrelated_agreement(firsts, others)["unrelated"])
+    common.update(lean=pool_spread(pools, firsts, tested)["lean"], pools=len(pools))
+    for n in map(int, args.candidates.split(",")):
+        found = surviving_evidence(pools, tested, kept, n)
+        print(json.dumps({**common, **{k: round(x, 4) for k, x in found.items()}}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""The figure of merit of a sentence key space (mapper.sentence_metrics.surviving_evidence) on
+hand-made pools."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from mapper.sentence_metrics import surviving_evidence
+from watermark.sentences.key import SentenceKey
+
+
+def test_surviving_evidence_by_hand() -> None:
+    """Two hand-made pools: the kept candidate's z and its expected z after the flip model."""
+    plain = SentenceKey(
+        torch.tensor([0, 1]), torch.tensor([], dtype=torch.long), torch.ones(1, 2).bool()
+    )
+    pool = torch.tensor([[1.0, -1.0, 0.5, 0.5], [2.0, 2.0, 2.0, 2.0]])  # the second hits both
+    found = surviving_evidence([pool], [plain], (0.5, 0.6, 0.9, 1.0), candidates=2)
+    # kept: row 1, margins 1.0 (bin 1-2: kept 0.9), z = 2 / sqrt(2), after: times 2 * 0.9 - 1
+    assert math.isclose(found["z"], math.sqrt(2), rel_tol=1e-6)
+    assert math.isclose(found["z_after"], 0.8 * math.sqrt(2), rel_tol=1e-6)
+    assert math.isclose(surviving_evidence([pool], [plain], (1,) * 4, 1)["z"], 0.0, abs_tol=1e-9)
+    own = SentenceKey(
+        torch.tensor([0]), torch.tensor([1]), torch.tensor([[False], [True]]), own=True
+    )
+    one = torch.tensor([[3.0, 1.0, 1.0, 1.0]])  # group 1 (v_1 > 0), target +: a hit
+    found = surviving_evidence([one], [own], (0.5, 0.6, 0.8, 0.95), candidates=8)
+    # margins: v_0 at 2 (bin 2-inf: 0.95), v_1 at 2/3 (bin 0.5-1: 0.6): z 1, after 0.9 * 0.6
+    assert math.isclose(found["z"], 1.0) and math.isclose(found["z_after"], 0.54, rel_tol=1e-6)
