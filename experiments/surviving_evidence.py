@@ -10,7 +10,9 @@ with the probability measured for its margin on the held-out forced-rewrite pair
 sentence nearest to it in the SE), so its expected z falls to ``z_after``
 (:func:`mapper.sentence_metrics.surviving_evidence`). Beside it, for the same key space:
 ``stability`` (the keyed outputs' kept signs on those pairs), ``unrelated`` (the share of equal
-signs of sentences of different pools) and ``lean`` (how far a pool's candidates agree).
+signs of sentences of different pools) and ``lean`` (how far a pool's candidates agree). Each
+N is measured with the layer's choice and with a survival-aware one (the candidate whose
+expected z after the rewrite is highest).
 
     python experiments/surviving_evidence.py --config configs/watermark-robust.json
 """
@@ -85,9 +87,11 @@ def main() -> None:
     common.update(stability=stability["keyed"], kept_by_bin=[round(k, 3) for k in kept])
     common.update(unrelated=unrelated_agreement(firsts, others)["unrelated"])
     common.update(lean=pool_spread(pools, firsts, tested)["lean"], pools=len(pools))
-    for n in map(int, args.candidates.split(",")):
-        found = surviving_evidence(pools, tested, kept, n)
-        print(json.dumps({**common, **{k: round(x, 4) for k, x in found.items()}}), flush=True)
+    for choice in ("layer", "survival"):
+        for n in map(int, args.candidates.split(",")):
+            found = surviving_evidence(pools, tested, kept, n, choice)
+            found = {k: round(x, 4) if isinstance(x, float) else x for k, x in found.items()}
+            print(json.dumps({**common, **found}), flush=True)
 
 
 if __name__ == "__main__":

@@ -144,16 +144,35 @@ def margin_bin(m: torch.Tensor) -> torch.Tensor:
     return torch.bucketize(m, edges, right=True)
 
 
+def expected_evidence(
+    key: SentenceKey, v: torch.Tensor, kept: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Float (N,) each: the z of sentences v (N, D) in ``key``'s test alone, as they are and
+    expected after a rewrite that keeps a sign with probability ``kept[b]`` (float (4,)) for
+    its margin bin b (:func:`surviving_evidence`)."""
+    groups = key.groups(v, None)
+    signed = 2 * key.hits(v, groups).float() - 1
+    w = key.weights(v)
+    w = torch.ones_like(signed) if w is None else w.float()
+    m = margins(v)
+    keep = 2 * kept[margin_bin(m[:, key.dims])] - 1
+    stay = kept[margin_bin(m[:, key.context_dims])].prod(1) if key.own else torch.ones(len(v))
+    norm = w.norm(dim=1).clamp_min(1e-12)
+    return (w * signed).sum(1) / norm, stay * (w * signed * keep).sum(1) / norm
+
+
 def surviving_evidence(
     pools: Sequence[torch.Tensor],
     tested: Sequence[SentenceKey],
     kept_by_bin: Sequence[float],
     candidates: int,
+    choice: str = "layer",
 ) -> dict[str, float]:
     """The kept candidate of the first ``candidates`` of each pool (outputs (N_p, D)) under each
-    key, as the layer keeps it (the best score, ties to the first), and its z in the key's test
-    alone: ``z`` as generated and ``z_after`` expected after a rewrite that keeps each sign with
-    probability ``kept_by_bin[b]`` for its margin bin b (:data:`MARGIN_BINS`), independently.
+    key and its z in the key's test alone: ``z`` as generated and ``z_after`` expected after a
+    rewrite that keeps each sign with probability ``kept_by_bin[b]`` for its margin bin b
+    (:data:`MARGIN_BINS`), independently. ``choice``: the layer's (the best score, ties to the
+    first), or ``survival`` (the best expected ``z_after``: a survival-aware choice).
 
     A kept sign adds w_i s_i (s_i = +1 on target, -1 off), a flipped one -w_i s_i, so the
     tested output adds w_i s_i (2 k_i - 1) in expectation. With context outputs of its own
@@ -162,26 +181,24 @@ def surviving_evidence(
     then add 0 in expectation. The weights are the original's (a rewrite's own margins are not
     known here). Returns the means over pools and keys, and ``kept_share`` (z_after / z).
     """
+    if choice not in ("layer", "survival"):
+        raise ValueError(f"choice must be 'layer' or 'survival', got {choice!r}")
     kept = torch.tensor([float(k) for k in kept_by_bin])
     z, after = [], []
     for key in tested:
         for pool in pools:
             v = pool[:candidates].float()
-            groups = key.groups(v, None)
-            best = int(torch.argmax(key.scores(v, groups)))  # the first max, as the layer
-            row, group = v[best : best + 1], groups[best : best + 1]
-            signed = 2 * key.hits(row, group).float()[0] - 1
-            w = key.weights(row)
-            w = torch.ones_like(signed) if w is None else w.float()[0]
-            m = margins(row)[0]
-            keep = 2 * kept[margin_bin(m[key.dims])] - 1
-            stay = kept[margin_bin(m[key.context_dims])].prod() if key.own else torch.tensor(1.0)
-            norm = w.norm().clamp_min(1e-12)
-            z.append(((w * signed).sum() / norm).item())
-            after.append((stay * (w * signed * keep).sum() / norm).item())
+            now, later = expected_evidence(key, v, kept)
+            if choice == "layer":
+                best = int(torch.argmax(key.scores(v, key.groups(v, None))))  # as the layer
+            else:
+                best = int(torch.argmax(later))
+            z.append(now[best].item())
+            after.append(later[best].item())
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     return {
         "candidates": candidates,
+        "choice": choice,
         "z": mean(z),
         "z_after": mean(after),
         "kept_share": mean(after) / mean(z) if mean(z) else float("nan"),

@@ -29,3 +29,22 @@ def test_surviving_evidence_by_hand() -> None:
     found = surviving_evidence([one], [own], (0.5, 0.6, 0.8, 0.95), candidates=8)
     # margins: v_0 at 2 (bin 2-inf: 0.95), v_1 at 2/3 (bin 0.5-1: 0.6): z 1, after 0.9 * 0.6
     assert math.isclose(found["z"], 1.0) and math.isclose(found["z_after"], 0.54, rel_tol=1e-6)
+
+
+def test_the_survival_aware_choice_keeps_the_candidate_whose_evidence_lasts() -> None:
+    """Two candidates that hit both outputs: the layer keeps the larger score, the survival
+    choice the one whose signs sit in the bins a rewrite keeps."""
+    key = SentenceKey(
+        torch.tensor([0, 1]), torch.tensor([], dtype=torch.long), torch.ones(1, 2).bool()
+    )
+    pool = torch.tensor([[4.0, 4.0, 0.1, 0.1, 0.1, 0.1], [1.0] * 6])  # margins 2.86 and 1
+    kept = (0.5, 0.5, 0.6, 0.95)
+    layer = surviving_evidence([pool], [key], kept, 2)
+    survival = surviving_evidence([pool], [key], kept, 2, choice="survival")
+    assert math.isclose(layer["z_after"], 0.9 * math.sqrt(2), rel_tol=1e-6)  # row 0: bin 2-inf
+    assert survival["z_after"] >= layer["z_after"]
+    unkind = (0.5, 0.5, 0.95, 0.6)  # the large margins flip more: the survival choice moves
+    assert (
+        surviving_evidence([pool], [key], unkind, 2, choice="survival")["z_after"]
+        > (surviving_evidence([pool], [key], unkind, 2)["z_after"])
+    )
