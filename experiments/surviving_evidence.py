@@ -45,12 +45,12 @@ from watermark.api import Watermark  # noqa: E402
 DATA = ROOT / "data" / "sentence-key"
 
 
-def rewrite_pairs(layer, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Outputs (P, D) of the held-out passages' complete sentences and of the sentence of their
+def rewrite_pairs(layer, kind: str, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Outputs (P, D) of the ``split`` passages' complete sentences and of the sentence of their
     rewrite nearest to each in the SE, for rewrites of ``kind``."""
     originals, rewrites = [], []
     for r in read_jsonl_gz(DATA / "rewrites.jsonl.gz"):
-        if r["split"] != "heldout" or r["kind"] != kind or not r.get("rewrite"):
+        if r["split"] != split or r["kind"] != kind or not r.get("rewrite"):
             continue
         a, b = complete_sentences(r["text"]), complete_sentences(r["rewrite"])
         if a and b:
@@ -65,7 +65,10 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=ROOT / "configs/watermark-robust.json")
     parser.add_argument("--keys", type=int, default=32)
     parser.add_argument("--candidates", default="4,8,16")
-    parser.add_argument("--kind", default="forced", help="the rewrites' kind (held-out rows)")
+    parser.add_argument("--kind", default="forced", help="the rewrites' kind")
+    parser.add_argument(
+        "--split", default="heldout", help="the rewrites' split (round_trip has only val rows)"
+    )
     args = parser.parse_args()
     wm = Watermark.load(args.config)
     layer = wm.sentences
@@ -78,12 +81,13 @@ def main() -> None:
     rows = [r for r in read_jsonl_gz(DATA / "pools.jsonl.gz") if r["split"] == "heldout"]
     pools = [layer.outputs([c for c in r["candidates"] if c]) for r in rows]
     pools = [p for p in pools if len(p) >= 2]
-    v, w = rewrite_pairs(layer, args.kind)
+    v, w = rewrite_pairs(layer, args.kind, args.split)
     stability = rewrite_agreement(v, w, tested)
     kept = [stability[f"bin_{lo:g}-{hi:g}"] for lo, hi in MARGIN_BINS]
     firsts = torch.stack([p[0] for p in pools])
     others = torch.stack([p[1] for p in pools]).roll(1, 0)  # a sentence of another pool
-    common = {"config": str(args.config), "kind": args.kind, "pairs": stability["pairs"]}
+    common = {"config": str(args.config), "kind": args.kind, "split": args.split}
+    common.update(pairs=stability["pairs"])
     common.update(stability=stability["keyed"], kept_by_bin=[round(k, 3) for k in kept])
     common.update(unrelated=unrelated_agreement(firsts, others)["unrelated"])
     common.update(lean=pool_spread(pools, firsts, tested)["lean"], pools=len(pools))
