@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any
 
-from evaluation.config_fields import fields_of
+from evaluation.config_fields import fields_of, flat_view
 from watermark.config.files import RETIRED  # every cached result was made with these
 from watermark.config.schemes import SCHEMES
 from watermark.config.sections import DETECTION, RUNTIME, SAMPLING
@@ -84,7 +84,7 @@ def detection_view(cfg: WatermarkConfig) -> dict[str, Any]:
 
 
 def _cache_view(cfg: WatermarkConfig) -> dict[str, Any]:
-    data = {**RETIRED, **cfg.to_dict(), **SPEED_ONLY, "layers": cfg.green_lists}
+    data = {**RETIRED, **flat_view(cfg), **SPEED_ONLY, "layers": cfg.green_lists}
     for pin in PINS:  # loading checks that "mapper" / "embedder" hold the pinned parts
         data.pop(pin)
     return {k: v for k, v in data.items() if LATER_FIELDS_OFF.get(k, object()) != v}

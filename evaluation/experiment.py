@@ -13,6 +13,7 @@ import time
 import torch
 
 from evaluation.config import EvalConfig
+from evaluation.config_fields import flat_view
 from evaluation.curves import curve_units, run_curves
 from evaluation.earlier_rows import earlier_rows
 from evaluation.frontier import run_frontier
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 def public_flat(wm_config: object) -> dict:
     """The watermark config by flat names, without its secrets (as earlier results hold it)."""
     hidden = set(secret_fields())
-    return {k: v for k, v in wm_config.to_dict().items() if k not in hidden}
+    return {k: v for k, v in flat_view(wm_config).items() if k not in hidden}
 
 
 def _timed(timings: dict, name: str, fn, *args):

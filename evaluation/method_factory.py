@@ -11,6 +11,7 @@ import torch
 from evaluation.cache_keys import detection_key, generation_key
 from evaluation.config import EvalConfig
 from evaluation.config_checks import KGW_BASES
+from evaluation.config_fields import evolve
 from evaluation.methods import KGWMethod, Method, OursMethod, TransformersKGW
 from evaluation.synthid import SynthIDMethod
 from watermark.api import Watermark
@@ -33,7 +34,7 @@ def build_method(
     if name == "unwatermarked":
         return Method()
     if name == "ours":
-        wm_cfg = wm_config.evolve(**overrides)
+        wm_cfg = evolve(wm_config, **overrides)
         wm = Watermark.load(wm_cfg, tokenizer=tokenizer, generator=model)
         return OursMethod(wm, model, generation_key(wm_cfg), detection_key(wm_cfg))
     if name == "kgw1":

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from evaluation.cache_keys import detection_key, generation_key  # noqa: E402
 from evaluation.config import EvalConfig  # noqa: E402
+from evaluation.config_fields import evolve  # noqa: E402
 from evaluation.frontier import expand_cells  # noqa: E402
 from watermark.config.watermark_config import WatermarkConfig, as_config  # noqa: E402
 from watermark.core.errors import UserError  # noqa: E402
@@ -44,7 +45,7 @@ def our_configs(cfg: EvalConfig) -> list[WatermarkConfig]:
     found = []
     for change in changes:
         try:
-            found.append(base.evolve(**change))
+            found.append(evolve(base, **change))
         except UserError:  # a cell of a setting since removed (the floor rule): not runnable
             continue
     return found

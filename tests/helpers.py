@@ -276,3 +276,15 @@ def experiment_script(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def flat_fields(cfg: object) -> dict:
+    """A config as a flat file of 0.1-0.4 would hold it: every field by its own name (the
+    models' ``mapper`` and ``mapper_digest``, the sentence layer's left at their defaults) and
+    the rule as ``scaling``."""
+    out = {"scaling": cfg.scheme.rule}
+    for name, part in cfg.sections().items():
+        for key, value in part.items():
+            if key != "rule" and not (name == "sentences" and key in ("mapper", "mapper_digest")):
+                out.setdefault(key, value)
+    return out

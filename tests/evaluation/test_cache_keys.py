@@ -103,22 +103,22 @@ def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
     )
     # a config holds its own rule's strength only; detection ignores the rule altogether
     with pytest.raises(ValueError, match="scheme.delta is not a setting of rule 'additive'"):
-        WatermarkConfig.of(**{**base.to_dict(), "delta": 9.0})
-    other_bias = WatermarkConfig.of(**{**base.to_dict(), "bias": 1.0})
+        base.evolve(delta=9.0)
+    other_bias = base.evolve(bias=1.0)
     assert generation_view(other_bias) != generation_view(base)
     paper = base.evolve(scaling="paper", filter_first=False)
     assert detection_view(paper) == detection_view(base)
     # the embedding batch changes speed only: it never splits a cache
-    batched = WatermarkConfig.of(**{**base.to_dict(), "embed_batch_size": 7})
+    batched = base.evolve(embed_batch_size=7)
     assert generation_view(batched) == generation_view(base)
     # the windowed test is read at detection only: one generation cache for every window setting
-    windowed = WatermarkConfig.of(**{**base.to_dict(), "window_sizes": [64]})
+    windowed = base.evolve(window_sizes=[64])
     assert generation_view(windowed) == generation_view(base)
     assert detection_view(windowed) != detection_view(base)
-    once = WatermarkConfig.of(**{**base.to_dict(), "outputs_once": True})
+    once = base.evolve(outputs_once=True)
     assert generation_view(once) == generation_view(base)
     assert detection_view(once) != detection_view(base)
-    guarded = WatermarkConfig.of(**{**base.to_dict(), "context_guard": 4})
+    guarded = base.evolve(context_guard=4)
     assert detection_view(guarded) != detection_view(base)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.config import EvalConfig
+from evaluation.config_fields import evolve, flat_view
 
 
 def test_config_errors(tmp_path: Path) -> None:
@@ -77,10 +78,10 @@ def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() 
         cfg = EvalConfig.load(root / f"configs/evaluation/{name}.yaml")
         base = WatermarkConfig.load(cfg.resolve(cfg.watermark_config))
         spec = {k: v for k, v in cfg.variants[variant].items() if k != "base"}
-        assert base.evolve(**spec) == robust, name
+        assert evolve(base, **spec) == robust, name
     assert (robust.sentences.bits, robust.sentences.candidates) == (32, 8)
-    shipped = WatermarkConfig.default().to_dict()
-    changed = {k for k, v in robust.to_dict().items() if v != shipped[k]}
+    shipped = flat_view(WatermarkConfig.default())
+    changed = {k for k, v in flat_view(robust).items() if v != shipped[k]}
     layer = {"sentence_bits", "sentence_context_bits", "sentence_keying", "sentence_candidates"}
     layer |= {"sentence_test", "resample_every"}
     assert changed - {"mapper_digest", "embedder_digest"} == layer  # the default + the layer

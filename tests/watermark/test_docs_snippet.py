@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from tests import reference
+from tests.helpers import flat_fields
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.generate.generation import eos_ids
@@ -34,7 +35,7 @@ def python_block(path: Path) -> str:
 
 def tiny_default(tiny: SimpleNamespace) -> WatermarkConfig:
     """The shipped default config with the tiny models' names (the MM is the generator)."""
-    fields = WatermarkConfig.default().to_dict()
+    fields = flat_fields(WatermarkConfig.default())
     # the tiny mapper and embedder stand in for the shipped ones, so they are not pinned
     fields.update(
         mapper="unused",

@@ -8,13 +8,13 @@ earlier formats still load, through :func:`upgrade` and nothing else:
   rule's strength side by side, and ``sentence_bits``), ``detection``, ``runtime`` and a
   ``design`` section of fixed switches.
 
-Both are read as flat names (:func:`~watermark.config.sections.flat_name`) and routed to
-today's sections. A setting is never dropped in silence: a file that mixes formats (flat keys
-beside sections, or 0.5-0.7's ``scheme.scaling`` beside 0.8's ``sentences``), names a key
-twice, names a section that does not exist or a strength the chosen rule does not have is
-refused with one line naming the key. The one exception is a complete save of 0.1-0.7: it named
-its rule and wrote every rule's strength, and the others were unused by the version that wrote
-them too (:func:`saved_every_strength`).
+Both are read as flat names (a field's own name, or a sentence field's name of 0.5-0.7,
+:data:`NAMES_0_7`) and routed to today's sections. A setting is never dropped in silence: a file
+that mixes formats (flat keys beside sections, or 0.5-0.7's ``scheme.scaling`` beside 0.8's
+``sentences``), names a key twice, names a section that does not exist or a strength the chosen
+rule does not have is refused with one line naming the key. The one exception is a complete save
+of 0.1-0.7: it named its rule and wrote every rule's strength, and the others were unused by the
+version that wrote them too (:func:`saved_every_strength`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from watermark.config.schemes import RULES, SCHEMES, Scheme
-from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences, flat_name
+from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
 from watermark.core.errors import UserError
 
 logger = logging.getLogger(
@@ -68,6 +68,15 @@ OLD_SECTIONS = {
     "runtime": ("compute_dtype", "embed_batch_size"),
 }
 STRENGTHS = {cls.strength_field for cls in SCHEMES.values()}
+# the sentence fields' names in the files of 0.5-0.7 (``scheme.sentence_bits``, the rest in
+# ``design``), today's fields of section ``sentences``
+NAMES_0_7 = {
+    "sentence_bits": "bits",
+    "sentence_candidates": "candidates",
+    "sentence_context_bits": "context_bits",
+    "sentence_keying": "keying",
+    "sentence_test": "test",
+}
 # rule fields whose default changed in 0.2.0, with the value every config of 0.1.x meant: a flat
 # file that names its rule but not these fields takes today's defaults, so loading it warns
 RULE_FIELDS_BEFORE_0_2 = {
@@ -110,12 +119,13 @@ def read_config_file(path: Path) -> dict:
 
 
 def flat_names() -> dict[str, tuple[str, str]]:
-    """``{flat name: (section, field)}`` of every field of every section and rule."""
-    out = {}
-    for section in PLAIN_SECTIONS.values():
-        out.update({flat_name(f): (section.name, f.name) for f in fields(section)})
-    for cls in SCHEMES.values():
-        out.update({flat_name(f): ("scheme", f.name) for f in fields(cls)})
+    """``{name: (section, field)}`` of every field of every section and rule by its own name
+    (where two sections share one, the first in file order: ``mapper`` is the models'), and
+    of the sentence fields by their names in the files of 0.5-0.7 (:data:`NAMES_0_7`)."""
+    out = {name: ("sentences", field) for name, field in NAMES_0_7.items()}
+    for cls in (*PLAIN_SECTIONS.values(), *SCHEMES.values()):
+        for f in fields(cls):
+            out.setdefault(f.name, (cls.name, f.name))
     return out
 
 

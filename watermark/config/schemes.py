@@ -96,9 +96,6 @@ class Scheme(Section):
             return []
         return [f"scheme.{self.strength_field} must be > 0, got {self.strength}"]
 
-    def flat(self) -> dict[str, Any]:
-        return {"scaling": self.rule, **super().flat()}
-
     def identity(self) -> dict[str, Any]:
         """The shared fields but the strength, and the green lists per step."""
         named = {k: v for k, v in super().identity().items() if k != self.strength_field}

@@ -3,9 +3,9 @@
 Every field declares its *kind* (:func:`setting`): whether generation and detection must agree
 on it (``shared``), it is generation's alone (``sampling``), detection's alone (``detection``)
 or changes speed only (``runtime``). The evaluation's cache keys and the config's fingerprint
-read the kinds. A field's *flat name* is its name in the flat files of 0.1-0.4 and in
-:meth:`~watermark.config.watermark_config.WatermarkConfig.evolve` (``sentences.bits`` is
-``sentence_bits``).
+read the kinds. A field has one name, its own (``sentences.bits`` is ``bits`` in
+:meth:`~watermark.config.watermark_config.WatermarkConfig.evolve`); the names of earlier
+versions' files are the upgrade's (:mod:`watermark.config.files`).
 :class:`Section` checks types (as the annotations say) and declared choices; each section adds
 its ranges in ``validate``. The scheme's section is in :mod:`watermark.config.schemes`.
 """
@@ -42,13 +42,12 @@ def setting(
     *,
     choices: tuple[str, ...] = (),
     secret: bool = False,
-    flat: str = "",
     found: bool = False,
 ) -> Any:
     """A config field of ``kind``; ``choices``: the values it may take; ``secret``: never shown
-    in ``repr``, logs or messages; ``flat``: its flat name, if not its own; ``found``: the
-    fingerprint names what is loaded for it (a part's digest, the LM-head width), not it."""
-    meta = {"kind": kind, "choices": choices, "secret": secret, "flat": flat, "found": found}
+    in ``repr``, logs or messages; ``found``: the fingerprint names what is loaded for it (a
+    part's digest, the LM-head width), not it."""
+    meta = {"kind": kind, "choices": choices, "secret": secret, "found": found}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), repr=not secret, metadata=meta)
     return field(default=default, repr=not secret, metadata=meta)
@@ -61,11 +60,6 @@ def json_types(annotation: str) -> tuple[type, ...]:
         part = part.strip()
         types += (list,) if part.startswith("list[") else JSON_TYPES[part]
     return types
-
-
-def flat_name(f: Any) -> str:
-    """The flat name of a section's field."""
-    return f.metadata.get("flat") or f.name
 
 
 @dataclass(frozen=True)
@@ -93,15 +87,11 @@ class Section:
         """The section's range problems, once its types are right."""
         return []
 
-    def flat(self) -> dict[str, Any]:
-        """The section's values by flat name."""
-        return {flat_name(f): getattr(self, f.name) for f in fields(self)}
-
     def identity(self) -> dict[str, Any]:
         """What the fingerprint names of this section: its shared fields that are not secret
-        and not replaced by what is loaded for them, by flat name."""
+        and not replaced by what is loaded for them, by name."""
         return {
-            flat_name(f): getattr(self, f.name)
+            f.name: getattr(self, f.name)
             for f in fields(self)
             if f.metadata["kind"] == SHARED and not (f.metadata["secret"] or f.metadata["found"])
         }
@@ -207,14 +197,14 @@ class Sentences(Section):
     """
 
     name: ClassVar[str] = "sentences"
-    bits: int = setting(SHARED, 0, flat="sentence_bits")
-    candidates: int = setting(SAMPLING, 4, flat="sentence_candidates")
-    context_bits: int = setting(SHARED, 0, flat="sentence_context_bits")
-    keying: str = setting(SHARED, "previous", choices=("previous", "own"), flat="sentence_keying")
+    bits: int = setting(SHARED, 0)
+    candidates: int = setting(SAMPLING, 4)
+    context_bits: int = setting(SHARED, 0)
+    keying: str = setting(SHARED, "previous", choices=("previous", "own"))
     resample_every: int = setting(SAMPLING, 0)
-    test: str = setting(DETECTION, "hits", choices=("hits", "margin"), flat="sentence_test")
-    mapper: str | None = setting(SHARED, None, flat="sentence_mapper", found=True)
-    mapper_digest: str | None = setting(SHARED, None, flat="sentence_mapper_digest", found=True)
+    test: str = setting(DETECTION, "hits", choices=("hits", "margin"))
+    mapper: str | None = setting(SHARED, None, found=True)
+    mapper_digest: str | None = setting(SHARED, None, found=True)
 
     @property
     def on(self) -> bool:

@@ -6,11 +6,12 @@
 ``cfg.scheme.alpha``, ``cfg.sentences.bits``. Saved as JSON in the same sections. Files of
 earlier versions load through :func:`watermark.config.files.upgrade`.
 
-:meth:`WatermarkConfig.of`, :meth:`WatermarkConfig.evolve` and :meth:`WatermarkConfig.to_dict`
-speak *flat names* (``alpha``, ``sentence_bits``), one per field: the evaluation's variants and
-cache keys use them. Relative paths resolve by :func:`watermark.config.paths.resolve_path` (next
-to the config file, the current directory, the package, a clone's root). The secret key and
-opening sentence never appear in ``repr`` or logs.
+:meth:`WatermarkConfig.of` and :meth:`WatermarkConfig.evolve` name a field by its own name
+(``alpha``, ``bits``); the evaluation's names for its variants and cache keys are its own
+(:mod:`evaluation.config_fields`). Relative paths resolve by
+:func:`watermark.config.paths.resolve_path` (next to the config file, the current directory,
+the package, a clone's root). The secret key and opening sentence never appear in ``repr`` or
+logs.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from watermark.config.sections import (
     Models,
     Runtime,
     Sentences,
-    flat_name,
 )
 from watermark.core.errors import UserError
 
@@ -125,19 +125,18 @@ class WatermarkConfig:
         path.write_text(json.dumps(self.sections(), indent=2) + "\n")
         return path
 
-    def to_dict(self) -> dict[str, Any]:
-        """Every field by its flat name (the secrets too; keep it private): the view the
-        evaluation's cache keys are computed from."""
-        return {k: v for part in self.parts() for k, v in part.flat().items()}
-
     def evolve(self, **changes: Any) -> WatermarkConfig:
-        """A copy with ``changes`` to fields by flat name (``evolve(alpha=3.0,
-        sentence_bits=32)``; ``scaling`` switches the rule, whose strength then takes its
+        """A copy with ``changes`` to fields by name (``evolve(alpha=3.0, bits=32)``; where two
+        sections share a name it is the first's: the sentence layer's own ``mapper`` is set by
+        :meth:`with_settings`; ``scaling`` switches the rule, whose strength then takes its
         default unless changed), checked again; a name the rule does not have is refused."""
-        base = self.to_dict()
-        if changes.get(RULE_NAME, self.scheme.rule) != self.scheme.rule:
-            del base[self.scheme.strength_field]  # the old rule's strength goes with it
-        return WatermarkConfig.build(from_flat({**base, **changes}), self.source)
+        data = self.sections()
+        rule = changes.get(RULE_NAME, self.scheme.rule)
+        if rule != self.scheme.rule:
+            del data["scheme"][self.scheme.strength_field]  # the old rule's strength goes with it
+        for section, part in from_flat({**changes, RULE_NAME: rule}).items():
+            data[section].update(part)
+        return WatermarkConfig.build(data, self.source)
 
     def with_settings(self, settings: dict[str, Any]) -> WatermarkConfig:
         """A copy with settings by section and field (``{"scheme.alpha": 3.0}``, the CLI's
@@ -232,20 +231,26 @@ def as_config(config: WatermarkConfig | str | os.PathLike[str] | None) -> Waterm
 
 
 def all_fields() -> list[tuple[str, Field]]:
-    """``(flat name, field)`` of every field of every section and rule, in file order."""
-    found: dict[str, Field] = {}
+    """``(section, field)`` of every field of every section and rule, in file order."""
+    found: dict[tuple[str, str], Field] = {}
     for cls in (*PLAIN_SECTIONS.values(), *SCHEMES.values()):
         for f in fields(cls):
-            found.setdefault(flat_name(f), f)
+            found.setdefault((cls.name, f.name), f)
     return list(found.items())
 
 
 def secret_fields() -> tuple[str, ...]:
-    """Flat names of the fields never shown: the key, the old keys and the opening sentence."""
-    return tuple(name for name, f in all_fields() if f.metadata["secret"])
+    """Names of the fields never shown: the key, the old keys and the opening sentence."""
+    return tuple(name for (_, name), f in all_fields() if f.metadata["secret"])
 
 
-DEFAULT_FLAT = {
-    name: (f.default_factory() if callable(f.default_factory) else f.default)
-    for name, f in all_fields()
-}
+def defaults() -> dict[str, Any]:
+    """Every field's shipped default by its own name (the first section's where two share
+    one)."""
+    found: dict[str, Any] = {}
+    for (_, name), f in all_fields():
+        found.setdefault(name, f.default_factory() if callable(f.default_factory) else f.default)
+    return found
+
+
+DEFAULT_FLAT = defaults()

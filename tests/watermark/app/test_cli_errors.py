@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.helpers import save_tiny_watermark
+from tests.helpers import flat_fields, save_tiny_watermark
 from watermark.app.cli import INTERNAL_ERROR, USAGE_ERROR, UsageError, main
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.errors import UserError
@@ -25,7 +25,7 @@ def folders(tiny: SimpleNamespace, tiny_embedder_dir: Path, tmp_path_factory) ->
 
 
 def write_config(folders: SimpleNamespace, name: str, **changes: object) -> str:
-    data = {**WatermarkConfig.of(**folders.fields).to_dict(), **changes}
+    data = {**flat_fields(WatermarkConfig.of(**folders.fields)), **changes}
     if "scaling" in changes:
         del data["layers"]  # the tournament's strength: another rule's is refused
     path = folders.root / name

@@ -269,7 +269,7 @@ def test_the_layer_reads_with_its_own_mapper_pinned_and_named_in_the_fingerprint
     own = tiny_mapper(16, 40, seed=7)
     own.save_pretrained(tmp_path / "sentence-mapper")
     shared = tiny.make(**LAYER)
-    cfg = shared.config.evolve(sentence_mapper=str(tmp_path / "sentence-mapper"))
+    cfg = shared.config.with_settings({"sentences.mapper": str(tmp_path / "sentence-mapper")})
     parts = dict(tokenizer=tiny.gtok, generator=tiny.gen, measurement_model=tiny.mm)
     parts.update(mm_tokenizer=tiny.gtok, embedder=tiny.emb, mapper=tiny.mapper)
     wm = Watermark.load(cfg, **parts)
@@ -282,9 +282,9 @@ def test_the_layer_reads_with_its_own_mapper_pinned_and_named_in_the_fingerprint
     a, b = wm.detect([text])[0], shared.detect([text])[0]
     assert all(getattr(a, k) == getattr(b, k) for k in token)  # the token level is the same
     assert wm.fingerprint != shared.fingerprint
-    pinned = cfg.evolve(sentence_mapper_digest=tensor_digest(own))
+    pinned = cfg.with_settings({"sentences.mapper_digest": tensor_digest(own)})
     assert Watermark.load(pinned, **parts).fingerprint == wm.fingerprint
-    wrong = cfg.evolve(sentence_mapper_digest="sha256:" + "0" * 64)
+    wrong = cfg.with_settings({"sentences.mapper_digest": "sha256:" + "0" * 64})
     with pytest.raises(ValueError, match="sentences.mapper .* is not the one"):
         Watermark.load(wrong, **parts)
     assert Watermark.load(cfg.evolve(sentence_bits=0), **parts).sentence_mapper is None
