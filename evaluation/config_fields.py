@@ -35,13 +35,11 @@ def named_fields() -> list[tuple[str, tuple[str, str], Any]]:
 def flat_view(cfg: WatermarkConfig) -> dict[str, Any]:
     """Every field of ``cfg`` by its flat name, and the rule as ``scaling`` (the secrets too;
     keep it private): the view the cache keys are computed from."""
-    out: dict[str, Any] = {}
-    for part in cfg.parts():
-        if part is cfg.scheme:
-            out[RULE_NAME] = part.rule
-        for name, (section, field), _ in named_fields():
-            if section == part.name and hasattr(part, field):
-                out.setdefault(name, getattr(part, field))
+    out: dict[str, Any] = {RULE_NAME: cfg.scheme.rule}
+    for name, (section, field), _ in named_fields():
+        part = getattr(cfg, section)
+        if hasattr(part, field):  # a rule's fields: only the chosen rule's
+            out.setdefault(name, getattr(part, field))
     return out
 
 

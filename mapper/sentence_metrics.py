@@ -150,15 +150,10 @@ def expected_evidence(
     """Float (N,) each: the z of sentences v (N, D) in ``key``'s test alone, as they are and
     expected after a rewrite that keeps a sign with probability ``kept[b]`` (float (4,)) for
     its margin bin b (:func:`surviving_evidence`)."""
-    groups = key.groups(v, None)
-    signed = 2 * key.hits(v, groups).float() - 1
-    w = key.weights(v)
-    w = torch.ones_like(signed) if w is None else w.float()
-    m = margins(v)
-    keep = 2 * kept[margin_bin(m[:, key.dims])] - 1
+    groups, m = key.groups(v, None), margins(v)
     stay = kept[margin_bin(m[:, key.context_dims])].prod(1) if key.own else torch.ones(len(v))
-    norm = w.norm(dim=1).clamp_min(1e-12)
-    return (w * signed).sum(1) / norm, stay * (w * signed * keep).sum(1) / norm
+    after = key.evidence(v, groups, kept[margin_bin(m[:, key.dims])])
+    return key.evidence(v, groups), stay * after
 
 
 def surviving_evidence(

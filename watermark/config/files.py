@@ -29,9 +29,7 @@ from watermark.config.schemes import RULES, SCHEMES, Scheme
 from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
 from watermark.core.errors import UserError
 
-logger = logging.getLogger(
-    "watermark.config.watermark_config"
-)  # where a config's warnings were logged
+logger = logging.getLogger("watermark.config")  # where a config's warnings are logged
 
 SECTIONS = ("models", "keys", "scheme", "sentences", "detection", "runtime")
 PLAIN_SECTIONS = {s.name: s for s in (Models, Keys, Sentences, Detection, Runtime)}

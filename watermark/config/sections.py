@@ -64,7 +64,7 @@ def json_types(annotation: str) -> tuple[type, ...]:
 
 @dataclass(frozen=True)
 class Section:
-    """A config section: its fields, their checks and their flat names."""
+    """A config section: its fields and their checks."""
 
     name: ClassVar[str]
 

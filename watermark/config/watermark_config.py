@@ -35,17 +35,11 @@ from watermark.config.files import (
 from watermark.config.keys import resolve_key
 from watermark.config.paths import PACKAGE_DIR, resolve_path, search_dirs
 from watermark.config.schemes import SCHEMES, RepeatPolicy, Scheme, Tournament
-from watermark.config.sections import (
-    Detection,
-    Keys,
-    Models,
-    Runtime,
-    Sentences,
-)
+from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
 from watermark.core.errors import UserError
 
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
-RULE_NAME = "scaling"  # the flat name of the scheme's rule
+RULE_NAME = "scaling"  # the scheme's rule in evolve, of and flat files
 
 
 @dataclass(frozen=True)
@@ -54,7 +48,7 @@ class WatermarkConfig:
     (``watermark/default_config.json`` holds the same values, including the public demo key:
     set your own with ``python -m watermark keygen``).
 
-    Frozen: a changed config is made with :meth:`evolve` (flat names) or
+    Frozen: a changed config is made with :meth:`evolve` (fields by name) or
     ``dataclasses.replace`` with whole sections; both run the checks again.
 
     Attributes:
@@ -157,7 +151,8 @@ class WatermarkConfig:
 
     @classmethod
     def of(cls, **flat: Any) -> WatermarkConfig:
-        """A config from field values by flat name (``WatermarkConfig.of(scaling="additive")``);
+        """A config from field values by name, as :meth:`evolve` takes them
+        (``WatermarkConfig.of(scaling="additive")``);
         a name the rule does not have is refused."""
         return cls.build(from_flat(flat))
 
@@ -184,7 +179,7 @@ class WatermarkConfig:
         path = Path(path).expanduser().resolve()
         data = read_config_file(path)
         if not any(k in SECTIONS or k == "design" for k in data):
-            warn_if_0_1(path, data, DEFAULT_FLAT)
+            warn_if_0_1(path, data, defaults())
         try:
             return cls.from_dict(data, source=str(path))
         except (TypeError, ValueError) as err:
@@ -251,6 +246,3 @@ def defaults() -> dict[str, Any]:
     for (_, name), f in all_fields():
         found.setdefault(name, f.default_factory() if callable(f.default_factory) else f.default)
     return found
-
-
-DEFAULT_FLAT = defaults()

@@ -15,11 +15,7 @@ from watermark.config.files import SECTIONS
 from watermark.config.paths import PACKAGE_DIR
 from watermark.config.schemes import Additive, Paper, Tournament
 from watermark.config.sections import Sentences
-from watermark.config.watermark_config import (
-    DEFAULT_FLAT,
-    WatermarkConfig,
-    secret_fields,
-)
+from watermark.config.watermark_config import WatermarkConfig, defaults, secret_fields
 from watermark.core.errors import UserError
 from watermark.models.semantic_mapper import SemanticMapper
 
@@ -91,9 +87,7 @@ def test_default_config_is_the_dataclass_defaults_and_points_at_the_packaged_map
         flat_fields(plain)
         == {**flat_fields(cfg), **pins}
         == {
-            **{
-                k: v for k, v in DEFAULT_FLAT.items() if k not in ("bias", "delta")
-            },  # not its rule's
+            **{k: v for k, v in defaults().items() if k not in ("bias", "delta")},  # not its rule's
             "scaling": "tournament",
         }
     )
