@@ -44,6 +44,7 @@ LATER_FIELDS_OFF = {
     "sentence_keying": "previous",
     "sentence_test": "hits",
     "sentence_mapper": None,
+    "sentence_embedder": None,
     "resample_every": 0,
     "stop_at": 0.0,
     "loop_penalty": 0.0,
@@ -51,8 +52,8 @@ LATER_FIELDS_OFF = {
 # runtime fields: the cache views hold them at these values whatever the config says, so a
 # cached result does not depend on them (32: the embedding batch when the caches were written)
 SPEED_ONLY = {"embed_batch_size": 32}
-# the parts named by "mapper", "embedder" and "sentence_mapper"
-PINS = ("mapper_digest", "embedder_digest", "sentence_mapper_digest")
+# the parts named by "mapper", "embedder", "sentence_mapper" and "sentence_embedder"
+PINS = ("mapper_digest", "embedder_digest", "sentence_mapper_digest", "sentence_embedder_digest")
 # detection-policy fields that generation keys held before the fields declared their kinds:
 # kept in the generation view so that cached generations keep their keys
 POLICY_IN_GENERATION_KEYS = (

@@ -24,6 +24,8 @@ FLAT_NAMES = {
     ("sentences", "test"): "sentence_test",
     ("sentences", "mapper"): "sentence_mapper",
     ("sentences", "mapper_digest"): "sentence_mapper_digest",
+    ("sentences", "embedder"): "sentence_embedder",
+    ("sentences", "embedder_digest"): "sentence_embedder_digest",
 }
 
 

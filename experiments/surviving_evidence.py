@@ -2,7 +2,7 @@
 a script printing JSON lines).
 
 A config's sentence layer (its SE and SM) reads the 96 held-out pools of
-``data/sentence-key/pools.jsonl.gz`` (one prefix, 32 next sentences sampled by the generator).
+``data/sentence-key/pools.jsonl.gz`` (one prefix, 16 next sentences sampled by the generator).
 Under 32 random keys of the config's sentence settings, the candidate the layer keeps among the
 first N of each pool has a per-sentence z in its key's test; after a rewrite it keeps each sign
 with the probability measured for its margin on the held-out forced-rewrite pairs of
@@ -13,6 +13,12 @@ sentence nearest to it in the SE), so its expected z falls to ``z_after``
 signs of sentences of different pools) and ``lean`` (how far a pool's candidates agree). Each
 N is measured with the layer's choice and with a survival-aware one (the candidate whose
 expected z after the rewrite is highest).
+
+``--pool-split val --split val`` reads the val rows instead (for choosing among key spaces);
+``--kind round_trip --split val``, another rewrite. ``--centre A`` reads each sentence with
+context centring: its embedding less A times how far the mean embedding of the ``--context``
+sentences before it in its text (a pool's prefix, a passage, a rewrite) sits from the mapper's
+centre.
 
     python experiments/surviving_evidence.py --config configs/watermark-robust.json
 """
@@ -45,19 +51,61 @@ from watermark.api import Watermark  # noqa: E402
 DATA = ROOT / "data" / "sentence-key"
 
 
-def rewrite_pairs(layer, kind: str, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+def read_outputs(layer, sentences: list[str], contexts: list[list[str]], centre: float):
+    """Outputs (N, D) of ``sentences``; with ``centre`` > 0, context centring: each embedding
+    less ``centre`` times how far the mean embedding of its context (the sentences before it
+    in its text; none for a text's first) sits from the mapper's centre."""
+    if not centre:
+        return layer.outputs(sentences)
+    u = layer.semantic.embed(sentences).float()
+    mid = layer.semantic.mapper.center.float().cpu()
+    flat = [s for c in contexts for s in c]
+    found = layer.semantic.embed(flat).float().cpu() if flat else torch.zeros(0, len(mid))
+    shift, start = torch.zeros_like(u), 0
+    for i, context in enumerate(contexts):
+        if context:
+            shift[i] = found[start : start + len(context)].mean(0) - mid
+        start += len(context)
+    return layer.semantic.outputs((u.cpu() - centre * shift).to(u.dtype)).float().cpu()
+
+
+def before(sentences: list[str], i: int, context: int) -> list[str]:
+    """The ``context`` sentences before the i-th."""
+    return sentences[max(0, i - context) : i]
+
+
+def rewrite_pairs(layer, kind: str, split: str, centre: float = 0.0, context: int = 2):
     """Outputs (P, D) of the ``split`` passages' complete sentences and of the sentence of their
-    rewrite nearest to each in the SE, for rewrites of ``kind``."""
-    originals, rewrites = [], []
+    rewrite nearest to each in the SE, for rewrites of ``kind`` (each read in its own text)."""
+    originals, rewrites, ctx_a, ctx_b = [], [], [], []
     for r in read_jsonl_gz(DATA / "rewrites.jsonl.gz"):
         if r["split"] != split or r["kind"] != kind or not r.get("rewrite"):
             continue
         a, b = complete_sentences(r["text"]), complete_sentences(r["rewrite"])
         if a and b:
-            pick = nearest(layer.semantic.embed(a), layer.semantic.embed(b))
+            pick = nearest(layer.semantic.embed(a), layer.semantic.embed(b)).tolist()
             originals += a
-            rewrites += [b[int(i)] for i in pick]
-    return layer.outputs(originals), layer.outputs(rewrites)
+            rewrites += [b[j] for j in pick]
+            ctx_a += [before(a, i, context) for i in range(len(a))]
+            ctx_b += [before(b, j, context) for j in pick]
+    found = (
+        read_outputs(layer, originals, ctx_a, centre),
+        read_outputs(layer, rewrites, ctx_b, centre),
+    )
+    return found
+
+
+def pool_outputs(layer, split: str, centre: float = 0.0, context: int = 2) -> list[torch.Tensor]:
+    """Outputs (N_p, D) of each ``split`` pool's candidates (read after their prefix)."""
+    pools = []
+    for r in read_jsonl_gz(DATA / "pools.jsonl.gz"):
+        if r["split"] != split:
+            continue
+        candidates = [c for c in r["candidates"] if c]
+        prefix = complete_sentences(r["prefix"])
+        prior = [before(prefix, len(prefix), context)] * len(candidates)
+        pools.append(read_outputs(layer, candidates, prior, centre))
+    return [p for p in pools if len(p) >= 2]
 
 
 def main() -> None:
@@ -69,6 +117,12 @@ def main() -> None:
     parser.add_argument(
         "--split", default="heldout", help="the rewrites' split (round_trip has only val rows)"
     )
+    parser.add_argument(
+        "--pool-split", default="heldout", help="the pools' split (val: for choosing)"
+    )
+    parser.add_argument("--centre", type=float, default=0.0, help="context centring's weight")
+    parser.add_argument("--context", type=int, default=2, help="sentences of context read")
+    parser.add_argument("--choices", default="layer,survival")
     args = parser.parse_args()
     wm = Watermark.load(args.config)
     layer = wm.sentences
@@ -78,20 +132,19 @@ def main() -> None:
     tested = keys(layer.semantic.num_dims, args.keys, bits=settings.bits,
                   context_bits=settings.context_bits, keying=settings.keying,
                   test=settings.test)  # fmt: skip
-    rows = [r for r in read_jsonl_gz(DATA / "pools.jsonl.gz") if r["split"] == "heldout"]
-    pools = [layer.outputs([c for c in r["candidates"] if c]) for r in rows]
-    pools = [p for p in pools if len(p) >= 2]
-    v, w = rewrite_pairs(layer, args.kind, args.split)
+    pools = pool_outputs(layer, args.pool_split, args.centre, args.context)
+    v, w = rewrite_pairs(layer, args.kind, args.split, args.centre, args.context)
     stability = rewrite_agreement(v, w, tested)
     kept = [stability[f"bin_{lo:g}-{hi:g}"] for lo, hi in MARGIN_BINS]
     firsts = torch.stack([p[0] for p in pools])
     others = torch.stack([p[1] for p in pools]).roll(1, 0)  # a sentence of another pool
-    common = {"config": str(args.config), "kind": args.kind, "split": args.split}
+    common = {"config": str(args.config), "kind": args.kind, "split": args.split,
+              "pool_split": args.pool_split, "centre": args.centre}  # fmt: skip
     common.update(pairs=stability["pairs"])
     common.update(stability=stability["keyed"], kept_by_bin=[round(k, 3) for k in kept])
     common.update(unrelated=unrelated_agreement(firsts, others)["unrelated"])
     common.update(lean=pool_spread(pools, firsts, tested)["lean"], pools=len(pools))
-    for choice in ("layer", "survival"):
+    for choice in args.choices.split(","):
         for n in map(int, args.candidates.split(",")):
             found = surviving_evidence(pools, tested, kept, n, choice)
             found = {k: round(x, 4) if isinstance(x, float) else x for k, x in found.items()}

@@ -2,7 +2,10 @@
 
 ``mapper.SemanticMapper`` / ``mapper.MapperConfig`` are the plain model; ``mapper.load_embedder``
 returns the sentence embedder an exported mapper names in its ``config.json`` (key ``embedder``).
-Training: ``python -m mapper.train fit --config configs/mapper/default.yaml``.
+Training: ``python -m mapper.train fit --config configs/mapper/default.yaml``; the sentence
+layer's mapper with ``configs/mapper/sentence.yaml`` (``sentence_system``, ``sentence_data``),
+and its own encoder with it with ``configs/mapper/encoder.yaml`` (``encoder_system``,
+``encoder_data``).
 """
 
 from __future__ import annotations

@@ -92,6 +92,8 @@ class Steps(Dataset):
 class SentenceDataModule(L.LightningDataModule):
     """The sentence mapper's batches (module docstring).
 
+    ``steps_class`` draws them (`Steps`: embeddings; a subclass may draw other rows).
+
     Args:
         rewrites: the rewrite seed (gzip JSONL of :mod:`data.sentence_rewrites` records).
         pools: the pool seed (gzip JSONL of :mod:`data.candidate_pools` records).
@@ -106,6 +108,8 @@ class SentenceDataModule(L.LightningDataModule):
         cache_dir: embedding cache folder (default: ~/.cache/adaptive-watermark/embeddings).
         embed_batch_size: batch size when computing embeddings.
     """
+
+    steps_class: type[Steps] = Steps
 
     def __init__(
         self,
@@ -261,9 +265,10 @@ class SentenceDataModule(L.LightningDataModule):
         }
 
     def train_dataloader(self) -> DataLoader:
-        steps = Steps(self, self.splits["train"], self.steps_per_epoch, fixed=False)
+        steps = self.steps_class(self, self.splits["train"], self.steps_per_epoch, fixed=False)
         return DataLoader(steps, batch_size=None, shuffle=False)
 
     def val_dataloader(self) -> DataLoader:
-        steps = Steps(self, self.splits["val"], max(1, self.steps_per_epoch // 10), fixed=True)
+        count = max(1, self.steps_per_epoch // 10)
+        steps = self.steps_class(self, self.splits["val"], count, fixed=True)
         return DataLoader(steps, batch_size=None, shuffle=False)

@@ -185,14 +185,18 @@ class MapperSystem(L.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.latest_metrics = dict(checkpoint.get("mapper_metrics", {}))
 
+    def param_groups(self) -> list[dict[str, Any]]:
+        """The optimiser's parameter groups (one, at ``lr``; a subclass may add its own)."""
+        return [{"params": [p for p in self.parameters() if p.requires_grad]}]
+
     def configure_optimizers(self) -> dict[str, Any]:
         hp = self.hparams
         if hp.optimizer == "sgd":
             opt = torch.optim.SGD(
-                self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay
+                self.param_groups(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay
             )
         else:
-            opt = torch.optim.AdamW(self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
+            opt = torch.optim.AdamW(self.param_groups(), lr=hp.lr, weight_decay=hp.weight_decay)
         total = max(1, int(self.trainer.estimated_stepping_batches))
         warm = min(hp.warmup_steps, total // 2)
 

@@ -94,6 +94,8 @@ class MapperCLI(LightningCLI):
         }
         mapper = build_mapper(dict(system.hparams), system.cpu().state_dict(), extra)
         out = mapper.save_pretrained(Path(export_dir))
+        if hasattr(system, "export"):  # a system with more to export (the encoder)
+            system.export(Path(export_dir))
         summary = {
             "exported": str(out),
             **{k: round(v, 4) for k, v in system.latest_metrics.items()},

@@ -46,6 +46,8 @@ SPECIALS = ["[PAD]", "[UNK]", "[BOS]", "[EOS]"]
 SPECIAL_IDS = [0, 1, 2]  # [PAD] [UNK] [BOS]: suppressed in round trips (decoding drops them)
 
 
+# the sentence layer's own parts: a flat file names the models' fields of these names
+OWN_PARTS = ("mapper", "mapper_digest", "embedder", "embedder_digest")
 PROMPTS = ["river city council", "the storm hit the north road and the bridge", "bank"]
 
 
@@ -280,11 +282,11 @@ def experiment_script(name: str) -> ModuleType:
 
 def flat_fields(cfg: object) -> dict:
     """A config as a flat file of 0.1-0.4 would hold it: every field by its own name (the
-    models' ``mapper`` and ``mapper_digest``, the sentence layer's left at their defaults) and
-    the rule as ``scaling``."""
+    models' ``mapper``, ``embedder`` and their digests, the sentence layer's left at their
+    defaults) and the rule as ``scaling``."""
     out = {"scaling": cfg.scheme.rule}
     for name, part in cfg.sections().items():
         for key, value in part.items():
-            if key != "rule" and not (name == "sentences" and key in ("mapper", "mapper_digest")):
+            if key != "rule" and not (name == "sentences" and key in OWN_PARTS):
                 out.setdefault(key, value)
     return out

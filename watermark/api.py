@@ -35,11 +35,12 @@ from watermark.generate.generation import (
     warpers_off,
 )
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.loading import head_width, load_core, load_sentence_mapper
+from watermark.loading import generator_to_use, load_core
 from watermark.models.devices import dtype_name, resolve_device
 from watermark.models.semantic_mapper import SemanticMapper
 from watermark.sentences.generation import generate_by_sentences
 from watermark.sentences.layer import SentenceLayer
+from watermark.sentences.parts import load_sentence_parts, own_digests
 
 
 class Watermark:
@@ -55,15 +56,15 @@ class Watermark:
         generator: torch.nn.Module | None = None,
         sentence_mapper: MappedEmbedder | None = None,
     ) -> None:
-        """``sentence_mapper``: the sentence layer's own mapper on the core's SE (``None``: the
-        layer, where the config has it, reads with the token level's)."""
+        """``sentence_mapper``: what the sentence layer reads with where it has a mapper or an
+        SE of its own (``None``: the layer, where the config has it, reads with the token
+        level's)."""
         self.config = config
         self.core = core
         self.generator = generator  # what generate() uses when no model is given
         self.tokenizer = core.tokenizer
         self.sentence_mapper = sentence_mapper
-        own = sentence_mapper.digests["mapper"] if sentence_mapper is not None else None
-        self._fingerprint = core.fingerprint(own)
+        self._fingerprint = core.fingerprint(**own_digests(sentence_mapper, core.semantic))
         self.sentences = SentenceLayer.of(config, sentence_mapper or core.semantic)  # or None
         tests = self.sentences.tests if self.sentences is not None else None
         self.detector = Detector(core, sentence_tests=tests, fingerprint=self._fingerprint)
@@ -99,6 +100,23 @@ class Watermark:
         shifts = self.core.semantic.repeat_shifts
         return shifts[0] if shifts else None
 
+    def sentence_outputs(self, sentences: Sequence[str] | str) -> torch.Tensor:
+        """Float (n, D) on the CPU: the mapper outputs the sentence layer keys, a row per
+        sentence (a string is one), each embedded alone by the layer's SE and mapped by its
+        mapper (``sentences.embedder`` and ``sentences.mapper`` where the config names them;
+        D: that mapper's output width); the layer's key reads their signs.
+
+        Raises:
+            UserError: (a ValueError) If the config's sentence layer is off (``sentences.bits``
+                is 0).
+        """
+        if self.sentences is None:
+            raise UserError(
+                "this config has the sentence layer off (sentences.bits is 0), so it keys no "
+                "sentence outputs: load a config with sentences.bits > 0"
+            )
+        return self.sentences.outputs([sentences] if isinstance(sentences, str) else sentences)
+
     @classmethod
     def load(
         cls,
@@ -111,6 +129,7 @@ class Watermark:
         embedder: object | None = None,
         mapper: SemanticMapper | None = None,
         sentence_mapper: SemanticMapper | None = None,
+        sentence_embedder: object | None = None,
         device: str | torch.device | None = None,
         dtype: str | torch.dtype | None = None,
     ) -> Watermark:
@@ -128,6 +147,7 @@ class Watermark:
             embedder: Sentence-transformers model (default: ``config.models.embedder``).
             mapper: Semantic mapper (default: loaded from ``config.models.mapper``).
             sentence_mapper: The sentence layer's own mapper (default: ``sentences.mapper``).
+            sentence_embedder: The sentence layer's own SE (default: ``sentences.embedder``).
             device: Where the MM, the SE, the mapper and the token maps run: ``None`` (the
                 generator's device, else the CPU), ``"auto"`` (CUDA when available), ``"cpu"``,
                 ``"cuda"`` or ``"cuda:N"``. Results do not depend on it beyond float noise.
@@ -144,7 +164,7 @@ class Watermark:
         parts = {"tokenizer": tokenizer, "measurement_model": measurement_model}
         parts.update(mm_tokenizer=mm_tokenizer, embedder=embedder, mapper=mapper)
         core, generator = load_core(cfg, generator, device, **parts)
-        own = load_sentence_mapper(cfg, core.semantic, device, sentence_mapper)
+        own = load_sentence_parts(cfg, core.semantic, device, sentence_mapper, sentence_embedder)
         wm = cls(cfg, core, generator, own)
         wm.uses_demo_key = cfg.secret_keys()[0] == DEMO_KEY
         return wm
@@ -230,7 +250,7 @@ class Watermark:
                 "give the prompts first and the rest by name: wm.generate(prompts, "
                 "max_new_tokens=...), or wm.generate(model, prompts, ...)"
             )
-        model = self._generator(model)
+        model = generator_to_use(self.generator, model, self.core.vocab_size)
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         check_prompts(prompts)
         check_generate_args(self.config, max_new_tokens, kwargs)
@@ -249,30 +269,6 @@ class Watermark:
                 top_k=scheme.top_k, top_p=scheme.top_p, temperature=scheme.temperature,
                 seed=seed, **kwargs,
             )  # fmt: skip
-
-    def _generator(self, model: torch.nn.Module | None) -> torch.nn.Module:
-        """The model to generate with: the held generator, or ``model`` when none is held."""
-        held = self.generator
-        if model is None and held is None:
-            raise UserError(
-                "this Watermark holds no generator (its measurement model is another model): "
-                "load it with Watermark.load(..., generator=model) or call "
-                "wm.generate(model, prompts)"
-            )
-        if model is not None and held is not None and model is not held:
-            raise UserError(
-                "this Watermark holds the generator it was loaded and checked with; call "
-                "wm.generate(prompts) without a model, or load a Watermark with "
-                "Watermark.load(..., generator=model) for the other model"
-            )
-        model = held if model is None else model
-        width = head_width(model)
-        if width != self.core.vocab_size:
-            raise UserError(
-                f"model LM head has width {width} but the watermark was built for "
-                f"V={self.core.vocab_size}"
-            )
-        return model
 
     def detect(
         self,

@@ -7,22 +7,23 @@ name unless it is passed in, places it on one device in the config's ``compute_d
 :mod:`watermark.models.devices`) and checks widths and vocabularies, failing with a message that
 names the mismatch (embedder width vs mapper input, mapper output vs token map, tokenizer vs LM-head
 width, null model vs MM). The mapper and the embedder are key material: their digests must be the
-ones the config pins (:mod:`watermark.core.identity`).
+ones the config pins (:mod:`watermark.core.identity`). The sentence layer's own mapper and SE are
+loaded by :mod:`watermark.sentences.parts`; :func:`generator_to_use` checks the model that
+``generate`` is given.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import torch
 
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.errors import UserError
-from watermark.core.identity import check_part, short, tensor_digest
+from watermark.core.identity import check_part, tensor_digest
 from watermark.core.measurement import MeasurementModel, resolve_start_id
 from watermark.core.scoring import WatermarkCore
-from watermark.core.semantic import MappedEmbedder, SemanticScorer
+from watermark.core.semantic import SemanticScorer
 from watermark.core.token_map import build_repeat_shifts, build_token_maps
 from watermark.models.devices import model_device, model_dtype, torch_dtype
 from watermark.models.loaders import embedder_dim, load_embedder
@@ -80,6 +81,32 @@ def vocab_size(
             "generator)"
         )
     return actual
+
+
+def generator_to_use(
+    held: torch.nn.Module | None, model: torch.nn.Module | None, vocab: int
+) -> torch.nn.Module:
+    """The model to generate with: the held generator, or ``model`` when none is held; its
+    LM-head width checked against V."""
+    if model is None and held is None:
+        raise UserError(
+            "this Watermark holds no generator (its measurement model is another model): "
+            "load it with Watermark.load(..., generator=model) or call "
+            "wm.generate(model, prompts)"
+        )
+    if model is not None and held is not None and model is not held:
+        raise UserError(
+            "this Watermark holds the generator it was loaded and checked with; call "
+            "wm.generate(prompts) without a model, or load a Watermark with "
+            "Watermark.load(..., generator=model) for the other model"
+        )
+    model = held if model is None else model
+    width = head_width(model)
+    if width != vocab:
+        raise UserError(
+            f"model LM head has width {width} but the watermark was built for V={vocab}"
+        )
+    return model
 
 
 def load_measurement(
@@ -221,44 +248,3 @@ def load_core(
     if generator is None and same:
         generator = mm.model  # the generator's weights, loaded once
     return WatermarkCore(cfg, tokenizer, mm, semantic), generator
-
-
-def load_sentence_mapper(
-    cfg: WatermarkConfig,
-    semantic: SemanticScorer,
-    device: torch.device,
-    mapper: SemanticMapper | None = None,
-) -> MappedEmbedder | None:
-    """The sentence layer's own mapper on the token level's embedder (loaded from
-    ``sentences.mapper`` unless given), checked against its pin and the embedder's width;
-    ``None`` where the layer is off or reads with the token level's mapper."""
-    settings = cfg.sentences
-    if not settings.on or (settings.mapper is None and mapper is None):
-        return None
-    by_name = mapper is None
-    if by_name:
-        folder = Path(cfg.resolve_path(settings.mapper))
-        if not folder.is_dir():
-            raise UserError(f"sentences.mapper folder {settings.mapper!r} not found")
-        mapper = SemanticMapper.from_pretrained(folder)
-    found = tensor_digest(mapper)
-    if settings.mapper_digest and settings.mapper_digest != found:
-        raise UserError(
-            f"sentences.mapper {settings.mapper!r} is not the one this config was made with: "
-            f"expected {short(settings.mapper_digest)}, found {short(found)}; the sentence "
-            "mapper is part of the key: point sentences.mapper at the folder the config was made "
-            f'with (or set "mapper_digest" to {found} in section sentences to adopt this one)'
-        )
-    if by_name and not settings.mapper_digest:
-        logger.warning(
-            "the sentence layer's mapper %r is not pinned (%s)", settings.mapper, short(found)
-        )
-    width = int(semantic.embed(["."]).shape[1])
-    if width != int(mapper.config.input_dim):
-        raise UserError(
-            f"sentences.mapper expects {mapper.config.input_dim}-d embeddings but the embedder "
-            f"{cfg.models.embedder!r} gives {width}-d ones"
-        )
-    mapper = mapper.to(device=device, dtype=torch.float32)
-    digests = {"mapper": found, "embedder": semantic.digests["embedder"]}
-    return MappedEmbedder(semantic.embedder, mapper, semantic.batch_size, digests)

@@ -193,7 +193,10 @@ class Sentences(Section):
         test: ``hits`` (count the keyed signs on their targets) or ``margin`` (weigh each hit by
             how far its output sits from zero; still exact over keys). Detection only.
         mapper: Folder of the layer's own mapper (``None``: the token level's).
-        mapper_digest: ``"sha256:..."`` of its tensors; loading refuses another (``None``: warns).
+        embedder: Folder of the layer's own SE, as ``SentenceTransformer.save`` writes it
+            (``None``: the token level's); its width must be the layer's mapper's input width.
+        mapper_digest, embedder_digest: ``"sha256:..."`` of their tensors; loading refuses
+            another (``None``: warns).
     """
 
     name: ClassVar[str] = "sentences"
@@ -205,6 +208,8 @@ class Sentences(Section):
     test: str = setting(DETECTION, "hits", choices=("hits", "margin"))
     mapper: str | None = setting(SHARED, None, found=True)
     mapper_digest: str | None = setting(SHARED, None, found=True)
+    embedder: str | None = setting(SHARED, None, found=True)
+    embedder_digest: str | None = setting(SHARED, None, found=True)
 
     @property
     def on(self) -> bool:
@@ -219,14 +224,16 @@ class Sentences(Section):
             )
         if not 0 <= self.context_bits <= 8:
             found.append(f"sentences.context_bits must be in 0..8, got {self.context_bits}")
-        if self.mapper_digest is not None and not DIGEST.fullmatch(self.mapper_digest):
-            found.append(f"sentences.mapper_digest is not sha256:<64 hex>: {self.mapper_digest!r}")
+        for part in ("mapper_digest", "embedder_digest"):
+            value = getattr(self, part)
+            if value is not None and not DIGEST.fullmatch(value):
+                found.append(f"sentences.{part} is not sha256:<64 hex>: {value!r}")
         return found
 
     def identity(self) -> dict[str, Any]:
         """Named only when the layer is on, the keying only when it is not the first one, so
-        that the fingerprints of earlier configs hold (the layer's own mapper is named by its
-        found digest: :func:`watermark.core.identity.fingerprint`)."""
+        that the fingerprints of earlier configs hold (the layer's own mapper and SE are named by
+        their found digests: :func:`watermark.core.identity.fingerprint`)."""
         if not self.on:
             return {}
         named = {"sentence_bits": self.bits, "sentence_context": self.context_bits}

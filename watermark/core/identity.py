@@ -124,16 +124,18 @@ def fingerprint(
     mapper: str,
     embedder: str,
     sentence_mapper: str | None = None,
+    sentence_embedder: str | None = None,
 ) -> str:
     """``"wm-<12 hex>"``: digest of what each section names of itself
     (:meth:`~watermark.config.sections.Section.identity`: the shared fields that are not
-    secret, the green lists per step), V and the found mapper and embedder digests, and the
-    sentence layer's own mapper's where it has one (no key, no opening sentence)."""
+    secret, the green lists per step), V and the found mapper and embedder digests, and those of
+    the sentence layer's own mapper and own SE where it has them (no key, no opening sentence)."""
     shared = {"token_map": "keyed"}  # the one token map since 0.8, named so that prints hold
     for part in cfg.parts():
         shared.update(part.identity())
     shared.update(vocab_size=int(vocab_size), mapper=mapper, embedder=embedder)
-    if sentence_mapper is not None and cfg.sentences.on:
-        shared.update(sentence_mapper=sentence_mapper)
+    own = {"sentence_mapper": sentence_mapper, "sentence_embedder": sentence_embedder}
+    if cfg.sentences.on:  # each named only where the layer has it, so that prints hold
+        shared.update({name: digest for name, digest in own.items() if digest is not None})
     blob = json.dumps(shared, sort_keys=True).encode()
     return "wm-" + hashlib.sha256(blob).hexdigest()[:12]

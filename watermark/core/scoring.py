@@ -64,14 +64,15 @@ class WatermarkCore:
     def vocab_size(self) -> int:
         return self.semantic.vocab_size
 
-    def fingerprint(self, sentence_mapper: str | None = None) -> str:
+    def fingerprint(
+        self, sentence_mapper: str | None = None, sentence_embedder: str | None = None
+    ) -> str:
         """``"wm-..."``: what generation and detection share, the mapper and the embedder
-        included, and the digest of the sentence layer's own mapper where it has one
-        (:func:`watermark.core.identity.fingerprint`); never the key."""
-        digests = self.semantic.digests
-        return fingerprint(
-            self.config, self.vocab_size, digests["mapper"], digests["embedder"], sentence_mapper
-        )
+        included, and the digests of the sentence layer's own mapper and own SE where it has
+        them (:func:`watermark.core.identity.fingerprint`); never the key."""
+        found = self.semantic.digests
+        own = (sentence_mapper, sentence_embedder)
+        return fingerprint(self.config, self.vocab_size, found["mapper"], found["embedder"], *own)
 
     @property
     def opening_steps(self) -> int:

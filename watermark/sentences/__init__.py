@@ -10,6 +10,8 @@ it is the one choice, used by the round's pick, by resampling and by the referen
 * ``layer``: :class:`~watermark.sentences.layer.SentenceLayer`, one per watermark: the ranking
   of candidates and the sentence tests of a text under every key (detection's verdict over them
   is :mod:`watermark.detect.verdict`);
+* ``parts``: the layer's own mapper and sentence embedder, where the config names them
+  (``sentences.mapper``, ``sentences.embedder``), loaded and checked against their pins;
 * ``generation``: sentence-by-sentence generation (the reference path through
   ``model.generate``);
 * ``decoding``: every prompt's candidates in one decode loop, on the token-level decode path of
