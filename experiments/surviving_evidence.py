@@ -18,7 +18,8 @@ expected z after the rewrite is highest).
 ``--kind round_trip --split val``, another rewrite. ``--centre A`` reads each sentence with
 context centring: its embedding less A times how far the mean embedding of the ``--context``
 sentences before it in its text (a pool's prefix, a passage, a rewrite) sits from the mapper's
-centre.
+centre. ``--power P`` raises the margin test's weights to P (a detection setting not in the
+product; the weights are the original sentence's, which flatters a large P).
 
     python experiments/surviving_evidence.py --config configs/watermark-robust.json
 """
@@ -123,6 +124,7 @@ def main() -> None:
     parser.add_argument("--centre", type=float, default=0.0, help="context centring's weight")
     parser.add_argument("--context", type=int, default=2, help="sentences of context read")
     parser.add_argument("--choices", default="layer,survival")
+    parser.add_argument("--power", type=float, default=1.0, help="the margin weights' power")
     args = parser.parse_args()
     wm = Watermark.load(args.config)
     layer = wm.sentences
@@ -139,14 +141,15 @@ def main() -> None:
     firsts = torch.stack([p[0] for p in pools])
     others = torch.stack([p[1] for p in pools]).roll(1, 0)  # a sentence of another pool
     common = {"config": str(args.config), "kind": args.kind, "split": args.split,
-              "pool_split": args.pool_split, "centre": args.centre}  # fmt: skip
+              "pool_split": args.pool_split, "centre": args.centre,
+              "power": args.power}  # fmt: skip
     common.update(pairs=stability["pairs"])
     common.update(stability=stability["keyed"], kept_by_bin=[round(k, 3) for k in kept])
     common.update(unrelated=unrelated_agreement(firsts, others)["unrelated"])
     common.update(lean=pool_spread(pools, firsts, tested)["lean"], pools=len(pools))
     for choice in args.choices.split(","):
         for n in map(int, args.candidates.split(",")):
-            found = surviving_evidence(pools, tested, kept, n, choice)
+            found = surviving_evidence(pools, tested, kept, n, choice, args.power)
             found = {k: round(x, 4) if isinstance(x, float) else x for k, x in found.items()}
             print(json.dumps({**common, **found}), flush=True)
 

@@ -145,15 +145,15 @@ def margin_bin(m: torch.Tensor) -> torch.Tensor:
 
 
 def expected_evidence(
-    key: SentenceKey, v: torch.Tensor, kept: torch.Tensor
+    key: SentenceKey, v: torch.Tensor, kept: torch.Tensor, power: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Float (N,) each: the z of sentences v (N, D) in ``key``'s test alone, as they are and
     expected after a rewrite that keeps a sign with probability ``kept[b]`` (float (4,)) for
-    its margin bin b (:func:`surviving_evidence`)."""
+    its margin bin b (:func:`surviving_evidence`), the margin weights raised to ``power``."""
     groups, m = key.groups(v, None), margins(v)
     stay = kept[margin_bin(m[:, key.context_dims])].prod(1) if key.own else torch.ones(len(v))
-    after = key.evidence(v, groups, kept[margin_bin(m[:, key.dims])])
-    return key.evidence(v, groups), stay * after
+    after = key.evidence(v, groups, kept[margin_bin(m[:, key.dims])], power)
+    return key.evidence(v, groups, power=power), stay * after
 
 
 def surviving_evidence(
@@ -162,12 +162,14 @@ def surviving_evidence(
     kept_by_bin: Sequence[float],
     candidates: int,
     choice: str = "layer",
+    power: float = 1.0,
 ) -> dict[str, float]:
     """The kept candidate of the first ``candidates`` of each pool (outputs (N_p, D)) under each
     key and its z in the key's test alone: ``z`` as generated and ``z_after`` expected after a
     rewrite that keeps each sign with probability ``kept_by_bin[b]`` for its margin bin b
     (:data:`MARGIN_BINS`), independently. ``choice``: the layer's (the best score, ties to the
     first), or ``survival`` (the best expected ``z_after``: a survival-aware choice).
+    ``power``: the margin test's weights raised to it (heavier on the signs far from zero).
 
     A kept sign adds w_i s_i (s_i = +1 on target, -1 off), a flipped one -w_i s_i, so the
     tested output adds w_i s_i (2 k_i - 1) in expectation. With context outputs of its own
@@ -183,7 +185,7 @@ def surviving_evidence(
     for key in tested:
         for pool in pools:
             v = pool[:candidates].float()
-            now, later = expected_evidence(key, v, kept)
+            now, later = expected_evidence(key, v, kept, power)
             if choice == "layer":
                 best = int(torch.argmax(key.scores(v, key.groups(v, None))))  # as the layer
             else:

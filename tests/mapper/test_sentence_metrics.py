@@ -48,3 +48,29 @@ def test_the_survival_aware_choice_keeps_the_candidate_whose_evidence_lasts() ->
         surviving_evidence([pool], [key], unkind, 2, choice="survival")["z_after"]
         > (surviving_evidence([pool], [key], unkind, 2)["z_after"])
     )
+
+
+def test_a_power_of_the_margin_weights_leans_on_the_signs_far_from_zero() -> None:
+    """One candidate hitting both margin-weighted outputs, one far from zero and one near it:
+    power 1 is the test's z; a larger power moves z toward the far sign alone, whose survival
+    (bin 2-inf) then sets most of the z after the rewrite."""
+    from watermark.sentences.key import margin_weights
+
+    key = SentenceKey(
+        torch.tensor([0, 1]), torch.tensor([], dtype=torch.long), torch.ones(1, 2).bool(),
+        margin=True,
+    )  # fmt: skip
+    pool = torch.tensor([[3.0, 0.2, 1.0, 1.0]])  # margins 2.31 and 0.15
+    w = margin_weights(pool, key.dims).float()[0]
+    kept = (0.5, 0.6, 0.9, 1.0)  # the near sign is a coin after the rewrite, the far one stays
+    for power in (1.0, 3.0):
+        found = surviving_evidence([pool], [key], kept, 1, power=power)
+        wp = w**power
+        assert math.isclose(found["z"], float(wp.sum() / wp.norm()), rel_tol=1e-6)
+        assert math.isclose(found["z_after"], float(wp[0] / wp.norm()), rel_tol=1e-6)
+    assert (
+        surviving_evidence([pool], [key], kept, 1)["z"]
+        == surviving_evidence([pool], [key], kept, 1, power=1.0)["z"]
+    )
+    light, heavy = (surviving_evidence([pool], [key], kept, 1, power=p) for p in (1.0, 3.0))
+    assert heavy["kept_share"] > light["kept_share"]

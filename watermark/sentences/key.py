@@ -136,17 +136,22 @@ class SentenceKey:
         return margin_weights(v, self.dims) if self.margin else None
 
     def evidence(
-        self, v: torch.Tensor, groups: torch.Tensor, kept: torch.Tensor | None = None
+        self,
+        v: torch.Tensor,
+        groups: torch.Tensor,
+        kept: torch.Tensor | None = None,
+        power: float = 1.0,
     ) -> torch.Tensor:
         """Float (N,): each sentence's z in this key's test alone, sum_i w_i (2 hit_i - 1) /
         sqrt(sum_i w_i^2) (w = 1 in the hits test); the text's test grows with its mean. With
         ``kept`` (N, b), the probability that each tested sign survives a rewrite, the z
-        expected after it: a flipped sign counts against, so each term is times 2 k_i - 1."""
+        expected after it: a flipped sign counts against, so each term is times 2 k_i - 1.
+        ``power`` raises the weights to it (a measurement of other weights; the test's is 1)."""
         signed = 2 * self.hits(v, groups).float() - 1
         if kept is not None:
             signed = signed * (2 * kept.float() - 1)
         w = self.weights(v)
-        w = torch.ones_like(signed) if w is None else w.float()
+        w = torch.ones_like(signed) if w is None else w.float() ** power
         return (w * signed).sum(dim=1) / w.norm(dim=1).clamp_min(1e-12)
 
     def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
