@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
 from mapper.sentence_data import complete_sentences  # noqa: E402
 from mapper.sentence_metrics import (  # noqa: E402
-    MARGIN_BINS,
+    kept_by_bin,
     keys,
     nearest,
     pool_spread,
@@ -89,11 +89,9 @@ def rewrite_pairs(layer, kind: str, split: str, centre: float = 0.0, context: in
             rewrites += [b[j] for j in pick]
             ctx_a += [before(a, i, context) for i in range(len(a))]
             ctx_b += [before(b, j, context) for j in pick]
-    found = (
-        read_outputs(layer, originals, ctx_a, centre),
-        read_outputs(layer, rewrites, ctx_b, centre),
+    return read_outputs(layer, originals, ctx_a, centre), read_outputs(
+        layer, rewrites, ctx_b, centre
     )
-    return found
 
 
 def pool_outputs(layer, split: str, centre: float = 0.0, context: int = 2) -> list[torch.Tensor]:
@@ -137,7 +135,7 @@ def main() -> None:
     pools = pool_outputs(layer, args.pool_split, args.centre, args.context)
     v, w = rewrite_pairs(layer, args.kind, args.split, args.centre, args.context)
     stability = rewrite_agreement(v, w, tested)
-    kept = [stability[f"bin_{lo:g}-{hi:g}"] for lo, hi in MARGIN_BINS]
+    kept = kept_by_bin(stability)
     firsts = torch.stack([p[0] for p in pools])
     others = torch.stack([p[1] for p in pools]).roll(1, 0)  # a sentence of another pool
     common = {"config": str(args.config), "kind": args.kind, "split": args.split,

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 from mapper.sentence_metrics import (  # noqa: E402
-    MARGIN_BINS,
+    kept_by_bin,
     keys,
     margin_bin,
     margins,
@@ -46,8 +46,7 @@ def main() -> None:
     layer, bits = wm.sentences, wm.config.sentences.bits
     v, w = rewrite_pairs(layer, "forced", "heldout")
     tested = keys(layer.semantic.num_dims, 32, bits=bits, context_bits=0, test="margin")
-    found = rewrite_agreement(v, w, tested)
-    kept = torch.tensor([found[f"bin_{lo:g}-{hi:g}"] for lo, hi in MARGIN_BINS])
+    kept = torch.tensor(kept_by_bin(rewrite_agreement(v, w, tested)))
     for power in map(float, args.powers.split(",")):
         predicted, real = [], []
         for key in tested:

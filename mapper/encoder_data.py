@@ -47,7 +47,7 @@ class EncoderDataModule(SentenceDataModule):
         max_pool_candidates: candidates of a pool a step reads (the first ones).
         rewrite_share: the share of a step's pairs drawn from the seed's rewrites, the rest from
             the corpus's augmentations (named ``corpus_<kind>`` here); ``None``: all pairs
-            alike (the corpus's then outnumber the rewrites' about ten to one).
+            alike (the corpus's then outnumber the rewrites': 1,323 to 740 in the train split).
         **rest: `SentenceDataModule`'s arguments.
     """
 
@@ -67,20 +67,15 @@ class EncoderDataModule(SentenceDataModule):
         if rewrite_share is not None and not 0 <= rewrite_share <= 1:
             raise ValueError(f"rewrite_share must be in [0, 1], got {rewrite_share}")
         self.rewrite_share = rewrite_share
-        self.texts: list[str] = []
 
     def setup(self, stage: str | None = None) -> None:
         """The parent's rows, the texts they index, and training pairs of ``train_kinds``."""
         if self.texts:
             return
         super().setup(stage)
-        rewrites, pools, corpus = self._sources()
-        self.texts = self._texts(rewrites, pools, corpus)
-        for name, split in self.splits.items():  # the corpus's pairs come last: name them
-            tail = sum(len(r.get(k, [])) for r in corpus if r["split"] == name
-                       for k in self.corpus_pairs)  # fmt: skip
-            head = len(split.kinds) - tail
-            split.kinds[head:] = [f"corpus_{k}" for k in split.kinds[head:]]
+        for split in self.splits.values():  # name the corpus's pairs apart from the rewrites'
+            start = split.corpus_from
+            split.kinds[start:] = [f"corpus_{k}" for k in split.kinds[start:]]
         train = self.splits["train"]
         train.pools = [p[: self.max_pool_candidates] for p in train.pools]
         if self.train_kinds is not None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from mapper.sentence_metrics import MARGIN_BINS, keys, rewrite_agreement, surviving_evidence
+from mapper.sentence_metrics import kept_by_bin, keys, rewrite_agreement, surviving_evidence
 from mapper.sentence_system import SentenceMapperSystem, key_space_metrics
 from watermark.models.loaders import load_embedder
 
@@ -65,7 +65,6 @@ class EncoderSystem(SentenceMapperSystem):
             self.encoder.requires_grad_(False)
             for layer in layers[len(layers) - train_layers :]:
                 layer.requires_grad_(True)
-        self._texts: list[str] = []
 
     def embed(self, texts: list[str]) -> torch.Tensor:
         """(B, E) embeddings of ``texts`` by the encoder, with gradients in training."""
@@ -142,8 +141,7 @@ def figure_of_merit(mapper: torch.nn.Module, found: dict, candidates: int = 8) -
     run = lambda u: mapper(u).float().cpu()  # noqa: E731
     tested = keys(int(mapper.config.output_dim), 32)
     a, b = found["pairs"]["forced"]
-    agree = rewrite_agreement(run(a), run(b), tested)
-    kept = [agree[f"bin_{lo:g}-{hi:g}"] for lo, hi in MARGIN_BINS]
+    kept = kept_by_bin(rewrite_agreement(run(a), run(b), tested))
     kept = [0.5 if k != k else k for k in kept]  # an empty bin: a coin
     found_z = surviving_evidence([run(p) for p in found["pools"]], tested, kept, candidates)
     mapper.train(was)

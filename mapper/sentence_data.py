@@ -51,6 +51,7 @@ class Split:
     pools: list[list[int]] = field(default_factory=list)
     sentences: list[int] = field(default_factory=list)
     docs: list[str] = field(default_factory=list)  # of each sentence
+    corpus_from: int = 0  # pairs from here on are the corpus's augmentations, not rewrites
 
 
 def complete_sentences(text: str) -> list[str]:
@@ -139,6 +140,7 @@ class SentenceDataModule(L.LightningDataModule):
         self.sentences_per_batch, self.steps_per_epoch = sentences_per_batch, steps_per_epoch
         self.embed_batch_size = embed_batch_size
         self.emb: torch.Tensor | None = None
+        self.texts: list[str] = []  # every distinct text, a row of ``emb`` each
 
     @property
     def embedding_dim(self) -> int:
@@ -205,6 +207,7 @@ class SentenceDataModule(L.LightningDataModule):
         rewrites, pools, corpus = self._sources()
         texts = self._texts(rewrites, pools, corpus)
         self.emb = embed_corpus(texts, self.embedder, self.cache_dir, self.embed_batch_size)
+        self.texts = texts
         row = {t: i for i, t in enumerate(texts)}
         self.splits = {name: Split() for name in SPLITS}
         for r in rewrites:
@@ -214,6 +217,8 @@ class SentenceDataModule(L.LightningDataModule):
                 near = nearest(self.emb[rows_a], self.emb[rows_b]).tolist()
                 self.splits[r["split"]].pairs += [(x, rows_b[j]) for x, j in zip(rows_a, near)]
                 self.splits[r["split"]].kinds += [r["kind"]] * len(rows_a)
+        for split in self.splits.values():
+            split.corpus_from = len(split.pairs)
         for r in pools:
             found = [row[t] for t in r["candidates"] if t]
             if len(found) >= 2:

@@ -71,6 +71,12 @@ def rewrite_agreement(
     return out
 
 
+def kept_by_bin(agreement: dict[str, float]) -> list[float]:
+    """The signs kept in each :data:`MARGIN_BINS` bin, from :func:`rewrite_agreement`'s result
+    (NaN for an empty bin): the flip model of :func:`surviving_evidence`."""
+    return [agreement[f"bin_{lo:g}-{hi:g}"] for lo, hi in MARGIN_BINS]
+
+
 def unrelated_agreement(v: torch.Tensor, w: torch.Tensor) -> dict[str, float]:
     """Equal signs of unrelated pairs (v[i], w[i]): the mean and the 95th percentile."""
     agree = ((v > 0) == (w > 0)).float().mean(1)
