@@ -43,6 +43,8 @@ LATER_FIELDS_OFF = {
     "sentence_context_bits": 0,
     "sentence_keying": "previous",
     "sentence_test": "hits",
+    "sentence_choice": "score",
+    "sentence_weight_power": 1,
     "sentence_mapper": None,
     "sentence_embedder": None,
     "resample_every": 0,

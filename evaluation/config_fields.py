@@ -22,6 +22,8 @@ FLAT_NAMES = {
     ("sentences", "context_bits"): "sentence_context_bits",
     ("sentences", "keying"): "sentence_keying",
     ("sentences", "test"): "sentence_test",
+    ("sentences", "choice"): "sentence_choice",
+    ("sentences", "weight_power"): "sentence_weight_power",
     ("sentences", "mapper"): "sentence_mapper",
     ("sentences", "mapper_digest"): "sentence_mapper_digest",
     ("sentences", "embedder"): "sentence_embedder",

@@ -125,15 +125,16 @@ def main(argv: list[str] | None = None) -> None:
     cfg = WatermarkConfig.load(args.config)
     own = 1 + len(cfg.keys.old_keys)
     fresh = [f"{args.key_prefix}{i}" for i in range(args.fresh_keys)]
-    cfg = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh)
+    # the token level's tail (experiments/sentence_tail.py adds the sentence layer's)
+    cfg = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh, sentence_bits=0)
     per_text = []
-    best_key = detector.Detector._best_key
+    best_key = detector.best_key
 
-    def keep(self, per_key):  # every key's own result, before the best is picked
+    def keep(per_key, target_fpr):  # every key's own result, before the best is picked
         per_text.append(per_key)
-        return best_key(self, per_key)
+        return best_key(per_key, target_fpr)
 
-    detector.Detector._best_key = keep
+    detector.best_key = keep
     model, tokenizer = load_lm(cfg.models.generator)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
     texts = [json.loads(x)["text"] for x in args.human.read_text().splitlines() if x.strip()]

@@ -42,9 +42,12 @@ from watermark.sentences.exact_test import sentence_test  # noqa: E402
 from watermark.sentences.key import SentenceKey  # noqa: E402
 
 
-def chain(v: torch.Tensor, key: SentenceKey, texts: int, length: int, pick: int, rng) -> list:
+def chain(
+    v: torch.Tensor, key: SentenceKey, texts: int, length: int, pick: int, rng, choice="score"
+) -> list:
     """``texts`` texts of ``length`` sentence rows of ``v``, each the best of ``pick`` random
-    rows under ``key`` (``pick`` = 1: no choice), each row scored in its group."""
+    rows under ``key`` (``pick`` = 1: no choice), each row rated in its group by the layer's
+    ``choice`` (its tanh ``score`` or its ``survival``)."""
     found = []
     for _ in range(texts):
         rows: list[int] = []
@@ -52,7 +55,8 @@ def chain(v: torch.Tensor, key: SentenceKey, texts: int, length: int, pick: int,
             cand = torch.randint(0, v.shape[0], (pick,), generator=rng)
             previous = v[rows[-1]].expand(pick, -1) if rows else None
             groups = key.groups(v[cand], previous)
-            rows.append(int(cand[int(torch.argmax(key.scores(v[cand], groups)))]))
+            rate = key.survival if choice == "survival" else key.scores
+            rows.append(int(cand[int(torch.argmax(rate(v[cand], groups)))]))
         found.append(rows)
     return found
 
@@ -76,12 +80,14 @@ def hit_rate(v: torch.Tensor, texts: list[list[int]], key: SentenceKey) -> float
     return hits / total
 
 
-def learnt_key(marked: torch.Tensor, human: torch.Tensor, bits: int) -> SentenceKey:
-    """The spoofer's estimate: the ``bits`` outputs whose positive share differs most between
-    marked and human sentences, with the sign of the difference (a global key)."""
+def learnt_key(marked: torch.Tensor, human: torch.Tensor, like: SentenceKey) -> SentenceKey:
+    """The spoofer's estimate: the ``like.bits`` outputs whose positive share differs most
+    between marked and human sentences, with the sign of the difference (a global key, weighed
+    as ``like`` weighs its hits)."""
     lean = (marked > 0).float().mean(0) - (human > 0).float().mean(0)
-    dims = torch.argsort(lean.abs(), descending=True)[:bits]
-    return SentenceKey(dims, torch.zeros(0, dtype=torch.long), (lean[dims] > 0)[None])
+    dims = torch.argsort(lean.abs(), descending=True)[: like.bits]
+    none = torch.zeros(0, dtype=torch.long)
+    return SentenceKey(dims, none, (lean[dims] > 0)[None], margin=like.margin, power=like.power)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--keying", default="previous", help="previous or own (with c > 0)")
     parser.add_argument("--test", default="hits", help="hits or margin: the detector's test")
+    parser.add_argument("--power", type=int, default=1, help="the margin weights' power")
+    parser.add_argument("--choice", default="score", help="score or survival: the layer's rule")
     parser.add_argument("--candidates", type=int, default=4, help="N of the simulated generation")
     parser.add_argument("--sentences", type=int, default=7, help="sentences per text")
     parser.add_argument("--learn", type=lambda x: [int(n) for n in x.split(",")], default=[300])
@@ -130,10 +138,10 @@ def forged_rows(
     pool_marked, pool_own, pool_forge = pools
     for learn in args.learn:
         seen = torch.cat([pool_marked[rows] for rows in marked[:learn]])
-        guess = learnt_key(seen, pool_own, args.bits)
+        guess = learnt_key(seen, pool_own, key)
         right = set(guess.dims.tolist()) & set(key.dims.tolist())
         for pick in args.forge_candidates:
-            forged = chain(pool_forge, guess, args.forged, args.sentences, pick, rng)
+            forged = chain(pool_forge, guess, args.forged, args.sentences, pick, rng, args.choice)
             forged_p = [p_value(pool_forge, rows, key) for rows in forged]
             yield {
                 "learnt_from_texts": learn,
@@ -155,10 +163,12 @@ def main() -> None:
     pool_marked, _, pool_forge = pools
     secret, num_dims = wm.config.secret_keys()[0], wm.core.semantic.num_dims
     for context in args.context_bits:
-        key = SentenceKey.of(secret, num_dims, args.bits, context, args.keying, args.test)
+        key = SentenceKey.of(
+            secret, num_dims, args.bits, context, args.keying, args.test, args.power
+        )
         rng = torch.Generator().manual_seed(args.seed + 1)
         n = max(args.learn)
-        marked = chain(pool_marked, key, n, args.sentences, args.candidates, rng)
+        marked = chain(pool_marked, key, n, args.sentences, args.candidates, rng, args.choice)
         marked_p = [p_value(pool_marked, rows, key) for rows in marked]
         base = chain(pool_forge, key, args.forged, args.sentences, 1, rng)
         base_p = [p_value(pool_forge, rows, key) for rows in base]
@@ -166,6 +176,8 @@ def main() -> None:
             "context_bits": context,
             "keying": args.keying,
             "test": args.test,
+            "power": args.power,
+            "choice": args.choice,
             "bits": args.bits,
             "candidates": args.candidates,
         }

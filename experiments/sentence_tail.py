@@ -71,11 +71,13 @@ def table(token_p: np.ndarray, window_p: np.ndarray, sent: np.ndarray) -> dict:
     }
 
 
-def setting(text: str) -> tuple[str, int, int, str]:
-    """``keying:context_bits:bits[:test]``, e.g. ``own:2:32`` or ``own:4:16:margin`` (the test
-    counts ``hits`` unless named)."""
-    keying, context, bits, *test = text.split(":")
-    return keying, int(context), int(bits), test[0] if test else "hits"
+def setting(text: str) -> tuple[str, int, int, str, int]:
+    """``keying:context_bits:bits[:test[:power]]``, e.g. ``own:2:32``, ``own:4:16:margin`` or
+    ``own:0:32:margin:4`` (the test counts ``hits`` unless named; the margin weights' power is
+    1 unless named)."""
+    keying, context, bits, *rest = text.split(":")
+    test, power = (rest + ["hits", "1"][len(rest) :])[:2]
+    return keying, int(context), int(bits), test, int(power)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
         "--settings",
         type=lambda x: [setting(s) for s in x.split(",")],
         default=[setting("own:2:32")],
-        help="comma-separated keying:context_bits:bits[:test]",
+        help="comma-separated keying:context_bits:bits[:test[:power]]",
     )
     args = parser.parse_args(argv)
     cfg = WatermarkConfig.load(args.config)
@@ -113,8 +115,10 @@ def main(argv: list[str] | None = None) -> None:
     for s in spans:
         per_text.append(outputs[at : at + len(s)])
         at += len(s)
-    for keying, context, bits, test in args.settings:
-        keys = [SentenceKey.of(k, outputs.shape[1], bits, context, keying, test) for k in secrets]
+    for keying, context, bits, test, power in args.settings:
+        keys = [
+            SentenceKey.of(k, outputs.shape[1], bits, context, keying, test, power) for k in secrets
+        ]
         sent = np.array(
             [
                 [text_test(key, s, t, v).p_value for key in keys]
@@ -122,7 +126,13 @@ def main(argv: list[str] | None = None) -> None:
             ]
         )
         out = {
-            "setting": {"keying": keying, "context_bits": context, "bits": bits, "test": test},
+            "setting": {
+                "keying": keying,
+                "context_bits": context,
+                "bits": bits,
+                "test": test,
+                "power": power,
+            },  # fmt: skip
             "passages": len(texts),
             "keys": len(secrets),
             "sentences_per_passage": round(len(flat) / len(texts), 2),

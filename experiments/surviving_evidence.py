@@ -8,18 +8,19 @@ first N of each pool has a per-sentence z in its key's test; after a rewrite it 
 with the probability measured for its margin on the held-out forced-rewrite pairs of
 ``data/sentence-key/rewrites.jsonl.gz`` (each original sentence paired with the rewrite's
 sentence nearest to it in the SE), so its expected z falls to ``z_after``
-(:func:`mapper.sentence_metrics.surviving_evidence`). Beside it, for the same key space:
+(:func:`mapper.sentence_metrics.surviving_evidence`), in the config's test (its
+``sentences.test`` and ``weight_power``). Beside it, for the same key space:
 ``stability`` (the keyed outputs' kept signs on those pairs), ``unrelated`` (the share of equal
 signs of sentences of different pools) and ``lean`` (how far a pool's candidates agree). Each
-N is measured with the layer's choice and with a survival-aware one (the candidate whose
-expected z after the rewrite is highest).
+N is measured under both of the layer's choices (``sentences.choice``): the best ``score``,
+and the best z expected after a rewrite under the product's flip model (``survival``).
 
 ``--pool-split val --split val`` reads the val rows instead (for choosing among key spaces);
 ``--kind round_trip --split val``, another rewrite. ``--centre A`` reads each sentence with
 context centring: its embedding less A times how far the mean embedding of the ``--context``
 sentences before it in its text (a pool's prefix, a passage, a rewrite) sits from the mapper's
-centre. ``--power P`` raises the margin test's weights to P (a detection setting not in the
-product; the weights are the original sentence's, which flatters a large P).
+centre. The weights are the original sentence's; ``experiments/weight_swap_check.py`` checks
+that this does not flatter a weight power above 1.
 
     python experiments/surviving_evidence.py --config configs/watermark-robust.json
 """
@@ -121,8 +122,7 @@ def main() -> None:
     )
     parser.add_argument("--centre", type=float, default=0.0, help="context centring's weight")
     parser.add_argument("--context", type=int, default=2, help="sentences of context read")
-    parser.add_argument("--choices", default="layer,survival")
-    parser.add_argument("--power", type=float, default=1.0, help="the margin weights' power")
+    parser.add_argument("--choices", default="score,survival")
     args = parser.parse_args()
     wm = Watermark.load(args.config)
     layer = wm.sentences
@@ -131,7 +131,7 @@ def main() -> None:
     settings = wm.config.sentences
     tested = keys(layer.semantic.num_dims, args.keys, bits=settings.bits,
                   context_bits=settings.context_bits, keying=settings.keying,
-                  test=settings.test)  # fmt: skip
+                  test=settings.test, power=settings.weight_power)  # fmt: skip
     pools = pool_outputs(layer, args.pool_split, args.centre, args.context)
     v, w = rewrite_pairs(layer, args.kind, args.split, args.centre, args.context)
     stability = rewrite_agreement(v, w, tested)
@@ -140,14 +140,15 @@ def main() -> None:
     others = torch.stack([p[1] for p in pools]).roll(1, 0)  # a sentence of another pool
     common = {"config": str(args.config), "kind": args.kind, "split": args.split,
               "pool_split": args.pool_split, "centre": args.centre,
-              "power": args.power}  # fmt: skip
+              "power": settings.weight_power}  # fmt: skip
     common.update(pairs=stability["pairs"])
     common.update(stability=stability["keyed"], kept_by_bin=[round(k, 3) for k in kept])
     common.update(unrelated=unrelated_agreement(firsts, others)["unrelated"])
     common.update(lean=pool_spread(pools, firsts, tested)["lean"], pools=len(pools))
     for choice in args.choices.split(","):
         for n in map(int, args.candidates.split(",")):
-            found = surviving_evidence(pools, tested, kept, n, choice, args.power)
+            found = surviving_evidence(pools, tested, kept, n, choice)
+            found["z_after_ci95"] = [round(x, 4) for x in found["z_after_ci95"]]
             found = {k: round(x, 4) if isinstance(x, float) else x for k, x in found.items()}
             print(json.dumps({**common, **found}), flush=True)
 

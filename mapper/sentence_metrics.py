@@ -25,10 +25,14 @@ from collections.abc import Sequence
 
 import torch
 
-from watermark.sentences.key import SentenceKey
+from watermark.sentences.key import MARGIN_WEIGHTS, SentenceKey, margins
 
-MARGIN_BINS = ((0.0, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, float("inf")))
+# the margin bins of the test's weights: (0, 0.5), (0.5, 1), (1, 2), (2, inf)
+MARGIN_BINS = tuple(
+    zip((0.0, *(b for b, _ in MARGIN_WEIGHTS[:-1])), (b for b, _ in MARGIN_WEIGHTS))
+)
 KEY_SETTINGS = {"bits": 32, "context_bits": 2, "keying": "own", "test": "margin"}  # robust's
+CHOICES = ("score", "survival")
 
 
 def keys(num_dims: int, count: int, **settings: object) -> list[SentenceKey]:
@@ -42,14 +46,10 @@ def keys(num_dims: int, count: int, **settings: object) -> list[SentenceKey]:
             int(found["context_bits"]),
             str(found["keying"]),
             str(found["test"]),
+            int(found.get("power", 1)),
         )
         for k in range(count)
     ]
-
-
-def margins(v: torch.Tensor) -> torch.Tensor:
-    """(N, D) margins |v_d| / mean_D |v| of outputs v (N, D)."""
-    return v.abs() / v.abs().mean(1, keepdim=True).clamp_min(1e-12)
 
 
 def rewrite_agreement(
@@ -144,65 +144,53 @@ def nearest(u: torch.Tensor, u2: torch.Tensor) -> torch.Tensor:
     return (a @ b.T).argmax(1)
 
 
-def margin_bin(m: torch.Tensor) -> torch.Tensor:
-    """Long, the shape of ``m``: the :data:`MARGIN_BINS` index of each margin."""
-    edges = torch.tensor([hi for _, hi in MARGIN_BINS[:-1]], dtype=m.dtype)
-    return torch.bucketize(m, edges, right=True)
-
-
-def expected_evidence(
-    key: SentenceKey, v: torch.Tensor, kept: torch.Tensor, power: float = 1.0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Float (N,) each: the z of sentences v (N, D) in ``key``'s test alone, as they are and
-    expected after a rewrite that keeps a sign with probability ``kept[b]`` (float (4,)) for
-    its margin bin b (:func:`surviving_evidence`), the margin weights raised to ``power``."""
-    groups, m = key.groups(v, None), margins(v)
-    stay = kept[margin_bin(m[:, key.context_dims])].prod(1) if key.own else torch.ones(len(v))
-    after = key.evidence(v, groups, kept[margin_bin(m[:, key.dims])], power)
-    return key.evidence(v, groups, power=power), stay * after
-
-
 def surviving_evidence(
     pools: Sequence[torch.Tensor],
     tested: Sequence[SentenceKey],
     kept_by_bin: Sequence[float],
     candidates: int,
-    choice: str = "layer",
-    power: float = 1.0,
+    choice: str = "score",
 ) -> dict[str, float]:
     """The kept candidate of the first ``candidates`` of each pool (outputs (N_p, D)) under each
     key and its z in the key's test alone: ``z`` as generated and ``z_after`` expected after a
     rewrite that keeps each sign with probability ``kept_by_bin[b]`` for its margin bin b
-    (:data:`MARGIN_BINS`), independently. ``choice``: the layer's (the best score, ties to the
-    first), or ``survival`` (the best expected ``z_after``: a survival-aware choice).
-    ``power``: the margin test's weights raised to it (heavier on the signs far from zero).
+    (:data:`MARGIN_BINS`), independently (:meth:`~watermark.sentences.key.SentenceKey.survival`).
+    ``choice``: the layer's rule, ``score`` (the best tanh score, ties to the first) or
+    ``survival`` (the best z expected after the product's own flip model,
+    :data:`~watermark.sentences.key.MARGIN_KEPT`).
 
     A kept sign adds w_i s_i (s_i = +1 on target, -1 off), a flipped one -w_i s_i, so the
     tested output adds w_i s_i (2 k_i - 1) in expectation. With context outputs of its own
     (``keying="own"``) the group survives only if all of them keep their signs; another group
     tests other targets, which a random key sets independently of the text, so those outputs
     then add 0 in expectation. The weights are the original's (a rewrite's own margins are not
-    known here). Returns the means over pools and keys, and ``kept_share`` (z_after / z).
+    known here). Returns the means over pools and keys, ``kept_share`` (z_after / z) and a 95%
+    bootstrap interval of ``z_after`` over pools (``z_after_ci95``; the keys held fixed).
     """
-    if choice not in ("layer", "survival"):
-        raise ValueError(f"choice must be 'layer' or 'survival', got {choice!r}")
+    if choice not in CHOICES:
+        raise ValueError(f"choice must be one of {CHOICES}, got {choice!r}")
     kept = torch.tensor([float(k) for k in kept_by_bin])
     z, after = [], []
     for key in tested:
         for pool in pools:
             v = pool[:candidates].float()
-            now, later = expected_evidence(key, v, kept, power)
-            if choice == "layer":
-                best = int(torch.argmax(key.scores(v, key.groups(v, None))))  # as the layer
-            else:
-                best = int(torch.argmax(later))
-            z.append(now[best].item())
-            after.append(later[best].item())
+            groups = key.groups(v, None)
+            rank = key.scores(v, groups) if choice == "score" else key.survival(v, groups)
+            i = int(torch.argmax(rank))  # as the layer: the first of equals
+            best = slice(i, i + 1)
+            z.append(key.evidence(v[best], groups[best]).item())
+            after.append(key.survival(v[best], groups[best], kept).item())
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    per_pool = torch.tensor(after).reshape(len(tested), len(pools)).mean(0)
+    draws = torch.randint(
+        0, len(pools), (1000, len(pools)), generator=torch.Generator().manual_seed(0)
+    )
+    low, high = torch.quantile(per_pool[draws].mean(1), torch.tensor([0.025, 0.975])).tolist()
     return {
         "candidates": candidates,
         "choice": choice,
         "z": mean(z),
         "z_after": mean(after),
+        "z_after_ci95": [low, high],
         "kept_share": mean(after) / mean(z) if mean(z) else float("nan"),
     }

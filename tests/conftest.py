@@ -90,7 +90,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
         device=TEST_DEVICE,
     )
 
-    def make(cross: bool = False, **overrides: object) -> Watermark:
+    def make(cross: bool = False, settings: dict | None = None, **overrides: object) -> Watermark:
         fields = dict(
             mapper="unused",
             generator="tiny-gen",
@@ -112,8 +112,9 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
         fields.update(overrides)
         rule = SCHEMES[fields["scaling"]]
         fields.setdefault(rule.strength_field, {"paper": 1.5, "tournament": 1}.get(rule.rule, 2.0))
+        cfg = WatermarkConfig.of(**fields)
         return Watermark.load(
-            WatermarkConfig.of(**fields),
+            cfg.with_settings(settings) if settings else cfg,
             tokenizer=ns.gtok,
             generator=ns.gen,
             measurement_model=ns.mmx if cross else ns.mm,

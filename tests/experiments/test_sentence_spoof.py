@@ -21,7 +21,7 @@ def test_the_choice_raises_the_hit_rate_and_the_spoofer_finds_a_planted_lean() -
     p_plain = sorted(spoof.p_value(v, rows, key) for rows in plain)
     assert p_chosen[30] < p_plain[30]  # medians
     marked = torch.cat([v[rows] for rows in chosen])
-    guess = spoof.learnt_key(marked, v, 6)
+    guess = spoof.learnt_key(marked, v, key)
     assert set(guess.dims.tolist()) == set(key.dims.tolist())
     for dim, target in zip(guess.dims.tolist(), guess.targets[0].tolist()):
         assert target == bool(key.targets[0][key.dims.tolist().index(dim)])

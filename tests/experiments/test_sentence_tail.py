@@ -29,6 +29,7 @@ def test_uniform_parts_combine_to_the_nominal_rate() -> None:
     assert strong["combined_whole"]["p<0.01"]["mean"] > 0.3
 
 
-def test_setting_parses_keying_context_bits_and_the_test() -> None:
-    assert sentence_tail.setting("own:2:32") == ("own", 2, 32, "hits")
-    assert sentence_tail.setting("own:4:16:margin") == ("own", 4, 16, "margin")
+def test_setting_parses_keying_context_bits_the_test_and_the_power() -> None:
+    assert sentence_tail.setting("own:2:32") == ("own", 2, 32, "hits", 1)
+    assert sentence_tail.setting("own:4:16:margin") == ("own", 4, 16, "margin", 1)
+    assert sentence_tail.setting("own:0:32:margin:4") == ("own", 0, 32, "margin", 4)

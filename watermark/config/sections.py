@@ -190,8 +190,10 @@ class Sentences(Section):
         keying: Where the c signs are read: the ``previous`` sentence, or its ``own`` outputs.
         resample_every: k: every k tokens the candidates still being written are ranked by their
             partial sentence's score; the lower half continue copies of the upper half (0: off).
+        choice: Candidates ranked by ``score`` (tanh) or by their z after a rewrite (``survival``).
         test: ``hits`` (count the keyed signs on their targets) or ``margin`` (weigh each hit by
             how far its output sits from zero; still exact over keys). Detection only.
+        weight_power: The margin test's weights to this power, 1-4 (detection only).
         mapper: Folder of the layer's own mapper (``None``: the token level's).
         embedder: Folder of the layer's own SE, as ``SentenceTransformer.save`` writes it
             (``None``: the token level's); its width must be the layer's mapper's input width.
@@ -205,7 +207,9 @@ class Sentences(Section):
     context_bits: int = setting(SHARED, 0)
     keying: str = setting(SHARED, "previous", choices=("previous", "own"))
     resample_every: int = setting(SAMPLING, 0)
+    choice: str = setting(SAMPLING, "score", choices=("score", "survival"))
     test: str = setting(DETECTION, "hits", choices=("hits", "margin"))
+    weight_power: int = setting(DETECTION, 1, choices=(1, 2, 3, 4))
     mapper: str | None = setting(SHARED, None, found=True)
     mapper_digest: str | None = setting(SHARED, None, found=True)
     embedder: str | None = setting(SHARED, None, found=True)

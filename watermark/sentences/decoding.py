@@ -35,6 +35,7 @@ from watermark.generate.decoding import Rows, block_eos, draw
 from watermark.generate.generation import Generation, encode_prompts
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentences.layer import SentenceLayer
+from watermark.sentences.spans import CLOSERS
 
 
 @dataclass
@@ -208,9 +209,9 @@ def fresh_processor(
 def finish_round(
     g: Group, layer: SentenceLayer, ends, tokenizer, stop: Sequence[int], limits: Limits
 ) -> int:
-    """Keeps the best candidate of ``g``'s ended round; returns its row."""
+    """Keeps the candidate of ``g``'s ended round that :func:`kept_rows` picks; returns its row."""
     candidates = [ends.cut(row) for row in g.new]
-    ((best, *_),) = layer.rank([[decode_ids(tokenizer, g.chosen + c) for c in candidates]])
+    (best,) = kept_rows(layer, tokenizer, [g.chosen], [candidates], stop)
     before, kept = len(g.chosen), candidates[best]
     if g.processor.keep_record:
         steps = g.processor.record.watermarked_steps(best)
@@ -218,6 +219,33 @@ def finish_round(
     g.chosen += kept
     g.done = not kept or kept[-1] in stop or len(g.chosen) >= limits.max_new_tokens
     return best
+
+
+def kept_rows(
+    layer: SentenceLayer,
+    tokenizer: object,
+    chosen: Sequence[list[int]],
+    rounds: Sequence[list[list[int]]],
+    stop: Sequence[int],
+) -> list[int]:
+    """Per prompt, the row its round keeps, given its kept text and its candidates' ids.
+
+    A *bare* candidate ends the text at an EOS and adds no sentence (only whitespace or
+    closers): the layer would score the sentence before it, a previous round's winner, so it
+    would win about half the rounds it is drawn in, not 1 in N, and texts would end early. A
+    bare candidate is never ranked: the text ends when row 0 is bare (rows are exchangeable
+    samples, and one that ends at its first token is never resampled, so this is as often as
+    unwatermarked text ends there), else the best-ranked of the other rows is kept."""
+    rows, texts = [], []
+    for head, candidates in zip(chosen, rounds):
+        bare = [
+            bool(c) and c[-1] in stop and not decode_ids(tokenizer, c).strip(CLOSERS)
+            for c in candidates
+        ]
+        rows.append([] if bare[0] else [j for j, b in enumerate(bare) if not b])
+        texts.append([decode_ids(tokenizer, head + candidates[j]) for j in rows[-1]])
+    ranked = iter(layer.rank([t for t in texts if t]))
+    return [r[next(ranked)[0]] if r else 0 for r in rows]
 
 
 def result(g: Group, tokenizer: object, stop: Sequence[int]) -> Generation:

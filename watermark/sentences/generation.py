@@ -30,7 +30,7 @@ from watermark.core.text import decode_ids
 from watermark.generate.decoding import adds_no_processors
 from watermark.generate.generation import Generation, eos_ids, warpers_off
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentences.decoding import Limits, decode_by_sentences
+from watermark.sentences.decoding import Limits, decode_by_sentences, kept_rows
 from watermark.sentences.layer import SentenceLayer
 from watermark.sentences.spans import SentenceEnds
 
@@ -121,8 +121,10 @@ def sample_by_sentences(
                 model, rows, len(prompt_ids[i]), processor, ends, settings
             )
             rounds.append((i, candidates, processor.record))
-        texts = [[decode_ids(tokenizer, chosen[i] + c) for c in cands] for i, cands, _ in rounds]
-        for (i, candidates, record), (best, *_) in zip(rounds, layer.rank(texts)):
+        heads, cands = [chosen[i] for i, _, _ in rounds], [c for _, c, _ in rounds]
+        for (i, candidates, record), best in zip(
+            rounds, kept_rows(layer, tokenizer, heads, cands, stop)
+        ):
             before, kept = len(chosen[i]), candidates[best]
             if processor.keep_record:
                 steps[i] += [s for s in record.watermarked_steps(best) if s <= before + len(kept)]

@@ -19,7 +19,14 @@ since a rewrite flips a sign far from zero less often: the margin m = |v_{d_i}| 
 sentence's mean |v| over all D outputs) gets weight log((1 - q) / q) for the share q of signs a
 meaning-keeping rewrite flipped at that margin (:data:`MARGIN_WEIGHTS`), in whole
 1/:data:`WEIGHT_STEPS` so the test's null stays an exact convolution
-(:mod:`watermark.sentences.exact_test`).
+(:mod:`watermark.sentences.exact_test`). ``power`` p > 1 raises those weights to p, rescaled so
+the largest stays 31 eighths: the test then leans on the signs a rewrite keeps.
+
+**Survival** (:meth:`SentenceKey.survival`), the other way to rank candidates: the sentence's z
+in this key's test expected after a rewrite that keeps each tested sign with the probability
+:data:`MARGIN_KEPT` of its margin (and, with own context outputs, its group only if all of
+them keep theirs), so a candidate whose hits sit far from zero wins over one whose hits a
+rewrite would flip.
 """
 
 from __future__ import annotations
@@ -36,22 +43,39 @@ import torch
 MARGIN_WEIGHTS = ((0.5, 0.62), (1.0, 1.54), (2.0, 2.56), (math.inf, 3.84))
 WEIGHT_STEPS = 8  # weights are whole eighths, so the weighted null is an exact convolution
 TESTS = ("hits", "margin")
+# the share of signs the forced rewrite kept in each margin bin, 1 / (1 + e^-w) of its weight
+MARGIN_KEPT = tuple(1 / (1 + math.exp(-w)) for _, w in MARGIN_WEIGHTS)
 
 
-def weigh_margins(margin: torch.Tensor) -> torch.Tensor:
-    """Long, the shape of ``margin``: each margin's :data:`MARGIN_WEIGHTS` weight, in
-    1/:data:`WEIGHT_STEPS`."""
-    weight = torch.full_like(margin, MARGIN_WEIGHTS[-1][1])
-    for below, value in reversed(MARGIN_WEIGHTS[:-1]):
-        weight = torch.where(margin < below, torch.full_like(margin, value), weight)
-    return (weight * WEIGHT_STEPS).round().long()
+def margin_bins(margin: torch.Tensor) -> torch.Tensor:
+    """Long, the shape of ``margin``: the :data:`MARGIN_WEIGHTS` bin of each margin."""
+    edges = torch.tensor([below for below, _ in MARGIN_WEIGHTS[:-1]], dtype=margin.dtype)
+    return torch.bucketize(margin, edges, right=True)
 
 
-def margin_weights(v: torch.Tensor, dims: torch.Tensor) -> torch.Tensor:
+def margins(v: torch.Tensor) -> torch.Tensor:
+    """Float (N, D): the margins |v_d| / mean_D |v| of outputs v (N, D)."""
+    v = v.float().cpu()
+    return v.abs() / v.abs().mean(dim=1, keepdim=True).clamp_min(1e-12)
+
+
+def weight_table(power: int = 1) -> torch.Tensor:
+    """Long (4,): the weight of each margin bin, :data:`MARGIN_WEIGHTS` raised to ``power`` in
+    1/:data:`WEIGHT_STEPS` of the top weight to the power 1 - ``power`` (so the top stays 31)."""
+    top = MARGIN_WEIGHTS[-1][1]
+    values = [w**power / top ** (power - 1) for _, w in MARGIN_WEIGHTS]
+    return (torch.tensor(values, dtype=torch.float64) * WEIGHT_STEPS).round().long()
+
+
+def weigh_margins(margin: torch.Tensor, power: int = 1) -> torch.Tensor:
+    """Long, the shape of ``margin``: each margin's weight (:func:`weight_table`)."""
+    return weight_table(power)[margin_bins(margin)]
+
+
+def margin_weights(v: torch.Tensor, dims: torch.Tensor, power: int = 1) -> torch.Tensor:
     """Long (N, b): the weight of each sentence's tested outputs ``dims`` by their margins
     |v_d| / mean_D |v| (module docstring), in 1/:data:`WEIGHT_STEPS`."""
-    v = v.float().cpu()
-    return weigh_margins(v[:, dims].abs() / v.abs().mean(dim=1, keepdim=True).clamp_min(1e-12))
+    return weigh_margins(margins(v)[:, dims], power)
 
 
 def _generator(key: str, what: str) -> torch.Generator:
@@ -70,6 +94,7 @@ class SentenceKey:
         targets: Bool (2^c, b): the target sign (True: v > 0) per group and tested output.
         own: The group comes from the sentence's own context outputs, not its predecessor's.
         margin: The test weighs each hit by its margin (:func:`margin_weights`).
+        power: The margin weights' power (1: the rewrite's log-odds).
     """
 
     dims: torch.Tensor
@@ -77,6 +102,7 @@ class SentenceKey:
     targets: torch.Tensor
     own: bool = False
     margin: bool = False
+    power: int = 1
 
     @classmethod
     def of(
@@ -87,20 +113,23 @@ class SentenceKey:
         context_bits: int = 0,
         keying: str = "previous",
         test: str = "hits",
+        power: int = 1,
     ) -> SentenceKey:
         """The sentence key of secret ``key`` over D = ``num_dims`` mapper outputs, its groups
         read from the ``"previous"`` sentence or the sentence's ``"own"`` outputs, tested by
-        counting ``"hits"`` or weighing them by their ``"margin"``."""
+        counting ``"hits"`` or weighing them by their ``"margin"`` (to the ``power``)."""
         if bits < 1 or context_bits < 0 or bits + context_bits > num_dims:
             raise ValueError(f"need 1 <= bits and bits + context_bits <= {num_dims}")
         if keying not in ("previous", "own"):
             raise ValueError(f"keying must be 'previous' or 'own', got {keying!r}")
         if test not in TESTS:
             raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+        if power not in range(1, 5):
+            raise ValueError(f"the weights' power must be 1, 2, 3 or 4, got {power!r}")
         order = torch.randperm(num_dims, generator=_generator(key, "dims"))
         targets = torch.randint(0, 2, (2**context_bits, bits), generator=_generator(key, "signs"))
         dims, context = order[:bits], order[bits : bits + context_bits]
-        return cls(dims, context, targets.bool(), keying == "own", test == "margin")
+        return cls(dims, context, targets.bool(), keying == "own", test == "margin", power)
 
     @property
     def bits(self) -> int:
@@ -133,26 +162,33 @@ class SentenceKey:
     def weights(self, v: torch.Tensor) -> torch.Tensor | None:
         """The test's weights of sentences whose outputs are v (N, D): the margin test's
         (:func:`margin_weights`, (N, b)), or ``None`` where each hit counts 1."""
-        return margin_weights(v, self.dims) if self.margin else None
+        return margin_weights(v, self.dims, self.power) if self.margin else None
 
     def evidence(
-        self,
-        v: torch.Tensor,
-        groups: torch.Tensor,
-        kept: torch.Tensor | None = None,
-        power: float = 1.0,
+        self, v: torch.Tensor, groups: torch.Tensor, kept: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Float (N,): each sentence's z in this key's test alone, sum_i w_i (2 hit_i - 1) /
         sqrt(sum_i w_i^2) (w = 1 in the hits test); the text's test grows with its mean. With
         ``kept`` (N, b), the probability that each tested sign survives a rewrite, the z
-        expected after it: a flipped sign counts against, so each term is times 2 k_i - 1.
-        ``power`` raises the weights to it (a measurement of other weights; the test's is 1)."""
+        expected after it: a flipped sign counts against, so each term is times 2 k_i - 1."""
         signed = 2 * self.hits(v, groups).float() - 1
         if kept is not None:
             signed = signed * (2 * kept.float() - 1)
         w = self.weights(v)
-        w = torch.ones_like(signed) if w is None else w.float() ** power
+        w = torch.ones_like(signed) if w is None else w.float()
         return (w * signed).sum(dim=1) / w.norm(dim=1).clamp_min(1e-12)
+
+    def survival(
+        self, v: torch.Tensor, groups: torch.Tensor, kept: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Float (N,): each sentence's z expected after a rewrite that keeps a sign with
+        probability ``kept[b]`` (float (4,); default :data:`MARGIN_KEPT`) for its margin bin b,
+        independently; with own context outputs the group too must keep its signs, as another
+        group's targets add nothing in expectation (module docstring)."""
+        kept = torch.tensor(MARGIN_KEPT) if kept is None else kept.float()
+        bins = margin_bins(margins(v))
+        stay = kept[bins[:, self.context_dims]].prod(1) if self.own else torch.ones(len(v))
+        return stay * self.evidence(v, groups, kept[bins[:, self.dims]])
 
     def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
         """Float (N,): the candidates' scores sum_i tanh(t_i v_{d_i} / tau) (module docstring)."""

@@ -9,9 +9,10 @@ the same text (group 0 for the first). So the sentence a candidate ends is score
 exactly as detection will test it, as long as the text after it starts with whitespace.
 
 The layer has one :class:`~watermark.sentences.key.SentenceKey` per key of the config:
-generation ranks candidates under the first (the config's ``key``), and detection tests every
-key that the token level tests, so key rotation covers both (detection's verdict over them is
-:func:`watermark.detect.verdict.with_sentences`).
+generation ranks candidates under the first (the config's ``key``), by their tanh score or,
+with ``sentences.choice = "survival"``, by their z expected after a rewrite; detection tests
+every key that the token level tests, so key rotation covers both (detection's verdict over
+them is :func:`watermark.detect.verdict.with_sentences`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class SentenceLayer:
         self.semantic = semantic
         self.candidates = int(settings.candidates)
         self.resample_every = int(settings.resample_every)
+        self.choice = str(settings.choice)
         self.keys = [
             SentenceKey.of(
                 k,
@@ -48,6 +50,7 @@ class SentenceLayer:
                 settings.context_bits,
                 settings.keying,
                 settings.test,
+                settings.weight_power,
             )
             for k in keys
         ]
@@ -74,14 +77,17 @@ class SentenceLayer:
     def rank(self, continuations: Sequence[Sequence[str]]) -> list[list[int]]:
         """Per prompt, the indices of its candidate continuations, best first: by the score
         under :attr:`key` (:meth:`~watermark.sentences.key.SentenceKey.scores`) of each one's
-        last sentence, a sentence still being written scored as it stands; ties keep the
+        last sentence, or by its z expected after a rewrite
+        (:meth:`~watermark.sentences.key.SentenceKey.survival`) when the choice is
+        ``survival``; a sentence still being written is scored as it stands; ties keep the
         sampled order. The one choice of the layer: a round keeps the first, resampling copies
         the better half over the worse."""
         v, groups = self._last_sentences(continuations)
         found, start = [], 0
         for candidates in continuations:  # each prompt's candidates scored among themselves
             rows = slice(start, start + len(candidates))
-            scores = self.key.scores(v[rows], groups[rows])
+            rate = self.key.survival if self.choice == "survival" else self.key.scores
+            scores = rate(v[rows], groups[rows])
             found.append(sorted(range(len(candidates)), key=lambda i: -float(scores[i])))
             start += len(candidates)
         return found

@@ -18,7 +18,7 @@ from transformers import StoppingCriteria
 from watermark.core.text import decode_ids
 
 _END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s|$)")
-_CLOSERS = "\"'\u201d\u2019)] \n\t\r"
+CLOSERS = "\"'\u201d\u2019)] \n\t\r"  # what may follow an end mark
 
 
 def sentence_spans(text: str) -> list[tuple[int, int, bool]]:
@@ -41,7 +41,7 @@ def sentence_spans(text: str) -> list[tuple[int, int, bool]]:
 def ends_sentence(piece: str) -> bool:
     """Whether generated text ending with ``piece`` has just ended a sentence: it ends with an
     end mark (closing quotes or brackets after it allowed)."""
-    return piece.rstrip(_CLOSERS)[-1:] in (".", "!", "?") if piece.strip() else False
+    return piece.rstrip(CLOSERS)[-1:] in (".", "!", "?") if piece.strip() else False
 
 
 class SentenceEnds(StoppingCriteria):

@@ -131,6 +131,19 @@ def test_types_and_ranges_are_checked_when_read(change: dict, message: str) -> N
         WatermarkConfig.of(**change)
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"sentences.choice": "best"}, "sentences.choice must be one of"),
+        ({"sentences.weight_power": 5}, r"sentences.weight_power must be one of \(1, 2, 3, 4\)"),
+        ({"sentences.weight_power": 1.5}, "weight_power must be int"),
+    ],
+)
+def test_the_sentence_choice_and_weight_power_are_checked(setting: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        WatermarkConfig.default().with_settings(setting)
+
+
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "c.json"
     path.write_text(text)

@@ -107,14 +107,31 @@ def reference_scores(layer, candidates: list[str]) -> torch.Tensor:
     v = torch.cat([layer.outputs([s]) for s in lasts])
     if layer.key.own:  # each candidate's group from its own outputs
         groups = [int(layer.key.groups(row[None], None)[0]) for row in v]
-    return layer.key.scores(v, torch.tensor(groups))
+    rate = layer.key.survival if layer.choice == "survival" else layer.key.scores
+    return rate(v, torch.tensor(groups))
 
 
-@pytest.mark.parametrize("context_bits, keying", [(0, "previous"), (2, "previous"), (2, "own")])
+@pytest.mark.parametrize(
+    "context_bits, keying, choice",
+    [(0, "previous", "score"), (2, "previous", "score"), (2, "own", "score"),
+     (0, "own", "survival"), (2, "own", "survival")],
+)  # fmt: skip
 def test_the_kept_candidate_scores_best(
-    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, context_bits: int, keying: str
+    tiny: SimpleNamespace,
+    monkeypatch: pytest.MonkeyPatch,
+    context_bits: int,
+    keying: str,
+    choice: str,
 ) -> None:
-    wm = tiny.make(**LAYER, sentence_context_bits=context_bits, sentence_keying=keying)
+    """The kept candidate is the best by the layer's choice: its tanh score, or its z expected
+    after a rewrite (margin test, weights cubed), computed sentence by sentence here."""
+    wm = tiny.make(
+        **LAYER,
+        sentence_context_bits=context_bits,
+        sentence_keying=keying,
+        sentence_test="margin",
+        settings={"sentences.choice": choice, "sentences.weight_power": 3},
+    )
     layer = wm.sentences
     seen = []
     real = layer.rank

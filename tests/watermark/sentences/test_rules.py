@@ -120,15 +120,18 @@ def test_the_sentence_test_is_exact_over_keys_whatever_the_sentences_share() -> 
             assert sum(p <= alpha for p in ps) / len(ps) <= alpha + 1e-12
 
 
-def test_the_margin_test_is_exact_over_keys_and_weighs_far_signs_more() -> None:
-    """Every target assignment of a key with its groups from each sentence's own signs: the
-    margin test's p-value is the share of assignments that weigh at least as much."""
+@pytest.mark.parametrize("context, power", [(1, 1), (0, 4), (1, 3)])
+def test_the_margin_test_is_exact_over_keys_and_weighs_far_signs_more(context, power) -> None:
+    """Every target assignment of a key with its groups from each sentence's own signs (or one
+    target set): the margin test's p-value, its weights to any power, is the share of
+    assignments that weigh at least as much, and its level holds at every alpha."""
     v = torch.randn(6, 20, generator=torch.Generator().manual_seed(3))
     v[:, :4] += 1.5  # the sentences share a lean on some outputs
-    key = SentenceKey.of("k", 20, 3, 1, "own", test="margin")
+    key = SentenceKey.of("k", 20, 3 + 2 * (1 - context), context, "own", "margin", power)
     spans, text = [(i, i + 1, True) for i in range(6)], "abcdef"  # six distinct sentences
     groups = key.text_groups(v)
-    w = margin_weights(v, key.dims)
+    w = margin_weights(v, key.dims, power)
+    assert torch.equal(w, key.weights(v))
     observed = int((w * key.hits(v, groups)).sum())
     ps, at_least = [], 0
     for bits in itertools.product([False, True], repeat=key.targets.numel()):
@@ -141,7 +144,7 @@ def test_the_margin_test_is_exact_over_keys_and_weighs_far_signs_more() -> None:
     # the margin |v| / mean |v|: below 0.5, 0.5-1, 1-2, above 2 -> 0.62, 1.54, 2.56, 3.84
     row = torch.tensor([[-0.4, 0.7, -1.5, 3.0, 0.6, -0.6, 0.6, 0.6]])  # mean |v| = 1
     assert margin_weights(row, torch.arange(4)).tolist() == [[5, 12, 20, 31]]
-    hits = SentenceKey.of("k", 20, 3, 1, "own")
+    hits = SentenceKey.of("k", 20, key.bits, context, "own")
     assert (
         not hits.margin
         and text_test(hits, spans, text, v).hits == text_test(key, spans, text, v).hits
