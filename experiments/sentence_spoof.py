@@ -55,8 +55,7 @@ def chain(
             cand = torch.randint(0, v.shape[0], (pick,), generator=rng)
             previous = v[rows[-1]].expand(pick, -1) if rows else None
             groups = key.groups(v[cand], previous)
-            rate = key.survival if choice == "survival" else key.scores
-            rows.append(int(cand[int(torch.argmax(rate(v[cand], groups)))]))
+            rows.append(int(cand[int(torch.argmax(key.rate(v[cand], groups, choice)))]))
         found.append(rows)
     return found
 

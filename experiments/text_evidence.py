@@ -96,9 +96,9 @@ def measure(cfg: WatermarkConfig, docs, kept: torch.Tensor, args) -> dict:
     rng = torch.Generator().manual_seed(0)
     before, after = [], []
     for key in tested:
-        rate = key.survival if s.choice == "survival" else key.scores
         for pools in docs:
-            text = torch.stack([p[int(torch.argmax(rate(p, key.groups(p, None))))] for p in pools])
+            rated = [key.rate(p, key.groups(p, None), s.choice) for p in pools]
+            text = torch.stack([p[int(torch.argmax(r))] for p, r in zip(pools, rated)])
             before.append(text_p(key, text))
             after += [text_p(key, rewritten(text, kept, rng)) for _ in range(args.draws)]
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731

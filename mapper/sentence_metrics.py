@@ -32,7 +32,6 @@ MARGIN_BINS = tuple(
     zip((0.0, *(b for b, _ in MARGIN_WEIGHTS[:-1])), (b for b, _ in MARGIN_WEIGHTS))
 )
 KEY_SETTINGS = {"bits": 32, "context_bits": 2, "keying": "own", "test": "margin"}  # robust's
-CHOICES = ("score", "survival")
 
 
 def keys(num_dims: int, count: int, **settings: object) -> list[SentenceKey]:
@@ -167,16 +166,13 @@ def surviving_evidence(
     known here). Returns the means over pools and keys, ``kept_share`` (z_after / z) and a 95%
     bootstrap interval of ``z_after`` over pools (``z_after_ci95``; the keys held fixed).
     """
-    if choice not in CHOICES:
-        raise ValueError(f"choice must be one of {CHOICES}, got {choice!r}")
     kept = torch.tensor([float(k) for k in kept_by_bin])
     z, after = [], []
     for key in tested:
         for pool in pools:
             v = pool[:candidates].float()
             groups = key.groups(v, None)
-            rank = key.scores(v, groups) if choice == "score" else key.survival(v, groups)
-            i = int(torch.argmax(rank))  # as the layer: the first of equals
+            i = int(torch.argmax(key.rate(v, groups, choice)))  # as the layer: first of equals
             best = slice(i, i + 1)
             z.append(key.evidence(v[best], groups[best]).item())
             after.append(key.survival(v[best], groups[best], kept).item())

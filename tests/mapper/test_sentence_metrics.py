@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from mapper.sentence_metrics import CHOICES, surviving_evidence
-from watermark.sentences.key import MARGIN_KEPT, SentenceKey, weight_table
+from mapper.sentence_metrics import surviving_evidence
+from watermark.sentences.key import CHOICES, MARGIN_KEPT, SentenceKey, weight_table
 
 
 def test_surviving_evidence_by_hand() -> None:

@@ -43,6 +43,7 @@ import torch
 MARGIN_WEIGHTS = ((0.5, 0.62), (1.0, 1.54), (2.0, 2.56), (math.inf, 3.84))
 WEIGHT_STEPS = 8  # weights are whole eighths, so the weighted null is an exact convolution
 TESTS = ("hits", "margin")
+CHOICES = ("score", "survival")  # how generation ranks candidates (SentenceKey.rate)
 # the share of signs the forced rewrite kept in each margin bin, 1 / (1 + e^-w) of its weight
 MARGIN_KEPT = tuple(1 / (1 + math.exp(-w)) for _, w in MARGIN_WEIGHTS)
 
@@ -189,6 +190,13 @@ class SentenceKey:
         bins = margin_bins(margins(v))
         stay = kept[bins[:, self.context_dims]].prod(1) if self.own else torch.ones(len(v))
         return stay * self.evidence(v, groups, kept[bins[:, self.dims]])
+
+    def rate(self, v: torch.Tensor, groups: torch.Tensor, choice: str = "score") -> torch.Tensor:
+        """Float (N,): what generation ranks candidates by under ``choice``: their
+        :meth:`scores` or their :meth:`survival`."""
+        if choice not in CHOICES:
+            raise ValueError(f"choice must be one of {CHOICES}, got {choice!r}")
+        return self.survival(v, groups) if choice == "survival" else self.scores(v, groups)
 
     def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
         """Float (N,): the candidates' scores sum_i tanh(t_i v_{d_i} / tau) (module docstring)."""

@@ -86,8 +86,7 @@ class SentenceLayer:
         found, start = [], 0
         for candidates in continuations:  # each prompt's candidates scored among themselves
             rows = slice(start, start + len(candidates))
-            rate = self.key.survival if self.choice == "survival" else self.key.scores
-            scores = rate(v[rows], groups[rows])
+            scores = self.key.rate(v[rows], groups[rows], self.choice)
             found.append(sorted(range(len(candidates)), key=lambda i: -float(scores[i])))
             start += len(candidates)
         return found
