@@ -20,7 +20,7 @@ per choice:
   token of the sentence after its prefix), each minus the pool's mean over its N candidates
   (``*_gap``: 0 for a choice that ignores them).
 
-    python experiments/choice_tilt.py --config runs/robust-ctx0-p4.json --nll
+    python experiments/choice_tilt.py --config configs/watermark-robust.json
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ margins), the kept share of the tested signs by margin bin, and
 ``merged`` (the share of rewrite sentences nearest to more than one original). Texts that the
 rewrite left as they were are skipped.
 
-    python experiments/kept_rewrites.py --config runs/finalist.json --method ours-92451484b12adb55
+    python experiments/kept_rewrites.py --config configs/watermark-robust.json \
+        --method ours-1a1e92dd7bbd8611
 """
 
 from __future__ import annotations
@@ -62,11 +63,11 @@ def kept_share(v: torch.Tensor, w: torch.Tensor, dims: torch.Tensor) -> list[flo
 
 def real_hits_own_weights(key, v: torch.Tensor, w: torch.Tensor, groups: torch.Tensor):
     """Float (P,): the z of the rewrites' hits (outputs w (P, D), ``groups``) weighed by the
-    originals' margins (outputs v (P, D)) instead of their own."""
-    signed = 2 * key.hits(w, groups).float() - 1
-    weights = key.weights(v)
-    weights = torch.ones_like(signed) if weights is None else weights.float()
-    return (weights * signed).sum(1) / weights.norm(dim=1).clamp_min(1e-12)
+    originals' margins (outputs v (P, D)) instead of their own: the originals' hits in those
+    groups, each turned where the rewrite's differs (:meth:`SentenceKey.evidence` with the
+    kept signs as ``kept``)."""
+    agree = key.hits(w, groups) == key.hits(v, groups)
+    return key.evidence(v, groups, agree)
 
 
 def main() -> None:
