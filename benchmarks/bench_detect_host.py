@@ -7,7 +7,9 @@ step, the token pieces, the embedder's tokenizer). This measures that work on an
 
 * ``host_ms_per_text``: detection wall time minus the time inside the MM's and the embedder's
   forwards, the mapper and the gate entropies (the work a GPU runs), per text, best of
-  ``--rounds``; ``parts_ms_per_text`` splits it (``embed_overhead``: the embedder's tokenizer
+  ``--rounds`` (with ``--batched``, of batched detection, the accelerator's path, timed here
+  on the CPU; per text, the texts run side by side on the threads and the figure is low);
+  ``parts_ms_per_text`` splits it (``embed_overhead``: the embedder's tokenizer
   and sentence-transformers around its forward).
 * ``assembly_texts_per_s_by_workers``: the per-text assembly (:mod:`watermark.detect.assembly`) of
   the same texts, in this process (0) and in ``--workers`` worker processes.
@@ -93,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
         default=[2],
         help="assembly worker processes to time against none",
     )
+    parser.add_argument(
+        "--batched",
+        action="store_true",
+        help="batched detection (fixed-shape forwards shared by the texts, as on an accelerator)",
+    )
     return parser
 
 
@@ -175,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = as_config(None)
     model, tokenizer = load_lm(cfg.models.generator)
     wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
+    wm.detector.batched = args.batched or None
     texts = human_texts(wm.tokenizer, args.texts, 200)
     best, inputs, jobs = host_times(wm, texts, args.rounds)
     parts = {
@@ -186,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
             {
                 "texts": len(texts),
                 "threads": torch.get_num_threads(),
+                "batched": wm.detector.fixed,
                 "host_ms_per_text": round(best["host"], 2),
                 "parts_ms_per_text": parts,
                 "windowed_test": windowed_figures(inputs, args.rounds),

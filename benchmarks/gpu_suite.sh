@@ -6,6 +6,14 @@
 # the GPU and compared with the shipped one.
 #
 #   bash benchmarks/gpu_suite.sh OUT_DIR [STEPS]
+#   bash benchmarks/gpu_suite.sh OUT_DIR quick   # the quick check: under 8 minutes after staging
+#
+# The quick check (SUITE_SECONDS default 480) runs the CUDA tests of detection (the batch-mates
+# test and batched == per-text included), CUDA against the CPU reference committed in
+# benchmarks/cuda-reference.jsonl.gz (python -m benchmarks.cuda_reference make, on a CPU),
+# token-level generation against plain at batch 64 in float32 and bfloat16, the robust config
+# against plain at batch 64 (32 new tokens), detection of 256 texts at batch 256 (workers 0 and
+# 8), and prints one table (python -m benchmarks.gpu_table) to stdout and OUT_DIR/table.md.
 #
 # STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,shared,sentences,confirm,
 # profile,train,corpus (default: all, in that order). Each step has its own time limit and the suite goes on when one fails;
@@ -27,6 +35,8 @@
 set -u
 OUT=${1:?usage: gpu_suite.sh OUT_DIR [STEPS]}
 STEPS=${2:-tiny,real,agree,generate,detect,shared,sentences,confirm,profile,train,corpus}
+QUICK_STEPS=quick-tiny,reference,quick-generate,robust,quick-detect
+if [[ $STEPS == quick ]]; then STEPS=$QUICK_STEPS; SUITE_SECONDS=${SUITE_SECONDS:-480}; fi
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 # tokenizers keep their thread pool: detection tokenizes every step's window for the embedder,
@@ -53,9 +63,17 @@ step() {  # step NAME SECONDS COMMAND...: run COMMAND under a time limit, loggin
 }
 
 bench() {  # bench SUBCOMMAND ARGS...: bench_gpu.py, its JSON answer appended to results.jsonl
+    bench_as "$1" "$@"
+}
+bench_as() {  # bench_as LABEL SUBCOMMAND ARGS...: the same, the answer labelled LABEL
+    local label=$1
+    shift
     $PY benchmarks/bench_gpu.py "$@" --out "$OUT" >"$OUT/.answer" && \
         $PY -c "import json,sys; print(json.dumps({'bench': sys.argv[1], **json.load(open(sys.argv[2]))}))" \
-            "$1" "$OUT/.answer" >>"$RESULTS"
+            "$label" "$OUT/.answer" >>"$RESULTS"
+}
+reference() {  # CUDA against the committed CPU reference, one JSON line
+    $PY -m benchmarks.cuda_reference check --device cuda >>"$RESULTS"
 }
 compare() {  # compare DIR...: mapper.compare's metrics of each mapper, one JSON line each
     for dir in "$@"; do
@@ -83,12 +101,21 @@ print(json.dumps({'shared_same_verdicts': sum(a['is_watermarked'] == b['is_water
     'of': len(one), 'max_p_diff': max(abs(a['p_value'] - b['p_value']) for a, b in zip(one, eight))}))" \
         "$WORK/shared-1.jsonl" "$WORK/shared-8.jsonl" >>"$RESULTS"
 }
-export -f bench compare shared shared_all
+export -f bench bench_as reference compare shared shared_all
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$LOG" 2>&1
 $PY -c "import torch, transformers, sentence_transformers as st; print('torch', torch.__version__, \
 'transformers', transformers.__version__, 'sentence-transformers', st.__version__)" >>"$LOG" 2>&1
 
+step quick-tiny 150 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
+    tests/watermark/test_detector.py tests/watermark/core/test_fixed_shapes.py \
+    tests/watermark/test_processor.py
+step reference 90 reference
+step quick-generate 150 bench_as generate generate --batches 64 --dtypes float32,bfloat16 \
+    --new-tokens 128 --modes plain,fused
+step robust 120 bench_as robust generate --config configs/watermark-robust.json --batches 64 \
+    --dtypes float32 --new-tokens 32 --modes plain,fused
+step quick-detect 100 bench detect --texts 256 --detect-batches 256 --embed-batches 256 --workers 0,8
 step tiny 150 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
     tests/watermark/core/test_devices.py tests/watermark/test_generation.py \
     tests/watermark/test_detector.py tests/watermark/test_processor.py \
@@ -119,3 +146,6 @@ step train 90 compare watermark/checkpoints/mapper-minilm "$WORK/mapper-gpu"
 step corpus 120 $PY -m watermark detect-corpus --input "$WORK/texts.jsonl" \
     --output "$WORK/scores.jsonl" --accelerator gpu --devices 1 --shard-size 256 --workers 8
 rm -f "$OUT/.answer"
+if [[ $STEPS == "$QUICK_STEPS" ]]; then
+    $PY -m benchmarks.gpu_table "$RESULTS" | tee "$OUT/table.md"
+fi

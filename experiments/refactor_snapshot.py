@@ -3,9 +3,10 @@ generations under the shipped default and every ``configs/watermark-*.json`` (a 
 
 ``snap OUT.json`` writes, per config, its fingerprint and the full detection result (per-token
 fields included) of 20 held-out passages (the first 170 words of the first 20 held-out records
-of at least 150 words); for the default and the robust config also the tokens and watermarked
-steps of 4 prompts generated together (seed 0; 200 new tokens for the default, 48 for the robust
-config at 32 candidates) and of one prompt alone (seed 1). ``compare A.json B.json`` prints one
+of at least 150 words); for the default, the paper's, the additive and the robust config also
+the tokens and watermarked steps of 4 prompts generated together (seed 0; 200 new tokens for the
+default, 100 for the paper's and the additive, 48 for the robust config) and of one prompt alone
+(seed 1). ``compare A.json B.json`` prints one
 line per config and whether all of it is identical (detections byte for byte as JSON).
 
     python experiments/refactor_snapshot.py snap runs/snap/before.json   # on the old tree
@@ -30,7 +31,12 @@ PROMPTS = [
     "Scientists have found a new species of frog in the rainforest.",
     "The match ended in a draw after extra time.",
 ]
-GENERATED = {"default": 200, "configs/watermark-robust.json": 48}  # config -> new tokens
+GENERATED = {  # config -> new tokens
+    "default": 200,
+    "configs/watermark-paper.json": 100,
+    "configs/watermark-additive.json": 100,
+    "configs/watermark-robust.json": 48,
+}
 
 
 def passages(n: int = 20) -> list[str]:

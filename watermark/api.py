@@ -279,9 +279,11 @@ class Watermark:
     ) -> list[DetectionResult]:
         """Detects the watermark in each text; see :class:`watermark.detect.detector.Detector`.
 
-        ``batch_size`` texts are scored together (default: 8 on a CPU, 64 on an accelerator).
+        ``batch_size`` texts are scored together (default: 8 on a CPU, 256 on an accelerator,
+        where they share the models' forwards in fixed shapes: ``detector.batched``).
         ``workers`` > 0 assembles the results in that many processes (same results; for bulk
         detection on an accelerator, where the per-text work on the host bounds throughput).
+        A text's result never depends on the texts detected with it.
         """
         texts = [texts] if isinstance(texts, str) else list(texts)
         for n, text in enumerate(texts):

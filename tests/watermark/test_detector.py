@@ -128,41 +128,89 @@ def test_worker_processes_give_the_same_results(tiny: SimpleNamespace) -> None:
         wm.detect(texts, workers=-1)
 
 
-@pytest.mark.parametrize("budget", [1, 40 * 60 * 64, 2**30])  # one text / a few / all per forward
-def test_batched_mm_matches_per_text_and_reference(tiny: SimpleNamespace, budget: int) -> None:
-    """Texts sharing padded MM forwards (``batch_logits``, opted in) get the per-text gates."""
-    wm = tiny.make(context_guard=1)
+@pytest.mark.parametrize("cross,window", [(False, 2048), (False, 16), (True, 2048)])
+def test_batched_detection_matches_per_text_and_reference(
+    tiny: SimpleNamespace, cross: bool, window: int
+) -> None:
+    """Texts sharing fixed-shape forwards (batched detection) get the per-text gates and green
+    bits; texts longer than the MM window and cross-tokenizer MMs stream alone."""
+    wm = tiny.make(cross=cross, context_guard=1, mm_window=window)
     texts = sentences(5, seed=11, length=24) + ["river", "bank loan price"]
     per_text = wm.detect(texts, batch_size=len(texts))
-    wm.core.measurement.batch_logits = budget
-    try:
-        batched = wm.detect(texts, batch_size=4)
-    finally:
-        wm.core.measurement.batch_logits = None
+    wm.detector.batched = True
+    batched = wm.detect(texts, batch_size=4)
     for text, a, b in zip(texts, per_text, batched):
-        assert a.scored == b.scored and a.green == b.green
+        assert a.scored == b.scored and a.green == b.green and a.green_bits == b.green_bits
+        assert a.is_watermarked == b.is_watermarked
         assert a.p_value == pytest.approx(b.p_value, rel=1e-5, abs=1e-12)
         for h_a, h_b in zip(a.entropy, b.entropy):
             assert h_a == h_b or h_a == pytest.approx(h_b, abs=1e-4)
         assert b.scored == reference.detect(wm, text).scored
 
 
-def test_a_verdict_does_not_depend_on_batch_mates(
+def test_batched_detection_shares_forwards(
     tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each SE batch holds one text's spans, so a text's bits cannot move with the shapes of
-    the batches that other texts bring (float noise near v = 0); the MM runs per text too, on
-    every device (0.5.0; an H200 had failed this when chunks shared padded forwards), so the
-    CLI line of a text is the same alone or in any chunk (the service relies on it).
+    """32 texts in one chunk: the MM's forward runs once (they fall in one padded length),
+    the SE's once per :data:`SE_ROWS` distinct windows of a padded length, and the decisions
+    and green counts are the per-text path's."""
+    from watermark.core.fixed_shapes import SE_ROWS, padded_length
+
+    wm = tiny.make(context_guard=1, opening_steps=2, alpha=0.5)
+    texts = sentences(32, seed=31, length=24)
+    per_text = wm.detect(texts)
+    forwards = {"mm": 0, "se": 0}
+
+    def count(name: str) -> object:
+        return lambda *_: forwards.__setitem__(name, forwards[name] + 1)
+
+    hooks = [tiny.mm.register_forward_pre_hook(count("mm"))]
+    hooks.append(tiny.emb.register_forward_pre_hook(count("se")))
+    embedded: list[str] = []
+    embed = wm.core.semantic.embed
+
+    def recording(inputs: list[str], progress: bool = False, fixed: bool = False) -> object:
+        embedded.extend(inputs)
+        return embed(inputs, progress=progress, fixed=fixed)
+
+    monkeypatch.setattr(wm.core.semantic, "embed", recording)
+    wm.detector.batched = True
+    try:
+        batched = wm.detect(texts, batch_size=32)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    windows = [w for w in embedded if w != wm.config.keys.opening_sentence]
+    assert len(windows) == len(set(windows)) > SE_ROWS  # distinct windows, several batches
+    lengths: dict[int, int] = {}
+    for ids in wm.core.semantic._fixed.token_ids(windows):
+        lengths[padded_length(len(ids))] = lengths.get(padded_length(len(ids)), 0) + 1
+    assert forwards["mm"] == 1
+    assert forwards["se"] == sum(-(-n // SE_ROWS) for n in lengths.values())
+    for a, b in zip(per_text, batched):
+        assert (a.scored, a.green, a.num_green_tested) == (b.scored, b.green, b.num_green_tested)
+        assert a.is_watermarked == b.is_watermarked
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_verdict_does_not_depend_on_batch_mates(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, batched: bool
+) -> None:
+    """A text's CLI line is the same alone or in any chunk (the service relies on it). Per
+    text, each SE batch holds one text's spans and the MM runs per text (0.5.0; an H200 had
+    failed this when chunks shared padded forwards); batched, the chunk shares forwards of
+    shapes that each text's length chooses (:mod:`watermark.core.fixed_shapes`). The GPU
+    suite runs this on CUDA.
     """
     wm = tiny.make(context_guard=1, window_sizes=[8])
-    texts = sentences(6, seed=21, length=30) + ["river"]
+    wm.detector.batched = batched
+    texts = sentences(6, seed=21, length=30) + ["river"] + sentences(3, seed=22, length=12)
     semantic, calls = wm.core.semantic, []
     embed = semantic.green_lists
 
-    def recording(inputs: list[str], progress: bool = False) -> object:
+    def recording(inputs: list[str], progress: bool = False, fixed: bool = False) -> object:
         calls.append(list(inputs))
-        return embed(inputs, progress=progress)
+        return embed(inputs, progress=progress, fixed=fixed)
 
     monkeypatch.setattr(semantic, "green_lists", recording)
     spans = lambda: [sorted(c) for c in calls if c != [wm.config.keys.opening_sentence]]  # noqa: E731
@@ -173,8 +221,11 @@ def test_a_verdict_does_not_depend_on_batch_mates(
         alone_batches += spans()
     calls.clear()
     together = wm.detect(texts[::-1], batch_size=4)[::-1]
-    assert len(alone_batches) == len(texts) - 1  # "river" has no tested step after the opening
-    assert sorted(spans()) == sorted(alone_batches)
+    if not batched:
+        assert len(alone_batches) == len(texts) - 1  # "river": no tested step after the opening
+        assert sorted(spans()) == sorted(alone_batches)
+    else:
+        assert len(spans()) < len(alone_batches)  # texts shared SE calls
     for a, b in zip(alone, together):
         assert json.dumps(a.to_dict(per_token=True)) == json.dumps(b.to_dict(per_token=True))
 

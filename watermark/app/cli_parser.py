@@ -238,7 +238,7 @@ def _serve(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> No
     srv.add_argument(
         "--max-batch",
         type=positive_int,
-        help="texts per detector call (default: 8 on a CPU, 64 on an accelerator)",
+        help="texts per detector call (default: 8 on a CPU, 256 on an accelerator)",
     )
     srv.add_argument(
         "--max-queue",

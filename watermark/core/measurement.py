@@ -19,9 +19,10 @@ and the reference.
 
 Fast paths: detection streams the MM over each window segment in ``chunk``-token pieces with a
 KV cache, keeping entropies (or green mass), not logits (cross tokenizer: a prefix whose
-re-encoding is not a prefix of the segment's gets its own forward). Generation keeps a KV cache
-per batch (same tokenizer) or per row (cross tokenizer, cropped to the common prefix):
-:mod:`watermark.core.mm_states`.
+re-encoding is not a prefix of the segment's gets its own forward); batched detection runs many
+texts per forward in fixed shapes (:func:`watermark.core.fixed_shapes.fixed_shape_entropies`).
+Generation keeps a KV cache per batch (same tokenizer) or per row (cross tokenizer, cropped to
+the common prefix): :mod:`watermark.core.mm_states`.
 """
 
 from __future__ import annotations
@@ -94,11 +95,6 @@ class MeasurementModel:
         start_id: Token id of the empty-prefix context.
         window: W of the long-text rule (0: never cut).
         chunk: Tokens per forward when detection streams a segment.
-        batch_logits: Logit values per forward when detection batches texts
-            (:meth:`texts_entropies`); 0 or ``None`` (the default): text by text, so a text's
-            entropies never depend on the texts detected with it. A padded forward shared by
-            texts is faster on an accelerator but moves entropies in their last bits with the
-            batch: opt in only where the same text need not get the same answer every time.
     """
 
     def __init__(
@@ -110,7 +106,6 @@ class MeasurementModel:
         start_id: int,
         window: int = 0,
         chunk: int = 256,
-        batch_logits: int | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -119,16 +114,10 @@ class MeasurementModel:
         self.start_id = int(start_id)
         self.window = int(window)
         self.chunk = int(chunk)
-        self.batch_logits = batch_logits
 
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
-
-    @property
-    def logit_budget(self) -> int:
-        """Logit values per shared forward of :meth:`texts_entropies` (0: text by text)."""
-        return self.batch_logits or 0
 
     def body_ids(self, prefix_ids: Sequence[int]) -> list[int]:
         """MM tokens of a generated prefix S_{0:t-1} (generator ids), before the window."""
@@ -224,58 +213,3 @@ class MeasurementModel:
         for idx, logits in self.step_logits(gen_ids, steps, progress):
             out[idx] = entropy_from_logits(logits).cpu()  # reduced where the logits are
         return out
-
-    @torch.inference_mode()
-    def texts_entropies(
-        self, texts: Sequence[Sequence[int]], steps: Sequence[Sequence[int]]
-    ) -> list[Tensor]:
-        """:meth:`text_entropies` of many texts: float32 (len(steps[i]),) per text.
-
-        With ``batch_logits`` > 0, same-tokenizer texts shorter than the window share padded
-        forwards (right padding, so each real position sees exactly its own context) of at
-        most ``batch_logits`` logit values each; others take the per-text path.
-        """
-        budget = self.logit_budget
-        out: list[Tensor | None] = [None] * len(texts)
-        batchable = []
-        for n, ids in enumerate(texts):
-            if (
-                budget > 0
-                and self.same_tokenizer
-                and steps[n]
-                and (self.window <= 0 or len(ids) - 1 < self.window)
-            ):
-                batchable.append(n)
-            else:
-                out[n] = self.text_entropies(texts[n], steps[n])
-        batchable.sort(key=lambda n: len(texts[n]))
-        vocab = int(self.model.get_output_embeddings().weight.shape[0])
-        while batchable:
-            longest = max(steps[batchable[0]])
-            group = [batchable.pop(0)]
-            while batchable:
-                longest_next = max(longest, max(steps[batchable[0]]))
-                if (len(group) + 1) * longest_next * vocab > budget:
-                    break
-                longest = longest_next
-                group.append(batchable.pop(0))
-            x = torch.full((len(group), longest), self.start_id, dtype=torch.long)
-            mask = torch.zeros_like(x)
-            for row, n in enumerate(group):  # context of step t: [start] + S_{0:t-1}
-                body = [int(i) for i in texts[n][: max(steps[n]) - 1]]
-                x[row, 1 : 1 + len(body)] = torch.tensor(body, dtype=torch.long)
-                mask[row, : 1 + len(body)] = 1
-            logits = self.model(
-                input_ids=x.to(self.device),
-                attention_mask=mask.to(self.device),
-                use_cache=False,
-            ).logits
-            # row by row (bounded memory), with one transfer of the positions and of the
-            # entropies: no host sync per text on an accelerator
-            sizes = [len(steps[n]) for n in group]
-            at = torch.tensor([t - 1 for n in group for t in steps[n]], dtype=torch.long)
-            at = at.to(self.device).split(sizes)
-            found = [entropy_from_logits(logits[row, at[row]]) for row in range(len(group))]
-            for n, h in zip(group, torch.cat(found).cpu().split(sizes)):
-                out[n] = h
-        return out  # type: ignore[return-value]

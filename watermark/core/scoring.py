@@ -27,6 +27,7 @@ import torch
 
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.decisions import StepDecision, TextGate
+from watermark.core.fixed_shapes import fixed_shape_entropies
 from watermark.core.green_lists import GreenLists, TokenReads
 from watermark.core.identity import fingerprint
 from watermark.core.measurement import MeasurementModel
@@ -84,9 +85,10 @@ class WatermarkCore:
         return self.measurement.device
 
     @property
-    def shares_batches(self) -> bool:
-        """Texts scored together share padded MM forwards (``batch_logits``, opted in)."""
-        return self.measurement.logit_budget > 0
+    def accelerated(self) -> bool:
+        """The SE runs on an accelerator: generation embeds in batched detection's fixed shapes
+        (:mod:`watermark.core.fixed_shapes`), the same bits; on a CPU nothing changes."""
+        return self.semantic.device.type != "cpu"
 
     @property
     def num_keys(self) -> int:
@@ -150,7 +152,11 @@ class WatermarkCore:
         return self._opening
 
     def green_lists(
-        self, steps: Sequence[int], texts: Sequence[Sequence[int]], progress: bool = False
+        self,
+        steps: Sequence[int],
+        texts: Sequence[Sequence[int]],
+        progress: bool = False,
+        fixed: bool = False,
     ) -> GreenLists:
         """The green lists of many steps, embedding each distinct SE input once, in batches.
 
@@ -159,6 +165,8 @@ class WatermarkCore:
             texts: Per step, the generated ids of its text (at least t - 1 of them; the prefix
                 S_{0:t-1} is their start). Steps of one text may share one list object.
             progress: Show an embedding progress bar on stderr.
+            fixed: Embed in fixed shapes (:mod:`watermark.core.fixed_shapes`): each input's
+                embedding is then the same whatever is embedded with it.
 
         Returns:
             Green lists of N = len(steps) steps.
@@ -178,7 +186,7 @@ class WatermarkCore:
             inputs = dict(zip(first, decoded))
             unique = sorted(set(inputs.values()))
             row = {text: n for n, text in enumerate(unique)}
-            found = self.semantic.green_lists(unique, progress=progress).signs
+            found = self.semantic.green_lists(unique, progress=progress, fixed=fixed).signs
             signs[late] = found[[row[inputs[k]] for k in keys]]
         return self.semantic.from_signs(signs)
 
@@ -214,7 +222,8 @@ class WatermarkCore:
         signs = self.semantic.no_signs(batch)
         if rows:
             gen_cpu = gen.cpu()
-            lists = self.green_lists([step] * len(rows), [gen_cpu[r].tolist() for r in rows])
+            texts = [gen_cpu[r].tolist() for r in rows]
+            lists = self.green_lists([step] * len(rows), texts, fixed=self.accelerated)
             signs[rows] = lists.signs
         neutral, repeated, shift = None, None, None
         lists = self.semantic.from_signs(signs)
@@ -263,11 +272,22 @@ class WatermarkCore:
         found = self.measurement.text_entropies(ids, steps, progress) if steps else None
         return self._text_gate(ids, found)
 
-    def text_gates(self, texts: Sequence[Sequence[int]]) -> list[TextGate]:
-        """:meth:`text_gate` of many texts, the MM batched across them where it can be."""
-        steps = [list(range(self.opening_steps + 1, len(ids) + 1)) for ids in texts]
-        found = self.measurement.texts_entropies(texts, steps)
-        return [self._text_gate(ids, h if len(h) else None) for ids, h in zip(texts, found)]
+    def text_gates(self, texts: Sequence[Sequence[int]], fixed: bool = False) -> list[TextGate]:
+        """:meth:`text_gate` of many texts; with ``fixed``, the texts a same-tokenizer MM reads
+        whole (shorter than its window) share its forwards in fixed shapes
+        (:func:`~watermark.core.fixed_shapes.fixed_shape_entropies`), the others stream alone."""
+        mm, first = self.measurement, self.opening_steps + 1
+        steps = [list(range(first, len(ids) + 1)) for ids in texts]
+        todo = [n for n, ids in enumerate(texts) if steps[n]]
+        found: dict[int, torch.Tensor] = {}
+        if fixed and mm.same_tokenizer:  # read whole: body of step T is T - 1 < window tokens
+            shared = [n for n in todo if mm.window <= 0 or len(texts[n]) <= mm.window]
+            rows = [texts[n] for n in shared], [steps[n] for n in shared]
+            found.update(zip(shared, fixed_shape_entropies(mm, *rows, first)))
+        for n in todo:
+            if n not in found:
+                found[n] = mm.text_entropies(texts[n], steps[n])
+        return [self._text_gate(ids, found.get(n)) for n, ids in enumerate(texts)]
 
     def _text_gate(self, ids: Sequence[int], found: torch.Tensor | None) -> TextGate:
         """The gate of one text of T ids, given the entropies of its steps M+1..T (if any)."""

@@ -13,7 +13,8 @@ BLAS picks other kernels for other shapes (and, on the CPU, splits a small produ
 threads differently), which moves outputs near zero to the other sign. The number of threads
 must match too: on an AVX-512 CPU, one and two threads gave one of 40 x 1024 outputs another
 sign (tests/watermark/test_determinism.py). The embedder embeds the
-spans of one text together (:class:`~watermark.detect.detector.Detector` never mixes texts).
+spans of one text together (:class:`~watermark.detect.detector.Detector` mixes texts only in
+fixed shapes, :mod:`watermark.core.fixed_shapes`).
 
 Embeddings are computed as in mapper training (``encode(..., normalize_embeddings=False)``; the
 packaged MiniLM normalises inside the model). The SE truncates inputs to its ``max_seq_length``
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 
 import torch
 
+from watermark.core.fixed_shapes import FixedShapeEmbedder
 from watermark.core.green_lists import GreenLists
 from watermark.core.identity import tensor_digest
 from watermark.core.threads import one_thread
@@ -63,6 +65,7 @@ class MappedEmbedder:
         self.batch_size = batch_size
         self.num_dims = int(mapper.config.output_dim)
         self._digests = dict(digests or {})
+        self._fixed: FixedShapeEmbedder | None = None
 
     @property
     def digests(self) -> dict[str, str]:
@@ -73,9 +76,17 @@ class MappedEmbedder:
         return self._digests
 
     @torch.inference_mode()
-    def embed(self, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
-        """Sentence embeddings, float32 tensor of shape (N, E)."""
+    def embed(
+        self, texts: Sequence[str], progress: bool = False, fixed: bool = False
+    ) -> torch.Tensor:
+        """Sentence embeddings, float32 tensor of shape (N, E); with ``fixed``, in fixed shapes
+        (:class:`~watermark.core.fixed_shapes.FixedShapeEmbedder`: a text's embedding does not
+        depend on the texts embedded with it; no progress bar)."""
         with one_thread(self.device.type == "cpu"):
+            if fixed:
+                if self._fixed is None:
+                    self._fixed = FixedShapeEmbedder(self.embedder)
+                return self._fixed.embed(texts).float().to(self.device)
             out = self.embedder.encode(
                 list(texts),
                 batch_size=self.batch_size,
@@ -157,8 +168,10 @@ class SemanticScorer(MappedEmbedder):
         shifts = self.repeat_shifts[key] if self.repeat_shifts else None
         return GreenLists(signs, maps, counts, shifts)
 
-    def green_lists(self, texts: Sequence[str], progress: bool = False) -> GreenLists:
-        """The green lists of each text (N = len(texts))."""
+    def green_lists(
+        self, texts: Sequence[str], progress: bool = False, fixed: bool = False
+    ) -> GreenLists:
+        """The green lists of each text (N = len(texts)); ``fixed``: see :meth:`embed`."""
         if len(texts) == 0:
             return self.from_signs(self.no_signs(0))
-        return self.from_signs(self.signs(self.embed(texts, progress=progress)))
+        return self.from_signs(self.signs(self.embed(texts, progress=progress, fixed=fixed)))

@@ -64,13 +64,16 @@ class Detector:
         window_sizes: Sequence[int] | None = None,
         sentence_tests: Callable[[str], list[SentenceTest]] | None = None,
         fingerprint: str | None = None,
+        batched: bool | None = None,
     ) -> None:
         """``window_sizes``: the windowed test's span sizes, if not the core config's;
         ``sentence_tests``: a text's sentence test under each key, in the core's key order
         (the sentence layer's :meth:`~watermark.sentences.layer.SentenceLayer.tests`;
         ``None``: token level only); ``fingerprint``: what the results name, if not the
-        core's (a watermark with the sentence layer's own mapper names that too)."""
+        core's (a watermark with the sentence layer's own mapper names that too);
+        ``batched``: see :attr:`batched`."""
         self.core = core
+        self.batched = batched
         self.config = core.config
         if window_sizes is not None:
             self.config = core.config.evolve(window_sizes=list(window_sizes))
@@ -92,9 +95,17 @@ class Detector:
             self._pool = None
 
     @property
+    def fixed(self) -> bool:
+        """Whether the texts of a chunk share the models' forwards in fixed shapes
+        (:mod:`watermark.core.fixed_shapes`): :attr:`batched` where it is set (``True`` /
+        ``False``), else on an accelerator and not on a CPU, where each text is computed alone
+        on a thread of its own (:mod:`watermark.core.threads`)."""
+        return self.core.accelerated if self.batched is None else bool(self.batched)
+
+    @property
     def default_chunk_size(self) -> int:
-        """Texts per batch when none is given: 8 on a CPU, 64 on an accelerator."""
-        return 8 if self.core.device.type == "cpu" else 64
+        """Texts per batch when none is given: 8 on a CPU, 256 on an accelerator."""
+        return 8 if self.core.device.type == "cpu" else 256
 
     def detect(
         self,
@@ -131,14 +142,15 @@ class Detector:
         the GPU, bounds the throughput. The results are the same; the workers start on the
         first call (a few seconds) and stay until :meth:`close`.
 
-        ``chunk_size`` texts are scored together (default: 8 on a CPU, 64 on an accelerator).
-        Each text's MM forwards and SE batches are its own and the mapper runs on blocks of a
-        fixed shape (:mod:`watermark.core.semantic`), and on a CPU every text is computed at
+        ``chunk_size`` texts are scored together (default: 8 on a CPU, 256 on an accelerator).
+        A result is a function of the text and the config alone, bit for bit: it does not
+        depend on the chunk size, the other texts, the number of threads or workers, or the
+        command that ran it. On a CPU each text's MM forwards and SE batches are its own, at
         one intra-op thread, texts side by side on the process's threads
-        (:mod:`watermark.core.threads`), so a result is a function of the text and the config
-        alone, bit for bit: it does not depend on the chunk size, the other texts, the number
-        of threads or workers, or the command that ran it (unless the MM was built with
-        ``batch_logits``, which shares padded forwards between texts).
+        (:mod:`watermark.core.threads`); batched (:attr:`fixed`, on an accelerator) the texts
+        of a chunk share the MM's and the SE's forwards, each forward in a shape that the
+        text's own length chooses (:mod:`watermark.core.fixed_shapes`). The mapper always runs
+        on blocks of a fixed shape (:mod:`watermark.core.semantic`).
         """
         from tqdm.auto import tqdm
 
@@ -162,8 +174,8 @@ class Detector:
         for start in range(0, len(ids_list), chunk_size):
             chunk = range(start, min(start + chunk_size, len(ids_list)))
             # each text on its own thread at one intra-op thread (watermark.core.threads),
-            # unless texts share padded MM forwards
-            jobs = [chunk] if self.core.shares_batches else [range(i, i + 1) for i in chunk]
+            # unless the chunk's texts share fixed-shape forwards
+            jobs = [chunk] if self.fixed else [range(i, i + 1) for i in chunk]
             results.extend(item for done in spread(run, jobs, on_cpu) for item in done)
             bar.update(len(chunk))
         bar.close()
@@ -195,22 +207,24 @@ class Detector:
         pool: AssemblyPool | None = None,
     ) -> list[DetectionResult | list[DetectionResult] | Future]:
         core = self.core
+        fixed = self.fixed
         long = progress and sum(map(len, ids_list)) >= LONG_TEXT  # show progress within texts
         todo = [n for n, ids in enumerate(ids_list) if reasons[n] is None and ids]
-        if long:  # progress within each text
+        if long and not fixed:  # progress within each text
             gates = {n: core.text_gate(ids_list[n], progress=True) for n in todo}
         else:
-            gates = dict(zip(todo, core.text_gates([ids_list[n] for n in todo])))
+            gates = dict(zip(todo, core.text_gates([ids_list[n] for n in todo], fixed)))
         steps = {n: torch.nonzero(gates[n].gated).flatten().add(1).tolist() for n in todo}
         reads = {}  # per text: its steps' reads per key
-        # Texts that share padded MM forwards (batch_logits, opted in) share SE batches too;
-        # otherwise each text's spans are embedded alone: its bits cannot depend on others.
-        groups = [todo] if core.shares_batches else [[n] for n in todo]
+        # Batched, the chunk's spans share fixed-shape SE forwards; otherwise each text's spans
+        # are embedded alone: either way its bits cannot depend on the other texts.
+        groups = [todo] if fixed else [[n] for n in todo]
         for group in groups:
             found = core.green_lists(
                 [t for n in group for t in steps[n]],
                 [ids_list[n] for n in group for _ in steps[n]],
-                progress=long,
+                progress=long and not fixed,
+                fixed=fixed,
             )
             drawn = [
                 (ids_list[n][t - 1], ids_list[n][t - 2] if t >= 2 else 0)
