@@ -43,9 +43,9 @@ from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
 from watermark.generate.generation import eos_ids  # noqa: E402
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor  # noqa: E402
 from watermark.sentences.decoding import Limits  # noqa: E402
-from watermark.sentences.exact_test import text_test  # noqa: E402
 from watermark.sentences.generation import MAX_SENTENCE_TOKENS, sample_by_sentences  # noqa: E402
 from watermark.sentences.key import SentenceKey  # noqa: E402
+from watermark.sentences.significance import text_test  # noqa: E402
 from watermark.sentences.spans import sentence_spans  # noqa: E402
 
 HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"

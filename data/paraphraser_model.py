@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.models.gguf import PackagedLM, register
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from evaluation.config import EvalConfig
 from evaluation.experiment import generate_only, run_experiment
 from evaluation.report import write_report
 from evaluation.store import Store
+from watermark.base import UserError
 from watermark.config.watermark_config import secret_fields
-from watermark.core.errors import UserError
 
 
 def _clean(obj):

@@ -2,18 +2,17 @@
 
 The method and attack names (:data:`METHODS`, :data:`ATTACKS`, ...) and :func:`check_config`,
 which :class:`evaluation.config.EvalConfig` runs on every instance: known methods, well-formed
-attacks, variants of a known base, known watermark config fields, and the simple ranges.
+attacks, variants of a known base, known watermark config fields, and the simple ranges. The
+checks read the config's fields only (``cfg`` is an ``EvalConfig``, not imported here: that
+module imports this one).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evaluation.config_fields import field_names
-
-if TYPE_CHECKING:
-    from evaluation.config import EvalConfig
 
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 KGW_BASES = ("kgw0", "kgw1", "kgw2")  # baselines a variant may sweep
@@ -32,7 +31,7 @@ ATTACKS = (
 WHOLE_TEXT = ("llm_paraphrase", "llm_round_trip", "llm_forced")  # rewrite the whole text
 
 
-def check_config(cfg: EvalConfig) -> None:
+def check_config(cfg: Any) -> None:
     """Raise ValueError on the first field of ``cfg`` that is out of bounds."""
     _check_methods(cfg)
     extra = [cfg.ablation_attack] if cfg.ablation_attack else []
@@ -51,7 +50,7 @@ def check_config(cfg: EvalConfig) -> None:
         raise ValueError("need 0 < min_new_tokens <= new_tokens")
 
 
-def _check_methods(cfg: EvalConfig) -> None:
+def _check_methods(cfg: Any) -> None:
     clash = sorted(set(cfg.variants) & set(METHODS))
     if clash:
         raise ValueError(f"variant names {clash} clash with methods {list(METHODS)}")
@@ -96,7 +95,7 @@ def _check_attack(attack: dict[str, Any]) -> None:
         )
 
 
-def _check_variants_and_fields(cfg: EvalConfig) -> None:
+def _check_variants_and_fields(cfg: Any) -> None:
     known = set(field_names())
     several = [v for values in cfg.ablations.values() for v in values if isinstance(v, dict)]
     ours = [v for name, v in cfg.variants.items() if cfg.base_method(name) == "ours"]

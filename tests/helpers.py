@@ -272,8 +272,8 @@ def serving(app: object):
 
 
 def experiment_script(name: str) -> ModuleType:
-    """``experiments/<name>.py`` (a script folder, not a package) imported as module ``name``."""
-    path = Path(__file__).resolve().parents[1] / "experiments" / f"{name}.py"
+    """``research/<name>.py`` imported as module ``name``."""
+    path = Path(__file__).resolve().parents[1] / "research" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

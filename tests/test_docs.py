@@ -19,21 +19,23 @@ TOP = (
     "docs/",
     "configs/",
     "benchmarks/",
-    "experiments/",
+    "research/",
     "evaluation/",
     "tests/",
     "checkpoints/",
     ".ci/",
 )
 GENERATED = ("runs/mapper-minilm-ckpt/",)  # training output, ignored by git
-MODULE = re.compile(r"^(watermark|mapper|data|evaluation|tests)(\.[A-Za-z_]\w*)+$")
+MODULE = re.compile(
+    r"^(watermark|mapper|data|evaluation|benchmarks|research|tests)(\.[A-Za-z_]\w*)+$"
+)
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+(\(\))?$")  # snake_case names
 FOLDERS = (
     "watermark",
     "mapper",
     "data",
     "benchmarks",
-    "experiments",
+    "research",
     "evaluation",
     "tests",
     "configs",

@@ -1,10 +1,12 @@
 """The dependency direction of the code, checked on the source (imports parsed with ast).
 
-Each layer is a folder:
+Each layer is a folder (or, at the bottom, a module):
 
-    watermark/core/,  the base of the runtime, three folders by role: core/ (the one scoring
-    watermark/config/, core, rules, green lists, tests), config/ (the config, its files,
-    watermark/models/ keys, paths) and models/ (loading models, the mapper model)
+    watermark/base.py the bottom: the user's error and the vocabularies every layer shares; it
+                      imports nothing of the project
+    watermark/config/ the config, its files, keys, paths
+    watermark/models/ loading models, the mapper model
+    watermark/core/   the one scoring core: rules, green lists, tests, the fingerprint
     watermark/        generation and detection: api and loading, and the folders generate/
                       (the processor, the one decode path, generation), sentences/ (the
                       sentence layer) and detect/ (the detector, assembly, the verdict, results)
@@ -15,13 +17,14 @@ Each layer is a folder:
                       core, the runtime, whose decode path draws its samples, and mapper
                       training)
     evaluation/       the evaluation harness, a repository tool (not in the wheel)
-    benchmarks/,      scripts on top of everything else
-    experiments/
+    benchmarks/,      modules on top of everything else (``python -m benchmarks.NAME``,
+    research/         ``python -m research.NAME``), not in the wheel
 
 A module may import modules of its own layer or of the layers below it, never the other way;
-imports inside functions count too. Within the runtime, the sentence layer imports nothing from
-detection: detection reads its tests and owns the verdict. A new module at the top of
-``watermark/`` must be named in ``RUNTIME`` below, so that it is placed on purpose.
+imports inside functions and under ``if TYPE_CHECKING:`` count too. Within the runtime, the
+sentence layer imports nothing from detection: detection reads its tests and owns the verdict.
+A new module at the top of ``watermark/`` must be named in ``RUNTIME`` below, so that it is
+placed on purpose.
 """
 
 from __future__ import annotations
@@ -30,40 +33,41 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("watermark", "mapper", "data", "evaluation", "benchmarks", "experiments")
-CORE, RUNTIME_LAYER, APP, EVALUATION, TRAINING, DATA = (
+PACKAGES = ("watermark", "mapper", "data", "evaluation", "benchmarks", "research")
+BASE, CONFIG, MODELS, CORE = (
+    "watermark/base",
+    "watermark/config",
+    "watermark/models",
     "watermark/core",
+)
+RUNTIME_LAYER, APP, EVALUATION, TRAINING, DATA = (
     "watermark",
     "watermark/app",
     "evaluation",
     "mapper",
     "data",
 )
-SCRIPTS = ("benchmarks", "experiments")
+SCRIPTS = ("benchmarks", "research")
 RUNTIME = {"watermark", "watermark.api", "watermark.loading"}
 RUNTIME_FOLDERS = ("watermark.generate", "watermark.sentences", "watermark.detect")
-BASE_FOLDERS = ("watermark.core", "watermark.config", "watermark.models")
+BASE_FOLDERS = {"watermark.config": CONFIG, "watermark.models": MODELS, "watermark.core": CORE}
 SENTENCE_RULES = ("watermark.sentences.spans", "watermark.sentences.key")
+LOW = {BASE, CONFIG, MODELS, CORE}  # the runtime's base, bottom up
 # what each layer may import besides itself
 ALLOWED = {
-    CORE: set(),
-    "sentence rules": {CORE},
-    RUNTIME_LAYER: {CORE, "sentence rules"},
-    APP: {CORE, "sentence rules", RUNTIME_LAYER},
-    TRAINING: {CORE, "sentence rules"},
-    DATA: {CORE, "sentence rules", RUNTIME_LAYER, TRAINING},
-    EVALUATION: {CORE, "sentence rules", RUNTIME_LAYER, APP, TRAINING, DATA},
-    "benchmarks": {CORE, "sentence rules", RUNTIME_LAYER, APP, TRAINING, DATA, EVALUATION},
-    "experiments": {
-        CORE,
-        "sentence rules",
-        RUNTIME_LAYER,
-        APP,
-        TRAINING,
-        DATA,
-        EVALUATION,
-        "benchmarks",
-    },
+    BASE: set(),
+    CONFIG: {BASE},
+    MODELS: {BASE, CONFIG},
+    CORE: {BASE, CONFIG, MODELS},
+    "sentence rules": LOW,
+    RUNTIME_LAYER: LOW | {"sentence rules"},
+    APP: LOW | {"sentence rules", RUNTIME_LAYER},
+    TRAINING: LOW | {"sentence rules"},
+    DATA: LOW | {"sentence rules", RUNTIME_LAYER, TRAINING},
+    EVALUATION: LOW | {"sentence rules", RUNTIME_LAYER, APP, TRAINING, DATA},
+    "benchmarks": LOW | {"sentence rules", RUNTIME_LAYER, APP, TRAINING, DATA, EVALUATION},
+    "research": LOW
+    | {"sentence rules", RUNTIME_LAYER, APP, TRAINING, DATA, EVALUATION, "benchmarks"},
 }
 
 
@@ -75,8 +79,11 @@ def module_name(path: Path) -> str:
 def layer(module: str) -> str | None:
     """The layer (folder) of a project module; None for a module placed nowhere."""
     top = module.split(".")[0]
-    if module in BASE_FOLDERS or module.startswith(tuple(f + "." for f in BASE_FOLDERS)):
-        return CORE
+    if module == "watermark.base":
+        return BASE
+    for folder, name in BASE_FOLDERS.items():
+        if module == folder or module.startswith(folder + "."):
+            return name
     if module in SENTENCE_RULES:
         return "sentence rules"
     if module in ("watermark.app", "watermark.__main__") or module.startswith("watermark.app."):
@@ -94,13 +101,10 @@ def _is_module(name: str) -> bool:
 
 
 def imported(path: Path) -> set[str]:
-    """Project modules that ``path`` imports anywhere (``from a import b`` gives ``a``, and
-    ``a.b`` if that is a module), except under ``if TYPE_CHECKING:`` (names for annotations)."""
+    """Project modules that ``path`` imports anywhere, inside functions and under ``if
+    TYPE_CHECKING:`` too (``from a import b`` gives ``a``, and ``a.b`` if that is a module)."""
     found = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            node.body = []  # walked after this node: its imports are dropped
     for node in ast.walk(tree):
         names = []
         if isinstance(node, ast.Import):
@@ -159,7 +163,10 @@ def test_the_check_sees_imports_inside_functions_and_submodules() -> None:
     assert layer("benchmarks.bench_gpu") == "benchmarks" and layer("data.build") == DATA
     assert "watermark.core.rules.logits" in imported(ROOT / "watermark" / "core" / "scoring.py")
     assert layer("evaluation.run") == EVALUATION and layer("mapper.train") == TRAINING
-    assert layer("watermark.models.semantic_mapper") == CORE  # the runtime owns the model
+    assert layer("watermark.models.semantic_mapper") == MODELS  # the runtime owns the model
+    assert layer("watermark.base") == BASE and layer("watermark.config.schemes") == CONFIG
+    logits = imported(ROOT / "watermark" / "core" / "rules" / "logits.py")
+    assert "watermark.config.schemes" in logits  # imported under TYPE_CHECKING: it counts
     assert APP not in ALLOWED[RUNTIME_LAYER] and EVALUATION not in ALLOWED[APP]
     assert layer("watermark.reference") is None  # the oracle is a test tool (tests/reference.py)
 
@@ -187,7 +194,7 @@ def test_no_import_cycles() -> None:
 def test_functions_and_modules_of_the_library_stay_small() -> None:
     """No function over 60 lines, no module over 300, in every package: the library
     (``watermark/``, ``mapper/``) and the repository tools (``data/``, ``evaluation/``,
-    ``benchmarks/``, ``experiments/``)."""
+    ``benchmarks/``, ``research/``)."""
     too_long = []
     for path in sources():
         source = path.read_text(encoding="utf-8")

@@ -26,7 +26,7 @@ Layout: each folder is a layer that imports only the layers above it in this lis
    detection (``bulk``).
 
 Mapper training (``mapper/``) imports the core only. The evaluation harness (``evaluation/``,
-``python -m evaluation``), ``benchmarks/`` and ``experiments/`` are repository tools beside
+``python -m evaluation``), ``benchmarks/`` and ``research/`` are repository tools beside
 ``data/``, not part of the wheel; so is the step-by-step reference oracle (``tests/reference.py``).
 """
 

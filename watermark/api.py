@@ -18,9 +18,9 @@ from collections.abc import Sequence
 import torch
 from transformers import LogitsProcessorList
 
+from watermark.base import UserError
 from watermark.config.keys import DEMO_KEY, warn_demo_key
 from watermark.config.watermark_config import WatermarkConfig, as_config
-from watermark.core.errors import UserError
 from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic import MappedEmbedder
 from watermark.core.threads import one_thread
@@ -54,18 +54,18 @@ class Watermark:
         config: WatermarkConfig,
         core: WatermarkCore,
         generator: torch.nn.Module | None = None,
-        sentence_mapper: MappedEmbedder | None = None,
+        sentence_parts: MappedEmbedder | None = None,
     ) -> None:
-        """``sentence_mapper``: what the sentence layer reads with where it has a mapper or an
+        """``sentence_parts``: what the sentence layer reads with where it has a mapper or an
         SE of its own (``None``: the layer, where the config has it, reads with the token
         level's)."""
         self.config = config
         self.core = core
         self.generator = generator  # what generate() uses when no model is given
         self.tokenizer = core.tokenizer
-        self.sentence_mapper = sentence_mapper
-        self._fingerprint = core.fingerprint(**own_digests(sentence_mapper, core.semantic))
-        self.sentences = SentenceLayer.of(config, sentence_mapper or core.semantic)  # or None
+        self.sentence_parts = sentence_parts
+        self._fingerprint = core.fingerprint(**own_digests(sentence_parts, core.semantic))
+        self.sentences = SentenceLayer.of(config, sentence_parts or core.semantic)  # or None
         tests = self.sentences.tests if self.sentences is not None else None
         self.detector = Detector(core, sentence_tests=tests, fingerprint=self._fingerprint)
         self.uses_demo_key = False  # set by load: generation then warns once per process

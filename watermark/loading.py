@@ -18,8 +18,8 @@ import logging
 
 import torch
 
+from watermark.base import UserError
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.core.errors import UserError
 from watermark.core.identity import check_part, tensor_digest
 from watermark.core.measurement import MeasurementModel, resolve_start_id
 from watermark.core.scoring import WatermarkCore

@@ -16,7 +16,7 @@ import torch
 
 from data import paraphraser_model
 from data.paraphraser_model import join_slices
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.models import loaders
 from watermark.models.gguf import KNOWN_LMS
 

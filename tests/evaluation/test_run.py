@@ -217,7 +217,7 @@ def test_generations_read_from_the_cache_whichever_device_made_them(
 ) -> None:
     import torch
 
-    from watermark.core.errors import UserError
+    from watermark.base import UserError
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     config = _tiny_setup(tmp_path, tiny_embedder_dir)

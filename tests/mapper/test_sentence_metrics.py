@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from mapper.sentence_metrics import surviving_evidence
-from watermark.sentences.key import CHOICES, MARGIN_KEPT, SentenceKey, weight_table
+from watermark.base import SENTENCE_CHOICES
+from watermark.sentences.key import MARGIN_KEPT, SentenceKey, weight_table
 
 
 def test_surviving_evidence_by_hand() -> None:
@@ -57,7 +58,9 @@ def test_the_survival_choice_keeps_the_candidate_whose_evidence_lasts() -> None:
     assert math.isclose(score["z_after"], expected, rel_tol=1e-5)
     assert survival["z_after"] > score["z_after"]
     pools = list(torch.randn(20, 6, 16, generator=torch.Generator().manual_seed(0)))
-    both = [surviving_evidence(pools, [key], MARGIN_KEPT, 6, c)["z_after"] for c in CHOICES]
+    both = [
+        surviving_evidence(pools, [key], MARGIN_KEPT, 6, c)["z_after"] for c in SENTENCE_CHOICES
+    ]
     assert both[1] >= both[0]
     low, high = surviving_evidence(pools, [key], MARGIN_KEPT, 6)["z_after_ci95"]
     assert low < both[0] < high  # 20 pools: an interval around the mean

@@ -9,7 +9,7 @@ import pytest
 
 from tests import reference
 from tests.helpers import scored_steps, sentences
-from watermark.core.errors import UserError
+from watermark.base import UserError
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 
 audit_logger = logging.getLogger("watermark.audit")
 

@@ -29,8 +29,8 @@ import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader, Dataset
 
+from watermark.base import UserError
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.core.errors import UserError
 
 logger = logging.getLogger(__name__)
 

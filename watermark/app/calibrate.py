@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.core.text import encode_text
 
 CUTOFFS = (0.001, 0.01, 0.05)

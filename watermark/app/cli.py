@@ -40,7 +40,7 @@ from watermark.app.cli_inputs import (
 )
 from watermark.app.cli_parser import USAGE_ERROR
 from watermark.app.cli_parser import build_parser as _build_parser
-from watermark.core.errors import UserError
+from watermark.base import UserError
 
 logger = logging.getLogger("watermark.app.cli")
 

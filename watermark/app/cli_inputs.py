@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 
 
 class UsageError(UserError):

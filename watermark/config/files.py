@@ -25,9 +25,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from watermark.base import UserError
 from watermark.config.schemes import RULES, SCHEMES, Scheme
 from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
-from watermark.core.errors import UserError
 
 logger = logging.getLogger("watermark.config")  # where a config's warnings are logged
 

@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ treated) and its own strength: :class:`Tournament` (``layers`` green lists, the 
 default), :class:`Additive` (``bias``, KGW's rule on the semantic list) and :class:`Paper`
 (``delta``, the paper's AWTS as written). A config's ``scheme`` section names its rule
 (``"rule": "tournament"``) and holds only that rule's strength, the way transformers' watermarking
-configs are one class per method. The scheme also says how it turns a step's logits and green
-values into the logits sampled from (:meth:`Scheme.mark`) and the score detection reports
-(:meth:`Scheme.score`); the formulas are in :mod:`watermark.core.rules.logits`.
+configs are one class per method. The scheme also says the score detection reports
+(:meth:`Scheme.score`); how each rule turns a step's logits and green values into the logits
+sampled from is :func:`watermark.core.rules.logits.mark`.
 
 :class:`RepeatPolicy` is how a text's repeats are treated, shared by generation (which tokens are
 neutral, the context guard) and detection (which occurrences are tested).
@@ -101,11 +101,6 @@ class Scheme(Section):
         named = {k: v for k, v in super().identity().items() if k != self.strength_field}
         return {**named, "green_lists": self.lists()}
 
-    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
-        """The marked logits (B, N) of logits (B, N) with green values (B, L, N) in [0, 1];
-        ``top_k`` is the sampling filter's k."""
-        raise NotImplementedError
-
     def score(self, green: torch.Tensor) -> float:
         """The reported score of the scored tokens' bits (N, L): ``strength`` times the share
         green in the first list (0 when N = 0)."""
@@ -129,11 +124,6 @@ class Tournament(Scheme):
     def validate_strength(self) -> list[str]:
         return [] if self.layers >= 1 else [f"scheme.layers must be >= 1, got {self.layers}"]
 
-    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
-        from watermark.core.rules.logits import tournament
-
-        return tournament(logits, green)
-
     def score(self, green: torch.Tensor) -> float:
         return 0.0 if green.shape[0] == 0 else int(green.sum()) / green.numel()
 
@@ -146,9 +136,6 @@ class Additive(Scheme):
     strength_field: ClassVar[str] = "bias"
     bias: float = setting(SAMPLING, 2.0)
 
-    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
-        return logits + self.bias * green[:, 0].to(logits.dtype)
-
 
 @dataclass(frozen=True)
 class Paper(Scheme):
@@ -157,9 +144,6 @@ class Paper(Scheme):
     rule: ClassVar[str] = "paper"
     strength_field: ClassVar[str] = "delta"
     delta: float = setting(SAMPLING, 1.5)
-
-    def mark(self, logits: torch.Tensor, green: torch.Tensor, top_k: int) -> torch.Tensor:
-        return logits * (1.0 + self.delta * green[:, 0].to(logits.dtype))
 
 
 SCHEMES: dict[str, type[Scheme]] = {cls.rule: cls for cls in (Tournament, Additive, Paper)}

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from watermark.base import KEYINGS, SENTENCE_CHOICES, SENTENCE_TESTS, WEIGHT_POWERS
 from watermark.config.keys import DEMO_KEY, DEMO_OPENING
 from watermark.config.paths import DEFAULT_MAPPER
 
@@ -205,11 +206,11 @@ class Sentences(Section):
     bits: int = setting(SHARED, 0)
     candidates: int = setting(SAMPLING, 4)
     context_bits: int = setting(SHARED, 0)
-    keying: str = setting(SHARED, "previous", choices=("previous", "own"))
+    keying: str = setting(SHARED, "previous", choices=KEYINGS)
     resample_every: int = setting(SAMPLING, 0)
-    choice: str = setting(SAMPLING, "score", choices=("score", "survival"))
-    test: str = setting(DETECTION, "hits", choices=("hits", "margin"))
-    weight_power: int = setting(DETECTION, 1, choices=(1, 2, 3, 4))
+    choice: str = setting(SAMPLING, "score", choices=SENTENCE_CHOICES)
+    test: str = setting(DETECTION, "hits", choices=SENTENCE_TESTS)
+    weight_power: int = setting(DETECTION, 1, choices=WEIGHT_POWERS)
     mapper: str | None = setting(SHARED, None, found=True)
     mapper_digest: str | None = setting(SHARED, None, found=True)
     embedder: str | None = setting(SHARED, None, found=True)

@@ -22,6 +22,7 @@ from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from watermark.base import UserError
 from watermark.config.files import (
     PLAIN_SECTIONS,
     SECTIONS,
@@ -36,7 +37,6 @@ from watermark.config.keys import resolve_key
 from watermark.config.paths import PACKAGE_DIR, resolve_path, search_dirs
 from watermark.config.schemes import SCHEMES, RepeatPolicy, Scheme, Tournament
 from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
-from watermark.core.errors import UserError
 
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
 RULE_NAME = "scaling"  # the scheme's rule in evolve, of and flat files

@@ -11,7 +11,7 @@ made with the old one no longer tests as watermarked. So a config pins both by c
   ``minilm``), is held to the shipped config's pin when the part is loaded by name; a part under
   another name is unpinned, and loading it warns. A part passed in as an object is checked only
   against an explicit pin.
-* A mismatch is a :class:`~watermark.core.errors.UserError` (exit 2 on the command line) that names
+* A mismatch is a :class:`~watermark.base.UserError` (exit 2 on the command line) that names
   the expected and found digests and the way out.
 
 :func:`fingerprint` is a short digest of what generation and detection must share (the found
@@ -28,8 +28,8 @@ from functools import lru_cache
 
 import torch
 
+from watermark.base import UserError
 from watermark.config.watermark_config import DEFAULT_CONFIG_PATH, WatermarkConfig
-from watermark.core.errors import UserError
 
 logger = logging.getLogger(__name__)
 

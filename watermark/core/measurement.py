@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch import Tensor
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.core.text import decode_ids, encode_text
 
 

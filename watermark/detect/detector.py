@@ -49,7 +49,7 @@ from watermark.core.threads import one_thread, spread
 from watermark.detect.assembly import AssemblyPool, assemble_keys
 from watermark.detect.result import DetectionResult
 from watermark.detect.verdict import best_key, with_sentences
-from watermark.sentences.exact_test import SentenceTest
+from watermark.sentences.significance import SentenceTest
 
 LONG_TEXT = 4096  # tokens in a chunk of texts from which detection shows progress within texts
 

@@ -79,7 +79,7 @@ class DetectionResult:
         vocab_green: Per scored token, the green fraction of the vocabulary at its step in the
             first green list (the ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
         sentence_p_value: With the sentence layer (``sentence_bits`` > 0): the exact p-value
-            of the sentence test (:mod:`watermark.sentences.exact_test`), else ``None``.
+            of the sentence test (:mod:`watermark.sentences.significance`), else ``None``.
         sentence_hits, sentence_expected: Its hits T and their null mean.
         num_sentences: The distinct complete sentences it tested.
         sentences: ``[start, end, hits]`` per tested sentence (characters of the text).

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from watermark.detect.result import DetectionResult, verdict_p_value
-from watermark.sentences.exact_test import SentenceTest
+from watermark.sentences.significance import SentenceTest
 
 
 def fisher(p_values: Sequence[float]) -> float:

@@ -24,7 +24,7 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.core.text import decode_ids
 from watermark.generate.decoding import can_fuse, fused_generate
 

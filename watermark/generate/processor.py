@@ -40,8 +40,8 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.generation import logits_process
 
+from watermark.base import UserError
 from watermark.core.decisions import StepDecision
-from watermark.core.errors import UserError
 from watermark.core.mm_states import GivenEntropies, start_state
 from watermark.core.scoring import WatermarkCore
 from watermark.core.threads import one_thread

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from watermark.base import UserError
 from watermark.config.sections import COMPUTE_DTYPES
-from watermark.core.errors import UserError
 
 
 def torch_dtype(name: str) -> torch.dtype:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.models.gguf import KNOWN_LMS, convert
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ it is the one choice, used by the round's pick, by resampling and by the referen
 * ``spans``: where a sentence ends, in text (detection) and in tokens (generation);
 * ``key``: :class:`~watermark.sentences.key.SentenceKey`, the keyed outputs and signs, the
   candidates' scores and the margin weights;
-* ``exact_test``: one text's sentence test under one key, exact over keys;
+* ``significance``: one text's sentence test under one key, exact over keys;
 * ``layer``: :class:`~watermark.sentences.layer.SentenceLayer`, one per watermark: the ranking
   of candidates and the sentence tests of a text under every key (detection's verdict over them
   is :mod:`watermark.detect.verdict`);

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.core.text import decode_ids
 from watermark.generate.decoding import Rows, block_eos, draw
 from watermark.generate.generation import Generation, encode_prompts

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.core.text import decode_ids
 from watermark.generate.decoding import adds_no_processors
 from watermark.generate.generation import Generation, eos_ids, warpers_off

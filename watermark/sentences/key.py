@@ -19,7 +19,7 @@ since a rewrite flips a sign far from zero less often: the margin m = |v_{d_i}| 
 sentence's mean |v| over all D outputs) gets weight log((1 - q) / q) for the share q of signs a
 meaning-keeping rewrite flipped at that margin (:data:`MARGIN_WEIGHTS`), in whole
 1/:data:`WEIGHT_STEPS` so the test's null stays an exact convolution
-(:mod:`watermark.sentences.exact_test`). ``power`` p > 1 raises those weights to p, rescaled so
+(:mod:`watermark.sentences.significance`). ``power`` p > 1 raises those weights to p, rescaled so
 the largest stays 31 eighths: the test then leans on the signs a rewrite keeps.
 
 **Survival** (:meth:`SentenceKey.survival`), the other way to rank candidates: the sentence's z
@@ -37,13 +37,13 @@ from dataclasses import dataclass
 
 import torch
 
+from watermark.base import KEYINGS, SENTENCE_CHOICES, SENTENCE_TESTS, WEIGHT_POWERS
+
 # (margin below, weight): log((1 - q) / q) of the flip rates q measured under the forced rewrite
 # (docs/research/sentence-layer.md, "Under the forced rewrite": 0.651, 0.824, 0.928 and 0.979 of
 # the signs kept below a margin of 0.5, 0.5-1, 1-2 and above 2)
 MARGIN_WEIGHTS = ((0.5, 0.62), (1.0, 1.54), (2.0, 2.56), (math.inf, 3.84))
 WEIGHT_STEPS = 8  # weights are whole eighths, so the weighted null is an exact convolution
-TESTS = ("hits", "margin")
-CHOICES = ("score", "survival")  # how generation ranks candidates (SentenceKey.rate)
 # the share of signs the forced rewrite kept in each margin bin, 1 / (1 + e^-w) of its weight
 MARGIN_KEPT = tuple(1 / (1 + math.exp(-w)) for _, w in MARGIN_WEIGHTS)
 
@@ -121,12 +121,12 @@ class SentenceKey:
         counting ``"hits"`` or weighing them by their ``"margin"`` (to the ``power``)."""
         if bits < 1 or context_bits < 0 or bits + context_bits > num_dims:
             raise ValueError(f"need 1 <= bits and bits + context_bits <= {num_dims}")
-        if keying not in ("previous", "own"):
-            raise ValueError(f"keying must be 'previous' or 'own', got {keying!r}")
-        if test not in TESTS:
-            raise ValueError(f"test must be one of {TESTS}, got {test!r}")
-        if power not in range(1, 5):
-            raise ValueError(f"the weights' power must be 1, 2, 3 or 4, got {power!r}")
+        if keying not in KEYINGS:
+            raise ValueError(f"keying must be one of {KEYINGS}, got {keying!r}")
+        if test not in SENTENCE_TESTS:
+            raise ValueError(f"test must be one of {SENTENCE_TESTS}, got {test!r}")
+        if power not in WEIGHT_POWERS:
+            raise ValueError(f"the weights' power must be one of {WEIGHT_POWERS}, got {power!r}")
         order = torch.randperm(num_dims, generator=_generator(key, "dims"))
         targets = torch.randint(0, 2, (2**context_bits, bits), generator=_generator(key, "signs"))
         dims, context = order[:bits], order[bits : bits + context_bits]
@@ -194,8 +194,8 @@ class SentenceKey:
     def rate(self, v: torch.Tensor, groups: torch.Tensor, choice: str = "score") -> torch.Tensor:
         """Float (N,): what generation ranks candidates by under ``choice``: their
         :meth:`scores` or their :meth:`survival`."""
-        if choice not in CHOICES:
-            raise ValueError(f"choice must be one of {CHOICES}, got {choice!r}")
+        if choice not in SENTENCE_CHOICES:
+            raise ValueError(f"choice must be one of {SENTENCE_CHOICES}, got {choice!r}")
         return self.survival(v, groups) if choice == "survival" else self.scores(v, groups)
 
     def scores(self, v: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:

@@ -23,8 +23,8 @@ import torch
 
 from watermark.config.sections import Sentences
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.sentences.exact_test import SentenceTest, text_test
 from watermark.sentences.key import SentenceKey
+from watermark.sentences.significance import SentenceTest, text_test
 from watermark.sentences.spans import sentence_spans
 
 

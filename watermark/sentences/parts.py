@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
+from watermark.base import UserError
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.core.errors import UserError
 from watermark.core.identity import short, tensor_digest
 from watermark.core.semantic import MappedEmbedder
 from watermark.models.devices import torch_dtype

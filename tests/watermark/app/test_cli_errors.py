@@ -12,8 +12,8 @@ import pytest
 
 from tests.helpers import flat_fields, save_tiny_watermark
 from watermark.app.cli import INTERNAL_ERROR, USAGE_ERROR, UsageError, main
+from watermark.base import UserError
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.core.errors import UserError
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from tests.helpers import sentences, serving  # noqa: E402
 from watermark.app.access import Clients, parse_tokens, read_tokens_file, token_hash  # noqa: E402
 from watermark.app.service import Limits, create_app  # noqa: E402
-from watermark.core.errors import UserError  # noqa: E402
+from watermark.base import UserError  # noqa: E402
 
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 

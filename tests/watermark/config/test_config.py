@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import flat_fields
+from watermark.base import UserError
 from watermark.config.files import SECTIONS
 from watermark.config.paths import PACKAGE_DIR
 from watermark.config.schemes import Additive, Paper, Tournament
 from watermark.config.sections import Sentences
 from watermark.config.watermark_config import WatermarkConfig, defaults, secret_fields
-from watermark.core.errors import UserError
 from watermark.models.semantic_mapper import SemanticMapper
 
 ROOT = Path(__file__).resolve().parents[3]

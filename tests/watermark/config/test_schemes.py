@@ -28,15 +28,6 @@ def test_scores_of_the_scored_bits() -> None:
     assert all(scheme_class(name)().score(empty) == 0.0 for name in RULES)
 
 
-def test_marks_against_hand_values() -> None:
-    logits = torch.tensor([[2.0, -1.0, 0.5]])
-    green = torch.tensor([[[1.0, 1.0, 0.0]]])  # (B, L, N)
-    assert scheme_class("paper")(delta=1.0).mark(logits, green, 0).tolist() == [[4.0, -2.0, 0.5]]
-    assert scheme_class("additive")(bias=2.0).mark(logits, green, 0).tolist() == [[4.0, 1.0, 0.5]]
-    probs = Tournament(layers=1).mark(logits, green, 0).exp()
-    assert torch.allclose(probs.sum(), torch.tensor(1.0))
-
-
 def test_repeat_policy_follows_the_config() -> None:
     shipped = WatermarkConfig().repeat_policy
     assert shipped == RepeatPolicy(

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from tests.helpers import save_tiny_watermark, tiny_mapper
+from watermark.base import UserError
 from watermark.config.paths import PACKAGE_DIR
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.core.errors import UserError
 from watermark.core.identity import expected_digest, shipped_pins, tensor_digest
 
 OTHER = "sha256:" + "0" * 64

@@ -13,7 +13,7 @@ from tests.reference import repeated
 from watermark.config.schemes import scheme_class
 from watermark.core.repeats import repeated_context, repeated_steps
 from watermark.core.rules.logits import apply_rule as marked_logits
-from watermark.core.rules.logits import filter_logits, tournament
+from watermark.core.rules.logits import filter_logits, mark, tournament
 
 INF = float("inf")
 
@@ -283,3 +283,12 @@ def test_temperature_divides_logits_before_filters_and_rule() -> None:
             logits, green, maps, gated, rule, 2.0, top_k=3, top_p=0.8, filter_first=True
         )
         assert torch.isfinite(hot[1]).sum() > torch.isfinite(cold[1]).sum()
+
+
+def test_marks_against_hand_values() -> None:
+    logits = torch.tensor([[2.0, -1.0, 0.5]])
+    green = torch.tensor([[[1.0, 1.0, 0.0]]])  # (B, L, N)
+    assert mark(scheme_class("paper")(delta=1.0), logits, green).tolist() == [[4.0, -2.0, 0.5]]
+    assert mark(scheme_class("additive")(bias=2.0), logits, green).tolist() == [[4.0, 1.0, 0.5]]
+    probs = mark(scheme_class("tournament")(layers=1), logits, green).exp()
+    assert torch.allclose(probs.sum(), torch.tensor(1.0))

@@ -304,4 +304,4 @@ def test_the_layer_reads_with_its_own_mapper_pinned_and_named_in_the_fingerprint
     wrong = cfg.with_settings({"sentences.mapper_digest": "sha256:" + "0" * 64})
     with pytest.raises(ValueError, match="sentences.mapper .* is not the one"):
         Watermark.load(wrong, **parts)
-    assert Watermark.load(cfg.evolve(sentence_bits=0), **parts).sentence_mapper is None
+    assert Watermark.load(cfg.evolve(sentence_bits=0), **parts).sentence_parts is None

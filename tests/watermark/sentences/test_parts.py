@@ -110,18 +110,18 @@ def test_the_fingerprint_names_the_own_se_and_only_where_there_is_one(
     core = own.shared.core
     found = core.semantic.digests
     before = fingerprint(core.config, core.vocab_size, found["mapper"], found["embedder"])
-    assert own.shared.sentence_mapper is None and own.shared.fingerprint == before
+    assert own.shared.sentence_parts is None and own.shared.fingerprint == before
     pin = tensor_digest(first.sentences.semantic.embedder)
     pinned = own.cfg.with_settings({"sentences.embedder_digest": pin})
     assert Watermark.load(pinned, **own.parts).fingerprint == first.fingerprint
     given = Watermark.load(own.shared.config, **own.parts, sentence_embedder=load_se(own.first))
     assert given.fingerprint == first.fingerprint
     off = Watermark.load(own.cfg.evolve(sentence_bits=0), **own.parts)
-    assert off.sentence_mapper is None and off.fingerprint == tiny.make().fingerprint
+    assert off.sentence_parts is None and off.fingerprint == tiny.make().fingerprint
     tiny_mapper(16, 40, seed=7).save_pretrained(tmp_path / "mapper")
     mapper_only = own.shared.config.with_settings({"sentences.mapper": str(tmp_path / "mapper")})
     alone = Watermark.load(mapper_only, **own.parts)
-    found = alone.sentence_mapper.digests["mapper"]
+    found = alone.sentence_parts.digests["mapper"]
     assert alone.fingerprint == alone.core.fingerprint(found)  # as before the own SE
     both = Watermark.load(
         mapper_only.with_settings({"sentences.embedder": str(own.first)}), **own.parts

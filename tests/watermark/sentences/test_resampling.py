@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.helpers import PROMPTS
-from watermark.core.errors import UserError
+from watermark.base import UserError
 from watermark.generate.generation import eos_ids
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentences import decoding

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from watermark.detect.verdict import fisher
-from watermark.sentences.exact_test import sentence_test, text_test, two_point_sf
 from watermark.sentences.key import SentenceKey, margin_weights
+from watermark.sentences.significance import sentence_test, text_test, two_point_sf
 from watermark.sentences.spans import ends_sentence, sentence_spans
 
 

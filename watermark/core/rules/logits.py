@@ -105,6 +105,16 @@ def tournament(logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
     return probs.log().to(logits.dtype)
 
 
+def mark(scheme: Scheme, logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
+    """The marked logits (B, N) of logits (B, N) with green values (B, L, N) in [0, 1] under
+    ``scheme``'s rule (module docstring)."""
+    if scheme.rule == "tournament":
+        return tournament(logits, green)
+    if scheme.rule == "additive":
+        return logits + scheme.bias * green[:, 0].to(logits.dtype)
+    return logits * (1.0 + scheme.delta * green[:, 0].to(logits.dtype))  # the paper's
+
+
 def green_values(
     green_dims: torch.Tensor, maps: torch.Tensor, neutral: torch.Tensor | None
 ) -> torch.Tensor:
@@ -159,10 +169,10 @@ def _mark_candidates(
     logits = base.gather(1, cand)
     if keep_neutral and mask is not None:
         free = logits.masked_fill(mask, float("-inf"))
-        marked = scheme.mark(free, green_values(green_dims, maps, None), k)
+        marked = mark(scheme, free, green_values(green_dims, maps, None))
         logp = keep_mass(logits, marked, mask)
     else:
-        logp = scheme.mark(logits, green_values(green_dims, maps, mask), k)
+        logp = mark(scheme, logits, green_values(green_dims, maps, mask))
     return torch.full_like(base, float("-inf")).scatter(1, cand, logp)
 
 
@@ -185,7 +195,7 @@ def _mark_vocabulary(
     shift = None if repeat_shift is None else repeat_shift[:n_lists]
     maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
     green = green_values(green_dims, maps, neutral)
-    marked = scheme.mark(free, green, scheme.top_k)
+    marked = mark(scheme, free, green)
     return marked if kept is None else keep_mass(base, marked, kept)
 
 

@@ -1,0 +1,114 @@
+"""What a text is read with, before and after a change of the code: fingerprints, detections and
+generations under the shipped default and every ``configs/watermark-*.json`` (a script).
+
+``snap OUT.json`` writes, per config, its fingerprint and the full detection result (per-token
+fields included) of 20 held-out passages (the first 170 words of the first 20 held-out records
+of at least 150 words); for the default, the paper's, the additive and the robust config also
+the tokens and watermarked steps of 4 prompts generated together (seed 0; 200 new tokens for the
+default, 100 for the paper's and the additive, 48 for the robust config) and of one prompt alone
+(seed 1). ``compare A.json B.json`` prints one
+line per config and whether all of it is identical (detections byte for byte as JSON).
+
+    python research/refactor_snapshot.py snap runs/snap/before.json   # on the old tree
+    python research/refactor_snapshot.py snap runs/snap/after.json    # on the new one
+    python research/refactor_snapshot.py compare runs/snap/before.json runs/snap/after.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PROMPTS = [
+    "Heavy rain flooded the north. Crews worked overnight.",
+    "The council met on Tuesday to discuss the budget.",
+    "Scientists have found a new species of frog in the rainforest.",
+    "The match ended in a draw after extra time.",
+]
+GENERATED = {  # config -> new tokens
+    "default": 200,
+    "configs/watermark-paper.json": 100,
+    "configs/watermark-additive.json": 100,
+    "configs/watermark-robust.json": 48,
+}
+
+
+def passages(n: int = 20) -> list[str]:
+    texts = []
+    with gzip.open(ROOT / "data" / "corpus" / "heldout.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            words = json.loads(line)["text"].split()
+            if len(words) >= 150:
+                texts.append(" ".join(words[:170]))
+            if len(texts) == n:
+                break
+    return texts
+
+
+def snap(out: Path) -> None:
+    import watermark
+
+    texts, found = passages(), {}
+    model, tokenizer = watermark.load_lm("smollm2-135m")
+    names = [
+        "default",
+        *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("configs/watermark-*.json")),
+    ]
+    for name in names:
+        config = None if name == "default" else ROOT / name
+        wm = watermark.Watermark.load(config, tokenizer=tokenizer, generator=model)
+        row = {"fingerprint": wm.fingerprint}
+        row["detect"] = [r.to_dict(per_token=True) for r in wm.detect(texts)]
+        if name in GENERATED:
+            tokens = GENERATED[name]
+            together = wm.generate(PROMPTS, seed=0, max_new_tokens=tokens)
+            alone = wm.generate(PROMPTS[:1], seed=1, max_new_tokens=tokens)
+            row["generate"] = [[g.token_ids, g.watermarked_steps] for g in together]
+            row["generate1"] = [[g.token_ids, g.watermarked_steps] for g in alone]
+        found[name] = row
+        print(json.dumps({"config": name, "fingerprint": wm.fingerprint}), flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(found))
+
+
+def compare(a: Path, b: Path) -> int:
+    before, after, differ = json.loads(a.read_text()), json.loads(b.read_text()), 0
+    for name, x in before.items():
+        y = after.get(name, {})
+        det = [json.dumps(p, sort_keys=True) == json.dumps(q, sort_keys=True)
+               for p, q in zip(x["detect"], y.get("detect", []))]  # fmt: skip
+        gen = [x.get(k) == y.get(k) for k in ("generate", "generate1")]
+        same = (
+            x["fingerprint"] == y.get("fingerprint") and all(gen) and len(det) == len(x["detect"])
+        )
+        same = same and all(det)
+        differ += not same
+        row = {"config": name, "fingerprint": y.get("fingerprint"), "identical": same}
+        row.update(detections_identical=f"{sum(det)}/{len(x['detect'])}", generations=gen)
+        print(json.dumps(row))
+    print(json.dumps({"configs": len(before), "differ": differ}))
+    return 1 if differ else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("snap").add_argument("out", type=Path)
+    both = sub.add_parser("compare")
+    both.add_argument("before", type=Path)
+    both.add_argument("after", type=Path)
+    args = parser.parse_args()
+    if args.command == "snap":
+        snap(args.out)
+        return 0
+    return compare(args.before, args.after)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

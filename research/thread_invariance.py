@@ -1,0 +1,167 @@
+"""Detection's answer at every thread count, batch size and process count, and what it costs.
+
+Detects held-out human passages and cached watermarked texts with ``--config`` through the API
+at 1, 2 and 4 threads (batches of 8), in batches of 1 and 16, and through ``detect-corpus`` on
+2 processes, and counts the JSON lines (per-token flags included) equal to the one-thread run.
+Then times detection per text on this machine's threads, as it runs now (texts side by side,
+each at one intra-op thread: :mod:`watermark.core.threads`) and as 0.8 ran it (each text's
+products split over the threads), side by side in one run, in batches of 8 and of 1. With
+``--generate`` it also checks that the default and the robust config draw the same tokens at 1
+and 2 threads. Prints one JSON object.
+
+Example::
+
+    python research/thread_invariance.py --human 48 --watermarked 16 --generate 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.inputs import human_texts  # noqa: E402
+from watermark.api import Watermark  # noqa: E402
+
+CACHED = ROOT / "data/eval-cache/sentence-rewrites/generations.jsonl.gz"
+PROMPTS = [
+    "Heavy rain flooded the north. Crews worked overnight.",
+    "The council met on Tuesday to discuss the new budget.",
+    "Scientists have found a new species of frog in the rainforest.",
+    "The match ended in a draw after extra time.",
+    "A new bridge opened across the river this spring.",
+    "The museum will show the paintings for the first time.",
+    "Farmers said the dry summer cut their harvest by half.",
+    "The company announced it would open two new stores.",
+]
+
+
+def lines(results: list) -> list[str]:
+    return [json.dumps(r.to_dict(per_token=True)) for r in results]
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def as_in_0_8():
+    """Detection as 0.8 ran it: texts one after another, each product on every thread."""
+
+    def one_by_one(run, jobs, on=True):
+        return [run(job) for job in jobs]
+
+    with (
+        mock.patch("watermark.detect.detector.spread", one_by_one),
+        mock.patch("watermark.detect.detector.one_thread", contextlib.nullcontext),
+        mock.patch("watermark.core.semantic.one_thread", contextlib.nullcontext),
+    ):
+        yield
+
+
+def corpus_lines(texts: list[str], config: str | None) -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+        argv = [
+            sys.executable,
+            "-m",
+            "watermark",
+            "detect-corpus",
+            "--input",
+            str(src),
+            "--output",
+            str(out),
+            "--devices",
+            "2",
+            "--accelerator",
+            "cpu",
+            "--per-token",
+        ]
+        argv += ["--config", config] if config else []  # fmt: skip
+        subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
+        return [json.dumps(json.loads(line)) for line in out.read_text().splitlines()]
+
+
+def seconds_per_text(wm: Watermark, texts: list[str], batch_size: int) -> float:
+    start = time.perf_counter()
+    wm.detect(texts, batch_size=batch_size)
+    return (time.perf_counter() - start) / len(texts)
+
+
+def same_tokens(config: str | None, prompts: list[str], tokens: int) -> dict:
+    from watermark.models.loaders import load_lm
+
+    model, tokenizer = load_lm("smollm2-135m")
+    wm = Watermark.load(config, tokenizer=tokenizer, generator=model)
+    found = []
+    for n in (1, 2):
+        with threads(n):
+            found.append([o.token_ids for o in wm.generate(prompts, seed=0, max_new_tokens=tokens)])
+    return {"prompts": len(prompts), "tokens": tokens,
+            "same": sum(a == b for a, b in zip(*found))}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="watermark config (default: the shipped one)")
+    parser.add_argument("--human", type=int, default=48, help="human passages (200 tokens)")
+    parser.add_argument("--watermarked", type=int, default=16, help="cached watermarked texts")
+    parser.add_argument("--generate", type=int, default=0, help="prompts for the token check")
+    parser.add_argument("--tokens", type=int, default=48, help="new tokens per prompt there")
+    args = parser.parse_args()
+    wm = Watermark.load(args.config)
+    with gzip.open(CACHED, "rt", encoding="utf-8") as f:
+        marked = [json.loads(line)["text"] for line in f][: args.watermarked]
+    texts = human_texts(wm.tokenizer, args.human, 200) + marked
+    runs = {}
+    for n in (1, 2, 4):
+        with threads(n):
+            runs[f"api, {n} threads"] = lines(wm.detect(texts))
+    runs["api, batches of 1"] = lines(wm.detect(texts, batch_size=1))
+    runs["api, batches of 16"] = lines(wm.detect(texts, batch_size=16))
+    runs["detect-corpus, 2 processes"] = corpus_lines(texts, args.config)
+    reference = runs["api, 1 threads"]
+    out = {
+        "texts": len(texts),
+        "threads": torch.get_num_threads(),
+        "identical": {n: sum(a == b for a, b in zip(run, reference)) for n, run in runs.items()},
+    }
+    speed = {}
+    for batch in (8, 1):
+        speed[f"now, batches of {batch}"] = seconds_per_text(wm, texts, batch)
+        with as_in_0_8():
+            speed[f"0.8, batches of {batch}"] = seconds_per_text(wm, texts, batch)
+        speed[f"ratio, batches of {batch}"] = (
+            speed[f"now, batches of {batch}"] / speed[f"0.8, batches of {batch}"]
+        )
+    out["seconds_per_text"] = {k: round(v, 3) for k, v in speed.items()}
+    if args.generate:
+        prompts = PROMPTS[: args.generate]
+        out["generation"] = {
+            "default": same_tokens(None, prompts, args.tokens),
+            "robust": same_tokens(str(ROOT / "configs/watermark-robust.json"), prompts, 24),
+        }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
