@@ -6,7 +6,7 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
   (unwatermarked), of the token-level watermark, and of the sentence layer at each N of
   ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation;
   with ``--reference`` also the sentence layer's reference path (a ``generate`` call per prompt
-  and sentence, :func:`~watermark.sentences.generation.sample_by_sentences`) beside its decode
+  and sentence, :func:`~watermark.sentences.reference.sample_by_sentences`) beside its decode
   loop.
 * ``memory``: one call of ``--prompts`` prompts (the robust config's keying at ``--bits``,
   ``--candidates`` and ``--resample-every``): the process's peak resident set and tokens/s.
@@ -41,10 +41,11 @@ from evaluation.heldout import units  # noqa: E402
 from watermark.api import Watermark  # noqa: E402
 from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
 from watermark.generate.generation import eos_ids  # noqa: E402
+from watermark.generate.loop import Limits  # noqa: E402
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor  # noqa: E402
-from watermark.sentences.decoding import Limits  # noqa: E402
-from watermark.sentences.generation import MAX_SENTENCE_TOKENS, sample_by_sentences  # noqa: E402
+from watermark.sentences.keep import MAX_SENTENCE_TOKENS  # noqa: E402
 from watermark.sentences.key import SentenceKey  # noqa: E402
+from watermark.sentences.reference import sample_by_sentences  # noqa: E402
 from watermark.sentences.significance import text_test  # noqa: E402
 from watermark.sentences.spans import sentence_spans  # noqa: E402
 

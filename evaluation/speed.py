@@ -1,7 +1,7 @@
 """Speed stage: generation tokens/s with and without the watermark, and detection s/text.
 
 Generation runs unwatermarked, watermarked through ``wm.generate`` (the MM fused into the
-generator's forward where possible, see :mod:`watermark.generate.decoding`) and watermarked
+generator's forward where possible, see :mod:`watermark.generate.loop`) and watermarked
 through the model's own ``model.generate(**wm.generation_kwargs())`` (unfused: the processor runs
 the MM itself), on the same prompts and seed, with EOS blocked so that every run generates the
 same number of tokens; the ratios are watermarked tokens/s over plain tokens/s.

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     own = 1 + len(cfg.keys.old_keys)
     fresh = [f"{args.key_prefix}{i}" for i in range(args.fresh_keys)]
     # the token level's tail (research/sentence_tail.py adds the sentence layer's)
-    cfg = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh, sentence_bits=0)
+    cfg = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh, bits=0)
     per_text = []
     best_key = detector.best_key
 

@@ -85,7 +85,7 @@ def generate(args, setting: str, prompts: list[str], base: Watermark) -> tuple[l
         if len(rows) >= len(prompts):
             return [r["text"] for r in rows[: len(prompts)]], rows[0].get("tokens_per_s", 0.0)
     n, every = (int(x) for x in setting.split(":"))
-    cfg = WatermarkConfig.load(args.config).evolve(sentence_candidates=n, resample_every=every)
+    cfg = WatermarkConfig.load(args.config).evolve(candidates=n, resample_every=every)
     wm = Watermark.load(cfg, generator=base.generator, embedder=base.embedder, mapper=base.mapper)
     texts, tokens, start = [], 0, time.perf_counter()
     for b in range(0, len(prompts), args.batch):

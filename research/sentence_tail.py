@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     token_p = np.array([[k["p"] for k in row] for row in rows])
     window_p = np.array([[k["window_p"] for k in row] for row in rows])
-    layer = Watermark.load(cfg.evolve(sentence_bits=1)).sentences  # its SE and SM
+    layer = Watermark.load(cfg.evolve(bits=1)).sentences  # its SE and SM
     spans = [sentence_spans(t) for t in texts]
     flat = [t[a:b] for t, s in zip(texts, spans) for a, b, _ in s]
     outputs = layer.outputs(flat)  # (all sentences, D), once for every key and setting

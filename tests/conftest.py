@@ -73,6 +73,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
     """
     from sentence_transformers import SentenceTransformer
 
+    from evaluation.config_fields import evolve
     from tests.helpers import bpe_tokenizer, tiny_llama, tiny_mapper, word_tokenizer
     from watermark.api import Watermark
     from watermark.config.schemes import SCHEMES
@@ -112,7 +113,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
         fields.update(overrides)
         rule = SCHEMES[fields["scaling"]]
         fields.setdefault(rule.strength_field, {"paper": 1.5, "tournament": 1}.get(rule.rule, 2.0))
-        cfg = WatermarkConfig.of(**fields)
+        cfg = evolve(WatermarkConfig(), **fields)  # the evaluation's names (sentence_bits, ...)
         return Watermark.load(
             cfg.with_settings(settings) if settings else cfg,
             tokenizer=ns.gtok,

@@ -38,9 +38,9 @@ from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.loading import generator_to_use, load_core
 from watermark.models.devices import dtype_name, resolve_device
 from watermark.models.semantic_mapper import SemanticMapper
-from watermark.sentences.generation import generate_by_sentences
 from watermark.sentences.layer import SentenceLayer
 from watermark.sentences.parts import load_sentence_parts, own_digests
+from watermark.sentences.rounds import generate_by_sentences
 
 
 class Watermark:
@@ -236,7 +236,7 @@ class Watermark:
 
         With the sentence layer (``sentences.bits`` > 0) a watermarked generation samples
         ``sentences.candidates`` candidates per sentence and keeps the best
-        (:mod:`watermark.sentences.generation`); without it, generation does not pass there.
+        (:mod:`watermark.sentences.rounds`); without it, generation does not pass there.
 
         Raises ``ValueError`` for an empty or blank prompt, ``max_new_tokens < 1``, a model
         other than the held one, or sampling arguments the config sets, before any work.

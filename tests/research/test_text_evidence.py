@@ -27,7 +27,7 @@ def test_a_text_whose_sentences_share_a_sign_is_one_coin_per_output() -> None:
     """One target set, two sentences with the same signs hitting every target: each output is
     one coin (hits 2 or 0), so p = 2^-b, not the 2^-2b of independent sentences; with nothing
     flipped the rewrite leaves it."""
-    cfg = WatermarkConfig.of(sentence_bits=3, sentence_test="hits")
+    cfg = WatermarkConfig.of(bits=3, test="hits")
     docs = [[torch.ones(2, 6), torch.ones(2, 6)]]
     key = text.keys(6, 1, bits=3, context_bits=0, test="hits")[0]
     hit = torch.where(key.targets[0], 1.0, -1.0)

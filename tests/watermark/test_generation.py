@@ -75,21 +75,18 @@ def test_fused_generation_matches_reference_and_model_generate(
     tiny: SimpleNamespace, rule: dict, monkeypatch
 ) -> None:
     from watermark.generate import generation
-    from watermark.generate.decoding import can_fuse
-    from watermark.generate.generation import generate
+    from watermark.generate.generation import generate, loops
 
     calls = []
-    fused_generate = generation.fused_generate
-    monkeypatch.setattr(
-        generation, "fused_generate", lambda *a, **k: calls.append(1) or fused_generate(*a, **k)
-    )
+    decode = generation.decode
+    monkeypatch.setattr(generation, "decode", lambda *a, **k: calls.append(1) or decode(*a, **k))
     wm = fused_watermark(tiny, **rule)
     proc = wm.logits_processor(record=True)
-    assert can_fuse(tiny.gen, proc, 24, {}) and not can_fuse(tiny.mm, proc, 24, {})
-    assert not can_fuse(tiny.gen, proc, 24, {"num_beams": 2})
-    assert not can_fuse(tiny.gen, proc, wm.config.models.mm_window, {})
+    assert loops(tiny.gen, proc, 24, {}) and not loops(tiny.mm, proc, 24, {})
+    assert not loops(tiny.gen, proc, 24, {"num_beams": 2})
+    assert not loops(tiny.gen, proc, wm.config.models.mm_window, {})
     outs = generate(tiny.gen, tiny.gtok, PROMPTS, proc, max_new_tokens=24, do_sample=False)
-    assert len(calls) == 1  # the fused path ran
+    assert len(calls) == 1  # the decode loop ran
     for prompt, out in zip(PROMPTS, outs):
         ids, steps = reference.generate(wm, tiny.gen, prompt, 24, greedy=True)
         assert out.token_ids == ids
@@ -101,7 +98,7 @@ def test_fused_generation_matches_reference_and_model_generate(
             tiny.gen, tiny.gtok, PROMPTS, wm.logits_processor(), max_new_tokens=24, **kwargs
         )
         with monkeypatch.context() as patched:  # transformers' own loop, the reference
-            patched.setattr(generation, "can_fuse", lambda *a: False)
+            patched.setattr(generation, "loops", lambda *a: False)
             plain = generate(
                 tiny.gen, tiny.gtok, PROMPTS, wm.logits_processor(), max_new_tokens=24, **kwargs
             )

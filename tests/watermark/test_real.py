@@ -97,7 +97,7 @@ def test_real_sampled_generation_fused_matches_unfused_and_reference(
     wm, model = each_rule
     fused = wm.generate(model, PROMPTS, max_new_tokens=20, seed=1)
     with monkeypatch.context() as patched:  # transformers' own loop, the reference
-        patched.setattr(generation, "can_fuse", lambda *a: False)
+        patched.setattr(generation, "loops", lambda *a: False)
         unfused = wm.generate(model, PROMPTS, max_new_tokens=20, seed=1)
     assert [o.token_ids for o in fused] == [o.token_ids for o in unfused]
     matched = 0

@@ -1,20 +1,27 @@
-"""Reading a watermark config file, and the one upgrade of the formats before 0.8.
+"""Reading a watermark config file, and the upgrade of earlier formats: one step per format.
 
-A config file is a JSON object of sections (:data:`SECTIONS`), each an object of fields. Two
-earlier formats still load, through :func:`upgrade` and nothing else:
+A file of today's format (0.9 on) is a JSON object of sections (:data:`SECTIONS`), each an object
+of fields by their own names. Files of earlier versions load through :func:`upgrade`, which
+finds the format and runs its step, each step a small function that alone knows its format's
+names and hands on the next format:
 
-* the flat files of 0.1-0.4 (and of ``keygen`` before 0.8): every field at the top level;
-* the sectioned files of 0.5-0.7: ``models``, ``keys``, ``scheme`` (with ``scaling`` and every
-  rule's strength side by side, and ``sentence_bits``), ``detection``, ``runtime`` and a
-  ``design`` section of fixed switches.
+* :func:`from_0_4`: the flat files of 0.1-0.4 (and of ``keygen`` before 0.8), every field at the
+  top level, the rule as ``scaling``, the sentence fields by their names of 0.5-0.7
+  (:data:`NAMES_0_7`), the settings 0.8 retired (:data:`RETIRED`) at their one value; to 0.8's
+  sections;
+* :func:`from_0_7`: the sectioned files of 0.5-0.7 (``scheme`` with ``scaling`` and every rule's
+  strength side by side, ``sentence_bits``, a ``design`` section of fixed switches); to the flat
+  fields of :func:`from_0_4`;
+* :func:`from_0_8`: 0.8's sections, whose ``sentences.stop_at`` 0.9 removed; to today's.
 
-Both are read as flat names (a field's own name, or a sentence field's name of 0.5-0.7,
-:data:`NAMES_0_7`) and routed to today's sections. A setting is never dropped in silence: a file
-that mixes formats (flat keys beside sections, or 0.5-0.7's ``scheme.scaling`` beside 0.8's
-``sentences``), names a key twice, names a section that does not exist or a strength the chosen
-rule does not have is refused with one line naming the key. The one exception is a complete save
-of 0.1-0.7: it named its rule and wrote every rule's strength, and the others were unused by the
-version that wrote them too (:func:`saved_every_strength`).
+A setting is never dropped in silence: a file that mixes formats (flat keys beside sections, or
+0.5-0.7's ``scheme.scaling`` beside 0.8's ``sentences``), names a key twice, names a section
+that does not exist or a strength the chosen rule does not have is refused with one line naming
+the key. The one exception is a complete save of 0.1-0.7: it named its rule and wrote every
+rule's strength, and the others were unused by the version that wrote them too
+(:func:`saved_every_strength`). :func:`from_flat` reads fields by their own names (what
+:meth:`~watermark.config.watermark_config.WatermarkConfig.evolve` takes), and
+:func:`build_section` and :func:`build_scheme` today's sections: none of them knows an old name.
 """
 
 from __future__ import annotations
@@ -42,30 +49,16 @@ MARKS_0_7 = (("design", None), ("scheme", "scaling"), ("scheme", "sentence_bits"
 MARKS_0_8 = (("sentences", None), ("scheme", "rule"))
 # where the sectioned files of 0.5-0.7 kept each field (the rest was in "design")
 OLD_SECTIONS = {
-    "models": (
-        "generator",
-        "measurement_model",
-        "embedder",
-        "mapper",
-        "mapper_digest",
-        "embedder_digest",
-    ),
+    "models": ("generator", "measurement_model", "embedder", "mapper", "mapper_digest",
+               "embedder_digest"),
     "keys": ("key", "old_keys"),
-    "scheme": (
-        "scaling",
-        "layers",
-        "bias",
-        "delta",
-        "alpha",
-        "temperature",
-        "top_k",
-        "top_p",
-        "sentence_bits",
-    ),
+    "scheme": ("scaling", "layers", "bias", "delta", "alpha", "temperature", "top_k", "top_p",
+               "sentence_bits"),
     "detection": ("target_fpr", "window_sizes"),
     "runtime": ("compute_dtype", "embed_batch_size"),
-}
+}  # fmt: skip
 STRENGTHS = {cls.strength_field for cls in SCHEMES.values()}
+RULE_NAME = "scaling"  # the rule's name in flat fields (files of 0.1-0.7, evolve and of)
 # the sentence fields' names in the files of 0.5-0.7 (``scheme.sentence_bits``, the rest in
 # ``design``), today's fields of section ``sentences``
 NAMES_0_7 = {
@@ -118,9 +111,8 @@ def read_config_file(path: Path) -> dict:
 
 def flat_names() -> dict[str, tuple[str, str]]:
     """``{name: (section, field)}`` of every field of every section and rule by its own name
-    (where two sections share one, the first in file order: ``mapper`` is the models'), and
-    of the sentence fields by their names in the files of 0.5-0.7 (:data:`NAMES_0_7`)."""
-    out = {name: ("sentences", field) for name, field in NAMES_0_7.items()}
+    (where two sections share one, the first in file order: ``mapper`` is the models')."""
+    out: dict[str, tuple[str, str]] = {}
     for cls in (*PLAIN_SECTIONS.values(), *SCHEMES.values()):
         for f in fields(cls):
             out.setdefault(f.name, (cls.name, f.name))
@@ -128,8 +120,8 @@ def flat_names() -> dict[str, tuple[str, str]]:
 
 
 def retired_message(key: str, value: Any = None) -> str:
-    """The one line for a setting 0.8 removed (``value``: one it no longer takes) and what
-    stands in its place."""
+    """The one line for a retired setting (``value``: one it no longer takes) and what stands
+    in its place."""
     what = f"{key}={value!r} is no longer supported" if value is not None else repr(key)
     return (
         f"{what}: {REMOVED_IN.get(key, '0.8')} removed the setting {key!r} and every config "
@@ -142,17 +134,18 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     dropped or read two ways."""
     named = [k for k in data if k in SECTIONS or k == "design"]
     if not named:
-        return from_flat(data, saved_every_strength(data))
+        return from_0_8(from_0_4(data))
     stray = [k for k in data if k not in named]
     if stray:
         if stray[0] in RETIRED:
             raise UserError(retired_message(stray[0]))
-        wrong = [k for k in stray if k not in flat_names()]
+        wrong = [k for k in stray if k not in flat_names() and k not in NAMES_0_7]
         if wrong:
             raise UserError(f"unknown section {wrong[0]!r}; known: {', '.join(SECTIONS)}")
+        where = flat_names().get(stray[0], ("sentences",))[0]
         raise UserError(
-            f"key {stray[0]!r} stands beside the sections: put it in section "
-            f"{flat_names()[stray[0]][0]!r} (a file is either sections or flat)"
+            f"key {stray[0]!r} stands beside the sections: put it in section {where!r} (a "
+            "file is either sections or flat)"
         )
     for name in named:
         if not isinstance(data[name], dict):
@@ -161,12 +154,57 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     if old and new:
         raise UserError(
             f"{old[0]} is 0.5-0.7's format and {new[0]} is 0.8's: write the file in one "
-            "format (WatermarkConfig.save writes 0.8's)"
+            "format (WatermarkConfig.save writes today's)"
         )
     if old:
-        flat = flatten_0_7(data)
-        return from_flat(flat, saved_every_strength(flat))
-    return {name: dict(data[name]) for name in named}
+        return from_0_8(from_0_4(from_0_7(data)))
+    return from_0_8({name: dict(data[name]) for name in named})
+
+
+def from_0_4(flat: dict[str, Any]) -> dict[str, Any]:
+    """0.8's sections of the flat fields of 0.1-0.4 (module docstring): the sentence fields
+    renamed, the rule's strength kept and, in a complete save (:func:`saved_every_strength`),
+    the other rules' dropped; a retired setting must hold its one value."""
+    rule = flat.get(RULE_NAME)
+    if rule == "floor":
+        raise UserError(f"scheme.rule must be one of {RULES}, got 'floor' (removed in 0.8; the "
+                        "paper's form is 'paper')")  # fmt: skip
+    own = SCHEMES[rule].strength_field if rule in RULES else None
+    complete, out = saved_every_strength(flat), {}
+    for key, value in flat.items():
+        if key in RETIRED:
+            if value != RETIRED[key]:
+                raise UserError(retired_message(key, value))
+        elif not (complete and key in STRENGTHS and key != own):
+            out[NAMES_0_7.get(key, key)] = value
+    return from_flat(out)
+
+
+def from_0_7(data: dict[str, Any]) -> dict[str, Any]:
+    """The flat fields of a sectioned file of 0.5-0.7 (:func:`from_0_4` reads them on)."""
+    flat: dict[str, Any] = {}
+    for section, part in data.items():
+        known = OLD_SECTIONS.get(section)
+        for key, value in part.items():
+            where = next((s for s, names in OLD_SECTIONS.items() if key in names), "design")
+            if (known is not None and key not in known) or (known is None and where != "design"):
+                raise UserError(f"key {key!r} does not belong in section {section!r}")
+            if key in flat:
+                raise UserError(f"key {key!r} is named twice")
+            flat[key] = value
+    return flat
+
+
+def from_0_8(sections: dict[str, Any]) -> dict[str, Any]:
+    """Today's sections of 0.8's: ``sentences.stop_at``, which 0.9 removed, dropped where it
+    holds the one value every config now works with; any other retired setting refused."""
+    out = {}
+    for name, part in sections.items():
+        for key, value in part.items():
+            if key in RETIRED and not (key in REMOVED_IN and value == RETIRED[key]):
+                raise UserError(retired_message(key, value if key in REMOVED_IN else None))
+        out[name] = {k: v for k, v in part.items() if k not in RETIRED}
+    return out
 
 
 def format_marks(data: dict[str, Any], marks: tuple) -> list[str]:
@@ -185,42 +223,21 @@ def saved_every_strength(flat: dict[str, Any]) -> bool:
     return "scaling" in flat and flat.keys() >= STRENGTHS
 
 
-def flatten_0_7(data: dict[str, Any]) -> dict[str, Any]:
-    """The flat fields of a sectioned file of 0.5-0.7."""
-    flat: dict[str, Any] = {}
-    for section, part in data.items():
-        known = OLD_SECTIONS.get(section)
-        for key, value in part.items():
-            where = next((s for s, names in OLD_SECTIONS.items() if key in names), "design")
-            if (known is not None and key not in known) or (known is None and where != "design"):
-                raise UserError(f"key {key!r} does not belong in section {section!r}")
-            if key in flat:
-                raise UserError(f"key {key!r} is named twice")
-            flat[key] = value
-    return flat
-
-
-def from_flat(flat: dict[str, Any], complete_save: bool = False) -> dict[str, Any]:
-    """Today's sections of flat fields (0.1-0.4, keygen before 0.8, or
-    :meth:`~watermark.config.watermark_config.WatermarkConfig.evolve`'s): each field to its
-    section, the rule's name to ``scheme.rule``. Another rule's strength is refused, except in a
-    ``complete_save`` of 0.1-0.7 (:func:`saved_every_strength`), where it was never used; a
-    retired setting must hold its one value."""
+def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
+    """Today's sections of fields by their own names (what
+    :meth:`~watermark.config.watermark_config.WatermarkConfig.evolve` and ``of`` take, and
+    :func:`from_0_4` hands on): each field to its section, the rule's name (``scaling``) to
+    ``scheme.rule``; another rule's strength is refused."""
     where, out = flat_names(), {name: {} for name in SECTIONS}
-    rule = flat.get("scaling", SCHEMES["tournament"].rule)
+    rule = flat.get(RULE_NAME, SCHEMES["tournament"].rule)
     if rule not in RULES:
-        hint = " (removed in 0.8; the paper's form is 'paper')" if rule == "floor" else ""
-        raise UserError(f"scheme.rule must be one of {RULES}, got {rule!r}{hint}")
+        raise UserError(f"scheme.rule must be one of {RULES}, got {rule!r}")
     out["scheme"]["rule"] = rule
     own = SCHEMES[rule].strength_field
     for key, value in flat.items():
-        if key in RETIRED:
-            if value != RETIRED[key]:
-                raise UserError(retired_message(key, value))
-        elif key in STRENGTHS and key != own:
-            if not complete_save:
-                raise UserError(other_strength_message(key, rule))
-        elif key != "scaling":
+        if key in STRENGTHS and key != own:
+            raise UserError(other_strength_message(key, rule))
+        if key != RULE_NAME:
             if key not in where:
                 what = "section" if isinstance(value, dict) else "watermark config key"
                 raise UserError(f"unknown {what} {key!r}")
@@ -241,8 +258,6 @@ def build_scheme(part: dict[str, Any]) -> Scheme:
         if key not in known:
             if key in STRENGTHS:
                 raise UserError(other_strength_message(key, rule))
-            if key in RETIRED:
-                raise UserError(retired_message(key))
             raise UserError(
                 f"unknown key {key!r} in section 'scheme'; known: rule, {', '.join(known)}"
             )
@@ -263,14 +278,10 @@ def build_section(name: str, part: dict[str, Any]) -> Any:
     """The section ``name`` of its fields; an unknown key is named."""
     cls = PLAIN_SECTIONS[name]
     known = [f.name for f in fields(cls)]
-    for key, value in part.items():
-        if key in REMOVED_IN and value == RETIRED[key]:
-            continue  # a later version's removal: the value every config now works with
-        if key in RETIRED:
-            raise UserError(retired_message(key, value if key in REMOVED_IN else None))
+    for key in part:
         if key not in known:
             raise UserError(f"unknown key {key!r} in section {name!r}; known: {', '.join(known)}")
-    return cls(**{k: v for k, v in part.items() if k not in REMOVED_IN})
+    return cls(**part)
 
 
 def warn_if_0_1(path: Path, data: dict, defaults: dict[str, Any]) -> None:

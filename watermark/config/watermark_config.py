@@ -25,6 +25,7 @@ from typing import Any
 from watermark.base import UserError
 from watermark.config.files import (
     PLAIN_SECTIONS,
+    RULE_NAME,
     SECTIONS,
     build_scheme,
     build_section,
@@ -39,7 +40,6 @@ from watermark.config.schemes import SCHEMES, RepeatPolicy, Scheme, Tournament
 from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
 
 DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
-RULE_NAME = "scaling"  # the scheme's rule in evolve, of and flat files
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ class CrossTokenizerState(MMGenerationState):
 
 class GivenEntropies(MMGenerationState):
     """The MM state of a decode loop that runs the MM in a stream of its own
-    (:mod:`watermark.generate.decoding`): ``values`` holds each row's entropy of the step."""
+    (:mod:`watermark.generate.loop`): ``values`` holds each row's entropy of the step."""
 
     def __init__(self, batch_size: int) -> None:
         self.values = torch.full((batch_size,), float("nan"))

@@ -1,8 +1,10 @@
-"""Watermarked generation at the token level.
+"""Watermarked generation at the token level, and the one decode loop.
 
 * ``processor``: :class:`~watermark.generate.processor.AdaptiveWatermarkLogitsProcessor`, the
-  logits processor for a user's own ``model.generate`` call (the reference of the loops below);
-* ``decoding``: the one token-level decode path outside ``model.generate`` (the KV caches, the
-  measurement model's stream, EOS blocking, sampling) and the fused generation built on it;
+  logits processor for a user's own ``model.generate`` call (the loop's reference);
+* ``streams``: the decode machinery (the KV caches, the measurement model's stream, EOS blocking,
+  sampling);
+* ``loop``: the one decode loop, for the token level and, with its rounds plugged in, the
+  sentence layer (:mod:`watermark.sentences.rounds`); the limits and the EOS cut;
 * ``generation``: prompts in, continuations out (:func:`~watermark.generate.generation.generate`).
 """

@@ -1,11 +1,15 @@
-"""Convenience watermarked generation: prompts in, continuations out.
+"""Watermarked generation at the token level: prompts in, continuations out.
 
-:func:`generate` tokenizes a batch of prompts with left padding, runs ``model.generate`` and
-returns only the continuations, decoded with :func:`watermark.core.text.decode_ids` and cut at the
-first EOS. Our watermark processor applies the temperature and the sampling filters itself (in
-its rule's order); any other processor (a baseline), or none, runs first and the temperature,
-top-k and top-p are passed after it as explicit warpers, in transformers' order. The built-in
-warpers are switched off either way, so the order does not depend on the transformers version.
+:func:`generate` tokenizes a batch of prompts with left padding, samples the continuations and
+returns them decoded with :func:`watermark.core.text.decode_ids`, cut at the first EOS
+(:func:`~watermark.generate.loop.cut_at_eos`). With our processor, whose measurement model is
+the generator, it runs the one decode loop (:func:`watermark.generate.loop.decode`, the MM's
+rows in the generator's forward); otherwise, or with other ``model.generate`` arguments, it
+calls ``model.generate``, the loop's reference. Our watermark processor applies the temperature
+and the sampling filters itself (in its rule's order); any other processor (a baseline), or
+none, runs first and the temperature, top-k and top-p are passed after it as explicit warpers,
+in transformers' order. The built-in warpers are switched off either way, so the order does not
+depend on the transformers version.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from transformers import (
 
 from watermark.base import UserError
 from watermark.core.text import decode_ids
-from watermark.generate.decoding import can_fuse, fused_generate
+from watermark.generate.loop import Group, Limits, adds_no_processors, cut_at_eos, decode
+from watermark.generate.streams import Rows
 
 logger = logging.getLogger(__name__)
 
@@ -129,25 +134,57 @@ def generate(
     if seed is not None:
         torch.manual_seed(seed)
     stop = eos_ids(model, tokenizer)
-    prompt_length = enc["input_ids"].shape[1]
-    if processor is not None and can_fuse(model, processor, max_new_tokens, generate_kwargs):
+    if processor is not None and loops(model, processor, max_new_tokens, generate_kwargs):
         least = int(generate_kwargs.get("min_new_tokens", 0))
         ids, mask = enc["input_ids"], enc["attention_mask"]
-        out = fused_generate(
-            model, ids, mask, processor, max_new_tokens, do_sample, pad_id, stop, least
-        )
-    else:
-        if do_sample:  # switch off the built-in warpers: ours run after the watermark
-            generate_kwargs = {**warpers_off(), **generate_kwargs}
-        out = model.generate(
-            **enc,
-            logits_processor=processors,
-            do_sample=do_sample,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=pad_id,
-            **generate_kwargs,
-        )
-    return _results(tokenizer, prompts, processor, out, prompt_length, stop)
+        group = Group(list(prompts), ids.tolist(), processor, per_row=True)
+        rows = Rows(model, ids, mask, processor.core.measurement, fuse=True)
+        limits = Limits(max_new_tokens, max_new_tokens, least)
+        decode(rows, [group], limits, stop, pad_id, do_sample=do_sample)
+        return generations(tokenizer, [group], stop)
+    if do_sample:  # switch off the built-in warpers: ours run after the watermark
+        generate_kwargs = {**warpers_off(), **generate_kwargs}
+    out = model.generate(
+        **enc,
+        logits_processor=processors,
+        do_sample=do_sample,
+        max_new_tokens=max_new_tokens,
+        pad_token_id=pad_id,
+        **generate_kwargs,
+    )
+    rows = [cut_at_eos(row, stop) for row in out[:, enc["input_ids"].shape[1] :].tolist()]
+    record = processor.record if getattr(processor, "keep_record", False) else None
+    return [
+        generation_of(tokenizer, prompt, ids, record.steps_within(row, len(ids)) if record else [])
+        for row, (prompt, ids) in enumerate(zip(prompts, rows))
+    ]
+
+
+def loops(model: torch.nn.Module, processor: object, max_new_tokens: int, extra: dict) -> bool:
+    """Whether a token-level generation runs in the decode loop (else ``model.generate``): our
+    processor, whose MM is the generator itself with its tokenizer and a window longer than the
+    text, no ``model.generate`` argument but ``min_new_tokens``, and no processor of the model's
+    own."""
+    core = getattr(processor, "core", None)
+    if core is None or set(extra) - {"min_new_tokens"}:
+        return False
+    mm = core.measurement
+    return (
+        mm.model is model
+        and mm.same_tokenizer
+        and max_new_tokens < mm.window
+        and adds_no_processors(model)
+    )
+
+
+def generation_of(tokenizer: object, prompt: str, ids: list[int], steps: list[int]) -> Generation:
+    """The :class:`Generation` of a prompt's continuation ``ids`` (cut at its first EOS)."""
+    return Generation(prompt, decode_ids(tokenizer, ids), ids, steps)
+
+
+def generations(tokenizer: object, groups: list[Group], stop: list[int]) -> list[Generation]:
+    """The outputs of decoded groups (:meth:`~watermark.generate.loop.Group.outputs`), in order."""
+    return [generation_of(tokenizer, *found) for g in groups for found in g.outputs(stop)]
 
 
 def encode_prompts(
@@ -189,21 +226,6 @@ def sampling_processors(
     if top_p < 1.0:
         processors.append(TopPLogitsWarper(top_p=top_p))
     return processors
-
-
-def _results(tokenizer, prompts, processor, out, prompt_len, stop) -> list[Generation]:
-    """One :class:`Generation` per prompt from the output ids (B, P + n)."""
-    stop = set(stop)
-    results = []
-    for row, prompt in enumerate(prompts):
-        ids = out[row, prompt_len:].tolist()
-        cut = next((i for i, tok in enumerate(ids) if tok in stop), len(ids))
-        ids = ids[:cut]
-        steps = []
-        if getattr(processor, "keep_record", False):
-            steps = [s for s in processor.record.watermarked_steps(row) if s <= len(ids)]
-        results.append(Generation(prompt, decode_ids(tokenizer, ids), ids, steps))
-    return results
 
 
 def check_generate_args(cfg: object, max_new_tokens: object, kwargs: dict) -> None:

@@ -20,7 +20,7 @@ sampling warper. That list is the only place where the call's arguments, the mod
 will really run, whatever its source. It raises rather than removing the warper: the warper is
 what the caller asked for, and editing transformers' internal list behind their back would make
 the output depend on a hidden change. The error comes before any token is sampled. A processor
-called from elsewhere (:mod:`watermark.generate.decoding`, a hand-written loop) has no such list
+called from elsewhere (:mod:`watermark.generate.loop`, a hand-written loop) has no such list
 and nothing that adds warpers, so the check is skipped.
 
 The processor works out where the generated part starts from its first call (the prompt length,
@@ -83,6 +83,10 @@ class GenerationRecord:
     def watermarked_steps(self, row: int) -> list[int]:
         """1-based steps of ``row`` that were watermarked."""
         return [d.step for d in self.decisions if bool(d.gated[row])]
+
+    def steps_within(self, row: int, length: int) -> list[int]:
+        """:meth:`watermarked_steps` of ``row`` among its first ``length`` tokens."""
+        return [s for s in self.watermarked_steps(row) if s <= length]
 
 
 class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
@@ -161,7 +165,7 @@ class AdaptiveWatermarkLogitsProcessor(LogitsProcessor):
             input_ids: Long (B, L): prompt (left padded) + generated ids so far.
             scores: Float (B, V): next-token logits; V must be the LM-head width of the config.
             entropies: Float (B,): the gate entropies of this step, where a decode loop computed
-                them in its own MM stream (:mod:`watermark.generate.decoding`); ``None``: the
+                them in its own MM stream (:mod:`watermark.generate.loop`); ``None``: the
                 processor runs the MM itself. A generation gives them at every step or never.
 
         Returns:

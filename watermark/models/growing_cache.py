@@ -3,7 +3,7 @@ the rows that change.
 
 transformers' ``DynamicCache`` concatenates each step's keys and values onto the whole cache, and
 its ``reorder_cache`` gathers every row into new tensors. The sentence layer's decode loop
-(:mod:`watermark.sentences.decoding`) keeps N candidate rows per prompt (512 rows at batch 16 and
+(:mod:`watermark.generate.loop`) keeps N candidate rows per prompt (512 rows at batch 16 and
 N = 32, gigabytes of cache on the CPU), and reorders whenever one prompt keeps a candidate, so
 both copies of the whole cache, and the page faults of their fresh allocations, dominated it.
 

@@ -12,8 +12,9 @@ it is the one choice, used by the round's pick, by resampling and by the referen
   is :mod:`watermark.detect.verdict`);
 * ``parts``: the layer's own mapper and sentence embedder, where the config names them
   (``sentences.mapper``, ``sentences.embedder``), loaded and checked against their pins;
-* ``generation``: sentence-by-sentence generation (the reference path through
-  ``model.generate``);
-* ``decoding``: every prompt's candidates in one decode loop, on the token-level decode path of
-  :mod:`watermark.generate.decoding`.
+* ``keep``: which candidate a round keeps (through the layer's choice);
+* ``rounds``: sentence-by-sentence generation, every prompt's candidates in the one decode loop
+  (:mod:`watermark.generate.loop`) with the layer's rounds plugged in;
+* ``reference``: the same through ``model.generate``, one call per prompt and sentence (the
+  loop's oracle).
 """

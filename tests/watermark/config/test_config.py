@@ -120,8 +120,8 @@ def test_default_config_is_the_dataclass_defaults_and_points_at_the_packaged_map
         ({"repeats": "pairs"}, "repeats must be one of"),
         ({"repeats": "bigram", "fresh_only": False}, "repeats='bigram' needs scheme.fresh_only"),
         ({"unique_tokens": False}, "fresh_only needs detection.unique_tokens"),
-        ({"sentence_keying": "next"}, "sentences.keying must be one of"),
-        ({"sentence_context_bits": 9}, "context_bits must be in 0..8"),
+        ({"keying": "next"}, "sentences.keying must be one of"),
+        ({"context_bits": 9}, "context_bits must be in 0..8"),
         ({"key": ""}, "keys.key must be a non-empty string"),
         ({"key": 7}, "keys.key must be str, got int"),  # a secret's value is never shown
     ],
@@ -291,3 +291,60 @@ def test_no_api_drops_a_setting_the_rule_does_not_have(tmp_path: Path) -> None:
     partial = {"scaling": "additive", "bias": 3.0, "delta": 9.0}
     with pytest.raises(UserError, match="scheme.delta is not a setting of rule 'additive'"):
         WatermarkConfig.load(write(tmp_path, json.dumps(partial)))
+
+
+FORMATS = ROOT / "tests" / "watermark" / "config" / "formats"  # files the versions shipped
+MODELS = {
+    "generator": "smollm2-135m",
+    "measurement_model": "smollm2-135m",
+    "embedder": "minilm",
+    "mapper": "checkpoints/mapper-minilm",
+}
+STEPS = {  # each file: the steps its upgrade runs, and today's sections it means
+    "config-0.2.json": (
+        ["from_0_4", "from_0_8"],
+        {"scheme": {"rule": "tournament", "layers": 6, "context_guard": 4},
+         "models": {**MODELS, "mm_window": 2048, "embed_window": 32},
+         "detection": {"window_sizes": [128, 256], "outputs_once": True}},
+    ),
+    "config-0.7.json": (
+        ["from_0_7", "from_0_4", "from_0_8"],
+        {"scheme": {"rule": "tournament", "layers": 6, "temperature": 1.02},
+         "models": MODELS, "sentences": {"bits": 0},
+         "detection": {"window_sizes": [128, 256]}},
+    ),
+    "config-0.8.json": (
+        ["from_0_8"],
+        {"scheme": {"rule": "tournament", "layers": 6, "loop_penalty": 0.5},
+         "models": MODELS, "sentences": {"bits": 0, "candidates": 4, "resample_every": 0},
+         "detection": {"window_sizes": [128, 256], "outputs_once": True}},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_each_earlier_format_loads_through_its_own_steps(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file each version shipped (its default config) loads through the upgrade steps from
+    its format on, in order, to the config its fields say in today's sections."""
+    from watermark.config import files
+
+    steps, today = STEPS[name]
+    ran = []
+    for step in ("from_0_4", "from_0_7", "from_0_8"):
+        real = getattr(files, step)
+        monkeypatch.setattr(files, step, lambda d, s=step, f=real: ran.append(s) or f(d))
+    cfg = WatermarkConfig.load(FORMATS / name)
+    assert ran == steps
+    expected = WatermarkConfig.from_dict(today)
+    for section, part in today.items():
+        for field, value in part.items():
+            assert getattr(getattr(cfg, section), field) == value
+    assert cfg.scheme == replace(expected.scheme, **{
+        f: getattr(cfg.scheme, f) for f in ("neutral", "loop_penalty", "filter_first",
+                                            "fresh_only", "repeats", "opening_steps")
+    })  # fmt: skip
+    assert WatermarkConfig.from_dict(cfg.sections()) == cfg  # saved today, read as today's
+    with pytest.raises(ValueError, match="0.9 removed the setting 'stop_at'"):
+        files.from_0_8({"sentences": {"stop_at": 1.5}})

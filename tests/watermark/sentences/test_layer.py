@@ -12,13 +12,11 @@ from tests.helpers import PROMPTS
 from watermark.detect.result import SENTENCE_FIELDS
 from watermark.detect.verdict import fisher
 from watermark.generate.generation import eos_ids, generate
+from watermark.generate.loop import Limits
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentences.decoding import Limits
-from watermark.sentences.generation import (
-    MAX_SENTENCE_TOKENS,
-    generate_by_sentences,
-    sample_by_sentences,
-)
+from watermark.sentences.keep import MAX_SENTENCE_TOKENS
+from watermark.sentences.reference import sample_by_sentences
+from watermark.sentences.rounds import generate_by_sentences
 from watermark.sentences.spans import sentence_spans
 
 LAYER = {"sentence_bits": 8, "sentence_candidates": 4}
@@ -54,9 +52,10 @@ def by_sentences(tiny: SimpleNamespace, wm, prompts: list[str], loop: bool, **li
         return generate_by_sentences(
             tiny.gen, tiny.gtok, prompts, processor, layer, seed=5, **limits
         )
-    limits.setdefault("max_sentence_tokens", MAX_SENTENCE_TOKENS)
+    round_tokens = limits.get("max_sentence_tokens", MAX_SENTENCE_TOKENS)
+    found = Limits(limits["max_new_tokens"], round_tokens, limits.get("min_new_tokens", 0))
     torch.manual_seed(5)
-    return sample_by_sentences(tiny.gen, tiny.gtok, prompts, processor, layer, Limits(**limits))
+    return sample_by_sentences(tiny.gen, tiny.gtok, prompts, processor, layer, found)
 
 
 @pytest.mark.parametrize("candidates", [1, 4])
@@ -304,4 +303,4 @@ def test_the_layer_reads_with_its_own_mapper_pinned_and_named_in_the_fingerprint
     wrong = cfg.with_settings({"sentences.mapper_digest": "sha256:" + "0" * 64})
     with pytest.raises(ValueError, match="sentences.mapper .* is not the one"):
         Watermark.load(wrong, **parts)
-    assert Watermark.load(cfg.evolve(sentence_bits=0), **parts).sentence_parts is None
+    assert Watermark.load(cfg.evolve(bits=0), **parts).sentence_parts is None

@@ -116,7 +116,7 @@ def test_the_fingerprint_names_the_own_se_and_only_where_there_is_one(
     assert Watermark.load(pinned, **own.parts).fingerprint == first.fingerprint
     given = Watermark.load(own.shared.config, **own.parts, sentence_embedder=load_se(own.first))
     assert given.fingerprint == first.fingerprint
-    off = Watermark.load(own.cfg.evolve(sentence_bits=0), **own.parts)
+    off = Watermark.load(own.cfg.evolve(bits=0), **own.parts)
     assert off.sentence_parts is None and off.fingerprint == tiny.make().fingerprint
     tiny_mapper(16, 40, seed=7).save_pretrained(tmp_path / "mapper")
     mapper_only = own.shared.config.with_settings({"sentences.mapper": str(tmp_path / "mapper")})

@@ -12,10 +12,9 @@ import torch
 from tests.helpers import PROMPTS
 from watermark.base import UserError
 from watermark.generate.generation import eos_ids
+from watermark.generate.loop import Group
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentences import decoding
-from watermark.sentences.decoding import Group, resample
-from watermark.sentences.generation import generate_by_sentences
+from watermark.sentences.rounds import SentenceRounds, generate_by_sentences
 
 LAYER = {"sentence_bits": 8, "sentence_candidates": 4, "resample_every": 3}
 
@@ -31,7 +30,7 @@ class Reorders:
 
 
 def group(new: list[list[int]], ended: list[bool]) -> Group:
-    g = Group("p", [1, 2], Reorders())
+    g = Group(["p"], [[1, 2]] * len(new), Reorders())
     g.new, g.ended = [list(r) for r in new], list(ended)
     return g
 
@@ -49,7 +48,7 @@ def test_the_lower_half_of_the_rows_still_writing_copy_the_upper_half(tiny) -> N
     due = group([[5, 6], [7, 0], [8, 9], [10, 11]], [False, True, False, False])
     four = group([[5, 6], [7, 8], [9, 10], [11, 12]], [False] * 4)
     early = group([[5], [6], [7], [8]], [False] * 4)
-    moved = resample([due, early, four], layer, tiny.gtok)
+    moved = SentenceRounds(layer, tiny.gtok, [3]).resample([due, early, four])
     assert scored == [[3, 4]]  # one call: the writing rows of the groups that are due
     assert moved == {0: [2, 1, 2, 3], 2: [0, 0, 2, 2]}  # the worst copies the best, and so on
     assert due.new == [[8, 9], [7, 0], [8, 9], [10, 11]]
@@ -70,23 +69,23 @@ def test_after_a_copy_every_row_reads_its_own_text(
     ids (prompt, kept text, this round's tokens), so a copied row continues from its source's
     cache; each kept text's watermarked steps are those a replay through the processor finds."""
     wm = tiny.make(**LAYER)
-    checked, moves, real_scores, real_resample = [], [], Group.scores, decoding.resample
+    checked, moves, real_scores, real_resample = [], [], Group.scores, SentenceRounds.resample
 
     def scores(self, logits, entropies, eos, limits):
         for j, ended in enumerate(self.ended):
             if not ended:
-                ids = self.prompt_ids + self.chosen + self.new[j]
+                ids = self.prompt_rows[j] + self.chosen + self.new[j]
                 fresh = tiny.gen(torch.tensor([ids], device=tiny.device)).logits[0, -1].float()
                 checked.append(torch.allclose(fresh, logits[j], atol=1e-4))
         return real_scores(self, logits, entropies, eos, limits)
 
-    def spy(live, layer, tokenizer):
-        moved = real_resample(live, layer, tokenizer)
+    def spy(self, live):
+        moved = real_resample(self, live)
         moves.extend(s for s in moved.values() if s != list(range(len(s))))
         return moved
 
     monkeypatch.setattr(Group, "scores", scores)
-    monkeypatch.setattr(decoding, "resample", spy)
+    monkeypatch.setattr(SentenceRounds, "resample", spy)
     outs = by_sentences(tiny, wm, PROMPTS, seed=3, max_new_tokens=40, min_new_tokens=40)
     assert moves and checked and all(checked)
     assert_replayed(tiny, wm, outs)

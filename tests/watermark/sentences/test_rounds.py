@@ -1,11 +1,11 @@
-"""Which candidate a round keeps (watermark.sentences.decoding.kept_rows): a candidate that only
+"""Which candidate a round keeps (watermark.sentences.keep.kept_rows): a candidate that only
 ends the text is never ranked against sentences, so the layer does not end texts early."""
 
 from __future__ import annotations
 
 import torch
 
-from watermark.sentences.decoding import kept_rows
+from watermark.sentences.keep import kept_rows
 
 EOS = 0
 WORDS = {1: " The", 2: " storm", 3: " hit.", 4: " A", 5: " bridge", 6: " fell.", 7: "\n", 8: '"'}

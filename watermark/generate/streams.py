@@ -1,4 +1,5 @@
-"""The one token-level decode path: watermarked sampling step by step, outside ``model.generate``.
+"""The decode machinery of the one decode loop (:mod:`watermark.generate.loop`): KV caches over a
+batch of generator rows, the measurement model's stream, EOS blocking and sampling.
 
 :class:`Rows` is a batch of generator rows being decoded. It holds the generator's KV cache
 (:class:`Stream`, on :class:`~watermark.models.growing_cache.GrowingCache`) and the measurement
@@ -9,12 +10,6 @@ call of 2B rows costs about what B rows cost, because a decoding step is bound b
 weights. A row fed a pad (it has ended) is masked out of attention, its position ids count only
 real tokens, and it keeps the values that followed its last real token. :func:`block_eos` stops
 an EOS before ``min_new_tokens``; :func:`draw` samples with torch's global RNG.
-
-Two loops run on it, and on nothing else: :func:`fused_generate` (plain watermarked generation,
-what ``model.generate`` with the processor does, step by step) and the sentence layer's
-candidate loop (:mod:`watermark.sentences.decoding`), which also reorders rows
-(:meth:`Rows.select`). The processor inside ``model.generate`` stays the reference they are
-checked against.
 """
 
 from __future__ import annotations
@@ -25,41 +20,6 @@ import torch
 
 from watermark.core.measurement import cached_forward, entropy_from_logits
 from watermark.models.growing_cache import GrowingCache
-
-# generation-config fields that would add logits processors to ``model.generate``, at their
-# quiet values: a model whose config sets any of them is not decoded here
-QUIET = {
-    "repetition_penalty": 1.0,
-    "no_repeat_ngram_size": 0,
-    "bad_words_ids": None,
-    "forced_bos_token_id": None,
-    "forced_eos_token_id": None,
-    "suppress_tokens": None,
-    "begin_suppress_tokens": None,
-    "sequence_bias": None,
-    "renormalize_logits": False,
-}
-
-
-def adds_no_processors(model: torch.nn.Module) -> bool:
-    """Whether the model's ``generation_config`` leaves every field of :data:`QUIET` quiet, so
-    ``model.generate`` would add no logits processor of its own."""
-    config = getattr(model, "generation_config", None)
-    return all(getattr(config, k, v) in (v, None) for k, v in QUIET.items())
-
-
-def can_fuse(model: torch.nn.Module, processor: object, max_new_tokens: int, extra: dict) -> bool:
-    """Whether a plain generation can run in :func:`fused_generate` (else ``model.generate``)."""
-    core = getattr(processor, "core", None)
-    if core is None or set(extra) - {"min_new_tokens"}:
-        return False
-    mm = core.measurement
-    return (
-        mm.model is model
-        and mm.same_tokenizer
-        and max_new_tokens < mm.window
-        and adds_no_processors(model)
-    )
 
 
 def last_logits(
@@ -172,49 +132,3 @@ class Rows:
         )
         if self.mm_stream is not None:
             self.mm_stream.select(rows.to(self.mm_stream.mask.device))
-
-
-@torch.inference_mode()
-def fused_generate(
-    model: torch.nn.Module,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    processor: object,
-    max_new_tokens: int,
-    do_sample: bool,
-    pad_token_id: int,
-    eos_token_ids: Sequence[int],
-    min_new_tokens: int = 0,
-) -> torch.Tensor:
-    """Prompt + continuation ids (B, P + n), as ``model.generate`` with ``processor`` returns
-    them, with the MM's rows in the generator's forward (:func:`can_fuse` says when).
-
-    Args:
-        model: The generator, which is also the processor's MM.
-        input_ids: Long (B, P): left-padded prompts.
-        attention_mask: Long (B, P).
-        processor: Our watermark processor.
-        max_new_tokens: Steps at most (fewer if every row has ended).
-        do_sample: Sample with torch's global RNG (else greedy).
-        pad_token_id: Filler after a row's EOS.
-        eos_token_ids: Ids that end a row.
-        min_new_tokens: EOS is blocked before this many new tokens.
-    """
-    rows = Rows(model, input_ids, attention_mask, processor.core.measurement, fuse=True)
-    eos = torch.tensor(list(eos_token_ids), device=input_ids.device)
-    unfinished = torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-    sequence = input_ids
-    processor.reset()
-    for step in range(max_new_tokens):
-        scores, entropies = rows.step()
-        if step < min_new_tokens:
-            block_eos(scores, eos)
-        tokens = draw(processor.step(sequence, scores, entropies), do_sample)
-        tokens = torch.where(unfinished, tokens, torch.full_like(tokens, pad_token_id))
-        sequence = torch.cat([sequence, tokens[:, None]], dim=1)
-        if len(eos):
-            unfinished &= ~torch.isin(tokens, eos)
-        if not unfinished.any():
-            break
-        rows.advance(tokens, torch.ones_like(unfinished))
-    return sequence
