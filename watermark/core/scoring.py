@@ -11,12 +11,11 @@ For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}
   tokens (:meth:`WatermarkCore.prefix_span`; see :mod:`watermark.core.text`);
 * v_hat: mapper signs of the embedding, expanded over the full LM-head width V by the keyed token
   maps, one per layer (see :mod:`watermark.core.semantic`);
-* sampling logits: the configured strength rule and sampling filters (see
-  :mod:`watermark.core.rules`).
+* sampling logits: the strength rule and sampling filters (:mod:`watermark.core.rules`).
 
 The processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the whole
-batch; the detector calls :meth:`WatermarkCore.text_gate` and :meth:`WatermarkCore.green_lists`
-per text. Both go through :meth:`gate` and :meth:`embedding_input`, so they cannot disagree.
+batch; the detector :meth:`WatermarkCore.text_gates` and :meth:`WatermarkCore.green_lists`. Both
+go through :meth:`gate` and :meth:`embedding_inputs`, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -60,9 +59,10 @@ class WatermarkCore:
         self.measurement = measurement
         self.semantic = semantic
         self._opening: torch.Tensor | None = None
+        self.force_fixed_shapes: bool | None = None  # None: on an accelerator (fixed_shapes)
 
     @property
-    def vocab_size(self) -> int:
+    def vocab_size(self) -> int:  # V, the LM-head width the token maps cover
         return self.semantic.vocab_size
 
     def fingerprint(
@@ -76,19 +76,29 @@ class WatermarkCore:
         return fingerprint(self.config, self.vocab_size, found["mapper"], found["embedder"], *own)
 
     @property
-    def opening_steps(self) -> int:
+    def opening_steps(self) -> int:  # M
         return int(self.config.scheme.opening_steps)
 
     @property
-    def device(self) -> torch.device:
-        """Where the measurement model runs."""
+    def device(self) -> torch.device:  # where the measurement model runs
         return self.measurement.device
 
     @property
-    def accelerated(self) -> bool:
-        """The SE runs on an accelerator: generation embeds in batched detection's fixed shapes
-        (:mod:`watermark.core.fixed_shapes`), the same bits; on a CPU nothing changes."""
+    def fixed_shapes(self) -> bool:
+        """Whether generation and batched detection embed in fixed shapes (a window's signs
+        the same bits in both, :mod:`watermark.core.fixed_shapes`): on an accelerator, unless
+        ``force_fixed_shapes`` says otherwise; on a CPU nothing changes."""
+        if self.force_fixed_shapes is not None:
+            return self.force_fixed_shapes
         return self.semantic.device.type != "cpu"
+
+    def prefetch(self, steps: Sequence[int], texts: Sequence[Sequence[int]]) -> None:
+        """Embeds the windows of ``steps`` of ``texts`` (as :meth:`green_lists` takes them) in
+        one fixed-shape call, their signs kept until the next prefetch: several groups' processors
+        then read them with no embedder call each (in fixed shapes, the same bits)."""
+        late = [i for i, t in enumerate(steps) if t > self.opening_steps]
+        inputs = self.embedding_inputs([steps[i] for i in late], [texts[i] for i in late])
+        self.semantic.keep(sorted(set(inputs)))
 
     @property
     def num_keys(self) -> int:
@@ -110,32 +120,23 @@ class WatermarkCore:
     def gate(
         self, steps: torch.Tensor, entropies: torch.Tensor, repeated: torch.Tensor
     ) -> torch.Tensor:
-        """Bool (N,): step t is watermarked iff (t <= M or H_t >= alpha) and its context is new.
-
-        NaN entropy closes the gate (past M); ``repeated`` is the context guard of each step.
-        """
+        """Bool (N,): step t is watermarked iff (t <= M or H_t >= alpha) and its context is new
+        (``repeated``: the context guard of each step); NaN entropy closes the gate past M."""
         return ((steps <= self.opening_steps) | (entropies >= self.config.scheme.alpha)) & ~repeated
 
     def prefix_span(self, step: int) -> tuple[int, int]:
-        """Token span [a, b) of the prefix S_{0:t-1} that the SE embeds at a step t > M.
-
-        The last W = ``embed_window`` tokens when W > 0, else the first P =
-        ``embed_prefix_tokens``.
-        """
+        """Token span [a, b) of the prefix S_{0:t-1} that the SE embeds at a step t > M: the
+        last W = ``embed_window`` tokens when W > 0, else the first P = ``embed_prefix_tokens``."""
         n, window = step - 1, self.config.models.embed_window
         if window > 0:
             return max(0, n - window), n
         return 0, min(n, self.config.models.embed_prefix_tokens)
 
-    def embedding_input(self, step: int, prefix_ids: Sequence[int]) -> str:
-        """The text the SE embeds at step t: the opening sentence for t <= M, else the decoded
-        span :meth:`prefix_span` of the prefix S_{0:t-1}."""
-        return self.embedding_inputs([step], [prefix_ids])[0]
-
     def embedding_inputs(
         self, steps: Sequence[int], prefixes: Sequence[Sequence[int]]
     ) -> list[str]:
-        """:meth:`embedding_input` of many steps, the spans decoded in one batched call
+        """The text the SE embeds at each step t: the opening sentence for t <= M, else the
+        decoded span :meth:`prefix_span` of the prefix S_{0:t-1}; the spans decoded in one call
         (``prefixes[i]``: ids that start with the prefix of step ``steps[i]``)."""
         spans = [self.prefix_span(t) for t in steps]
         late = [i for i, t in enumerate(steps) if t > self.opening_steps]
@@ -221,9 +222,8 @@ class WatermarkCore:
         rows = [int(r) for r in torch.nonzero(gated).flatten()]
         signs = self.semantic.no_signs(batch)
         if rows:
-            gen_cpu = gen.cpu()
-            texts = [gen_cpu[r].tolist() for r in rows]
-            lists = self.green_lists([step] * len(rows), texts, fixed=self.accelerated)
+            texts = [row.tolist() for row in gen[rows].cpu()]  # one transfer
+            lists = self.green_lists([step] * len(rows), texts, fixed=self.fixed_shapes)
             signs[rows] = lists.signs
         neutral, repeated, shift = None, None, None
         lists = self.semantic.from_signs(signs)

@@ -145,6 +145,7 @@ class SemanticScorer(MappedEmbedder):
         if repeat_shifts and len(repeat_shifts) != len(self.key_maps):
             raise ValueError(f"need one repeat shift table per key, got {len(repeat_shifts)}")
         self.repeat_shifts = [s.to(self.device, torch.long) for s in repeat_shifts]
+        self.kept: dict[str, torch.Tensor] = {}  # signs held by keep()
 
     def _counts(self, token_maps: torch.Tensor) -> torch.Tensor:
         return torch.stack([tokens_per_dim(m, self.num_dims) for m in token_maps])
@@ -171,7 +172,18 @@ class SemanticScorer(MappedEmbedder):
     def green_lists(
         self, texts: Sequence[str], progress: bool = False, fixed: bool = False
     ) -> GreenLists:
-        """The green lists of each text (N = len(texts)); ``fixed``: see :meth:`embed`."""
+        """The green lists of each text (N = len(texts)); ``fixed``: see :meth:`embed` (the
+        signs :meth:`keep` holds are read, not computed again)."""
         if len(texts) == 0:
             return self.from_signs(self.no_signs(0))
-        return self.from_signs(self.signs(self.embed(texts, progress=progress, fixed=fixed)))
+        if not (fixed and self.kept):
+            return self.from_signs(self.signs(self.embed(texts, progress=progress, fixed=fixed)))
+        missing = [t for t in dict.fromkeys(texts) if t not in self.kept]
+        found = dict(zip(missing, self.signs(self.embed(missing, fixed=True)))) if missing else {}
+        return self.from_signs(torch.stack([self.kept.get(t, found.get(t)) for t in texts]))
+
+    def keep(self, texts: Sequence[str]) -> None:
+        """Embeds ``texts`` in fixed shapes and holds their signs for :meth:`green_lists` until
+        the next call (a row's signs in fixed shapes do not depend on the rows beside it, so
+        reading them later gives the same bits)."""
+        self.kept = dict(zip(texts, self.signs(self.embed(texts, fixed=True)))) if texts else {}

@@ -100,7 +100,7 @@ class Detector:
         (:mod:`watermark.core.fixed_shapes`): :attr:`batched` where it is set (``True`` /
         ``False``), else on an accelerator and not on a CPU, where each text is computed alone
         on a thread of its own (:mod:`watermark.core.threads`)."""
-        return self.core.accelerated if self.batched is None else bool(self.batched)
+        return self.core.fixed_shapes if self.batched is None else bool(self.batched)
 
     @property
     def default_chunk_size(self) -> int:

@@ -16,7 +16,8 @@ reference paths:
   the round's budget; the plug may resample rows while they write; when every row of a group
   has ended the plug keeps one, and all the group's rows continue from it (the kept row's cache,
   :meth:`~watermark.generate.streams.Rows.select`: no prefill); a group that is done leaves the
-  batch. The measurement model runs in a stream of its own.
+  batch. The measurement model runs in a stream of its own. On an accelerator the windows of
+  all groups are embedded in one call a step (:func:`prefetch`).
 
 After its end a row is fed the pad id, masked out of attention, and keeps the logits that
 followed its last real token. Tokens are drawn from the whole batch at once with torch's global
@@ -183,6 +184,7 @@ def decode(
         g.start_round(limits)
     while live:
         logits, entropies = rows.step()
+        prefetch(live)
         scores, at = [], 0
         for g in live:
             part = slice(at, at + len(g.new))
@@ -197,6 +199,18 @@ def decode(
         fed = torch.tensor([row[-1] for g in live for row in g.new], device=device)
         rows.advance(fed, torch.tensor(real, device=device))
         live = next_round(live, rows, limits, rounds)
+
+
+def prefetch(live: list[Group]) -> None:
+    """In fixed shapes (an accelerator), the windows of every row embedded in one call for all
+    groups (:meth:`~watermark.core.scoring.WatermarkCore.prefetch`), not one call per group's
+    processor; the same bits. Rows that ended at a sentence's end are in it too: their
+    processor still reads them. Nothing on a CPU or with one group."""
+    core = live[0].processor.core
+    if len(live) < 2 or not core.fixed_shapes:
+        return
+    texts = [g.chosen + row for g in live for row in g.new]
+    core.prefetch([len(ids) + 1 for ids in texts], texts)
 
 
 def next_round(live: list[Group], rows: Rows, limits: Limits, rounds: object | None) -> list[Group]:
