@@ -8,9 +8,9 @@ the spliced text, placed first or in the middle.
 
 Example::
 
-    python benchmarks/bench_copy_paste.py --wm runs/wm/gen150.jsonl --limit 32 --share 0.25
-    python benchmarks/bench_copy_paste.py --wm runs/wm/gen150.jsonl --placements middle
-    python benchmarks/bench_copy_paste.py --config configs/watermark-robust.json \
+    python -m benchmarks.bench_copy_paste --wm runs/wm/gen150.jsonl --limit 32 --share 0.25
+    python -m benchmarks.bench_copy_paste --wm runs/wm/gen150.jsonl --placements middle
+    python -m benchmarks.bench_copy_paste --config configs/watermark-robust.json \
         --wm data/eval-cache/sentence-rewrites/generations.jsonl.gz --placements middle
 """
 
@@ -22,15 +22,13 @@ import json
 import sys
 from pathlib import Path
 
+from evaluation.calibration import record
+from evaluation.heldout import units
+from watermark.api import Watermark
+from watermark.config.watermark_config import as_config
+from watermark.core.text import decode_ids, encode_text
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from evaluation.calibration import record  # noqa: E402
-from evaluation.heldout import units  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import as_config  # noqa: E402
-from watermark.core.text import decode_ids, encode_text  # noqa: E402
-
 PLACEMENTS = ("first", "middle")
 
 
@@ -71,8 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main() -> None:
-    args = _parser().parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
     placements = args.placements.split(",")
     if not set(placements) <= set(PLACEMENTS):
         sys.exit(f"error: --placements takes {', '.join(PLACEMENTS)}, got {args.placements}")

@@ -9,34 +9,29 @@ decoding, reads, the tests, the per-token flags) is overhead. Texts are detected
 
 Example::
 
-    python benchmarks/bench_detect_floor.py --texts 16 --rounds 2
+    python -m benchmarks.bench_detect_floor --texts 16 --rounds 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.inputs import human_texts  # noqa: E402
-from evaluation.stage_times import StageTimes  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
+from benchmarks.inputs import human_texts
+from evaluation.stage_times import StageTimes
+from watermark.api import Watermark
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     wm = Watermark.load()
     texts = human_texts(wm.core.tokenizer, args.texts, args.tokens)

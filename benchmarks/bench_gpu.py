@@ -18,9 +18,9 @@ Subcommands (each prints one JSON object on stdout; progress on stderr):
 
 Examples::
 
-    python benchmarks/bench_gpu.py generate --batches 1,16,64,256 --dtypes float32,bfloat16
-    python benchmarks/bench_gpu.py detect --texts 512 --texts-out runs/gpu/texts.jsonl
-    python benchmarks/bench_gpu.py profile --batch 64 --out runs/gpu
+    python -m benchmarks.bench_gpu generate --batches 1,16,64,256 --dtypes float32,bfloat16
+    python -m benchmarks.bench_gpu detect --texts 512 --texts-out runs/gpu/texts.jsonl
+    python -m benchmarks.bench_gpu profile --batch 64 --out runs/gpu
 """
 
 from __future__ import annotations
@@ -36,14 +36,13 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.inputs import human_texts, prompts
+from evaluation.speed import timed_generate
+from watermark.api import Watermark
+from watermark.config.watermark_config import as_config
+from watermark.models.loaders import load_lm
 
-from benchmarks.inputs import human_texts, prompts  # noqa: E402
-from evaluation.speed import timed_generate  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import as_config  # noqa: E402
-from watermark.models.loaders import load_lm  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def log(*parts: object) -> None:

@@ -6,25 +6,23 @@ each and their ratio, after checking that the shipped key's own p-values agree.
 
 Example::
 
-    python benchmarks/bench_keys.py --texts 24 --keys 3
+    python -m benchmarks.bench_keys --texts 24 --keys 3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from evaluation.heldout import units
+from watermark.api import Watermark
+from watermark.config.keys import fresh_key
+from watermark.config.watermark_config import as_config
+from watermark.models.loaders import load_lm
 
-from evaluation.heldout import units  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.keys import fresh_key  # noqa: E402
-from watermark.config.watermark_config import as_config  # noqa: E402
-from watermark.models.loaders import load_lm  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,7 +8,7 @@ ending together), which is what the evaluation's ``llm_paraphrase_batch`` trades
 
 Example::
 
-    python benchmarks/bench_llm_paraphrase.py --batches 8 16 32
+    python -m benchmarks.bench_llm_paraphrase --batches 8 16 32
 """
 
 from __future__ import annotations
@@ -16,16 +16,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from data.llm_paraphrase import TextParaphraser
 
-from data.llm_paraphrase import TextParaphraser  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def timed_generate(paraphraser: TextParaphraser, batch: dict, steps: int) -> float:
@@ -42,14 +40,14 @@ def timed_generate(paraphraser: TextParaphraser, batch: dict, steps: int) -> flo
     return time.perf_counter() - start
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--heldout", default=str(ROOT / "data/corpus/heldout.jsonl.gz"))
     parser.add_argument("--batches", type=int, nargs="+", default=[8, 16, 32])
     parser.add_argument("--tokens", type=int, default=200, help="tokens of each source text")
     parser.add_argument("--steps", type=int, default=25, help="decoded tokens timed")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     paraphraser = TextParaphraser(args.model)
     tok = paraphraser.tokenizer

@@ -10,7 +10,7 @@ linearly.
 
 Example::
 
-    python benchmarks/bench_memory.py --lengths 5000 10000 20000 40000
+    python -m benchmarks.bench_memory --lengths 5000 10000 20000 40000
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def long_text(tokens: int) -> str:
     """The held-out passages joined (again from the first when they run out), cut to
     ``tokens`` generator tokens."""
-    sys.path.insert(0, str(ROOT))
     from transformers import AutoTokenizer
 
     from watermark.core.text import decode_ids, encode_text
@@ -52,7 +51,6 @@ def child(tokens: int, threads: int) -> None:
     """Detects one text of ``tokens`` tokens; prints its seconds and tested units."""
     import torch
 
-    sys.path.insert(0, str(ROOT))
     from watermark.api import Watermark
 
     torch.set_num_threads(threads)
@@ -66,19 +64,20 @@ def child(tokens: int, threads: int) -> None:
     print(json.dumps({**row, "num_scored": result.num_scored}))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[5000, 10000, 20000, 40000])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.child:
         child(args.child, args.threads)
         return
     rows = []
     for tokens in args.lengths:
-        cmd = [sys.executable, __file__, "--child", str(tokens), "--threads", str(args.threads)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        cmd = [sys.executable, "-m", "benchmarks.bench_memory", "--child", str(tokens)]
+        cmd += ["--threads", str(args.threads)]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
         if done.returncode != 0:
             raise SystemExit(f"error: {tokens} tokens failed:\n{done.stderr[-2000:]}")
         row = {"tokens": tokens, **json.loads(done.stdout.strip().splitlines()[-1])}

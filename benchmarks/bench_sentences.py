@@ -18,9 +18,9 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
 
 Examples::
 
-    python benchmarks/bench_sentences.py speed --prompts 8 --tokens 100 --candidates 2,4 --reference
-    python benchmarks/bench_sentences.py null --texts 353 --keys 20 --context-bits 0,2
-    python benchmarks/bench_sentences.py memory --prompts 16 --tokens 200 --candidates 4
+    python -m benchmarks.bench_sentences speed --prompts 8 --tokens 100 --candidates 2,4 --reference
+    python -m benchmarks.bench_sentences null --texts 353 --keys 20 --context-bits 0,2
+    python -m benchmarks.bench_sentences memory --prompts 16 --tokens 200 --candidates 4
 """
 
 from __future__ import annotations
@@ -34,21 +34,19 @@ from pathlib import Path
 
 import torch
 
+from evaluation.heldout import units
+from watermark.api import Watermark
+from watermark.config.watermark_config import WatermarkConfig
+from watermark.generate.generation import eos_ids
+from watermark.generate.loop import Limits
+from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
+from watermark.sentences.keep import MAX_SENTENCE_TOKENS
+from watermark.sentences.key import SentenceKey
+from watermark.sentences.reference import sample_by_sentences
+from watermark.sentences.significance import text_test
+from watermark.sentences.spans import sentence_spans
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from evaluation.heldout import units  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
-from watermark.generate.generation import eos_ids  # noqa: E402
-from watermark.generate.loop import Limits  # noqa: E402
-from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor  # noqa: E402
-from watermark.sentences.keep import MAX_SENTENCE_TOKENS  # noqa: E402
-from watermark.sentences.key import SentenceKey  # noqa: E402
-from watermark.sentences.reference import sample_by_sentences  # noqa: E402
-from watermark.sentences.significance import text_test  # noqa: E402
-from watermark.sentences.spans import sentence_spans  # noqa: E402
-
 HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
 
 
@@ -172,7 +170,7 @@ def null(args: argparse.Namespace) -> None:
         print(json.dumps(row))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("speed", help="generation speed against plain generate")
@@ -200,7 +198,7 @@ def main() -> None:
     n.add_argument("--bits", type=int, default=16)
     n.add_argument("--context-bits", type=lambda x: [int(c) for c in x.split(",")], default=[0])
     n.add_argument("--keying", default="previous", help="previous or own (with c > 0)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     {"speed": speed, "memory": memory, "null": null}[args.command](args)
 
 

@@ -28,7 +28,7 @@ load runs themselves are in ``benchmarks/service_load.py``.
 
 Example::
 
-    python benchmarks/bench_service.py --texts 200 --clients 1,8,32
+    python -m benchmarks.bench_service --texts 200 --clients 1,8,32
 """
 
 from __future__ import annotations
@@ -44,10 +44,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.service_load import (  # noqa: E402
+from benchmarks.service_load import (
     distinct_windows_run,
     interleaved_run,
     overload_run,
@@ -55,6 +52,8 @@ from benchmarks.service_load import (  # noqa: E402
     rss_mib,
     tokens_file,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def held_out_texts(n: int) -> list[str]:
@@ -158,8 +157,8 @@ def overload_row(
     return row
 
 
-def main() -> None:
-    args = _parser().parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if args.file:
         texts = [json.loads(x)["text"] for x in Path(args.file).read_text().splitlines() if x]

@@ -5,9 +5,9 @@ this script only loads the watermark, picks the held-out units and writes / prin
 
 Subcommands (all print a JSON summary on stdout; progress on stderr):
 
-* ``speed``: on the same texts, detection seconds per ~200-token text for the fast path vs the
-  reference implementation, and generation tokens/s at batch 8 with and without the watermark,
-  with the extra time split into measurement model, embedder and mapper.
+* ``speed``: detection seconds per ~200-token text of the generated texts, and generation
+  tokens/s at batch 8 with and without the watermark, with the extra time split into
+  measurement model, embedder and mapper.
 * ``human``: detect held-out human passages (prompt = first two sentences, human text = the next
   ~200 generator tokens) and write per-token results as JSONL (``--start``/``--limit`` split runs).
 * ``generate``: watermarked continuations of held-out news prompts, detected, written as JSONL
@@ -21,11 +21,11 @@ Text quality against the strength rule is measured by the evaluation's frontier 
 
 Examples::
 
-    python benchmarks/bench_watermark.py speed
-    python benchmarks/bench_watermark.py speed --variant loop_penalty=0  # its cost, same run
-    python benchmarks/bench_watermark.py human --limit 150 --out runs/wm/human.jsonl
-    python benchmarks/bench_watermark.py generate --limit 50 --out runs/wm/gen.jsonl
-    python benchmarks/bench_watermark.py report --human runs/wm/human.jsonl --wm runs/wm/gen.jsonl
+    python -m benchmarks.bench_watermark speed
+    python -m benchmarks.bench_watermark speed --variant loop_penalty=0  # its cost, same run
+    python -m benchmarks.bench_watermark human --limit 150 --out runs/wm/human.jsonl
+    python -m benchmarks.bench_watermark generate --limit 50 --out runs/wm/gen.jsonl
+    python -m benchmarks.bench_watermark report --human runs/wm/human.jsonl --wm runs/wm/gen.jsonl
 """
 
 from __future__ import annotations
@@ -38,17 +38,16 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from evaluation.calibration import calibration_report, record
+from evaluation.config import key_values
+from evaluation.heldout import units
+from evaluation.speed import speed
+from watermark.api import Watermark
+from watermark.config.watermark_config import as_config
+from watermark.core.text import decode_ids, encode_text
+from watermark.models.loaders import load_lm
 
-from evaluation.calibration import calibration_report, record  # noqa: E402
-from evaluation.config import key_values  # noqa: E402
-from evaluation.heldout import units  # noqa: E402
-from evaluation.speed import speed  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import as_config  # noqa: E402
-from watermark.core.text import decode_ids, encode_text  # noqa: E402
-from watermark.models.loaders import load_lm  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def log(*parts: object) -> None:
@@ -94,7 +93,7 @@ def cmd_speed(args: argparse.Namespace) -> dict:
     return {
         "mapper": wm.config.models.mapper,
         **({"variant": changes} if changes else {}),
-        **speed(wm, model, prompts, args.new_tokens, args.ref_texts, variant),
+        **speed(wm, model, prompts, args.new_tokens, variant),
     }
 
 
@@ -170,7 +169,6 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="human: join consecutive passages into texts of this many tokens",
     )
-    parser.add_argument("--ref-texts", type=int, default=1, help="speed: texts for the reference")
     parser.add_argument(
         "--variant",
         action="append",

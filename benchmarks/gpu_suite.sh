@@ -68,7 +68,7 @@ bench() {  # bench SUBCOMMAND ARGS...: bench_gpu.py, its JSON answer appended to
 bench_as() {  # bench_as LABEL SUBCOMMAND ARGS...: the same, the answer labelled LABEL
     local label=$1
     shift
-    $PY benchmarks/bench_gpu.py "$@" --out "$OUT" >"$OUT/.answer" && \
+    $PY -m benchmarks.bench_gpu "$@" --out "$OUT" >"$OUT/.answer" && \
         $PY -c "import json,sys; print(json.dumps({'bench': sys.argv[1], **json.load(open(sys.argv[2]))}))" \
             "$label" "$OUT/.answer" >>"$RESULTS"
 }

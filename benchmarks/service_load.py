@@ -1,4 +1,4 @@
-"""The load runs of ``benchmarks/bench_service.py`` against a running ``python -m watermark
+"""The load runs of :mod:`benchmarks.bench_service` against a running ``python -m watermark
 serve``: one request (:func:`post`, with the load thread's bearer token where ``TOKENS`` holds
 some), every text once from several client threads (plain and interleaved with a reference),
 overload past the queue bound, distinct ``windows`` lists, and the server's resident memory.

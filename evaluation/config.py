@@ -46,8 +46,8 @@ class EvalConfig:
         llm_paraphrase_batch: Texts per ``generate`` call of ``llm_paraphraser`` (texts of
             similar length share a batch). On the 2-core CPU the paraphrase-claim run decodes
             about 27 s per text at 32 against about 40 s at 8
-            (``benchmarks/bench_llm_paraphrase.py`` times the two parts); greedy outputs differ
-            from another batch size only by rounding.
+            (``python -m benchmarks.bench_llm_paraphrase`` times the two parts); greedy outputs
+            differ from another batch size only by rounding.
         heldout: Held-out corpus (JSONL.gz with ``doc``, ``source``, ``text``), never trained on.
         sources: Corpus sources to draw documents from (``news``, ``wiki``).
         num_prompts: Documents evaluated: prompt = first two sentences, human = what follows.

@@ -40,8 +40,14 @@ class FixedSemanticsCore(WatermarkCore):
     paper's strengthened spoofing attack, with the sentence embedding held fixed."""
 
     def green_lists(
-        self, steps: Sequence[int], texts: Sequence[Sequence[int]], progress: bool = False
+        self,
+        steps: Sequence[int],
+        texts: Sequence[Sequence[int]],
+        progress: bool = False,
+        fixed: bool = False,
     ) -> GreenLists:
+        """The opening sentence's list at every step (``progress`` and ``fixed``, how the core
+        embeds, do not matter here: nothing is embedded)."""
         signs = self.semantic.no_signs(len(steps))
         if len(steps):
             signs[:] = self.opening_signs()

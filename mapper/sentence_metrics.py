@@ -1,14 +1,16 @@
-"""What a key space gives the sentence layer, measured on mapper outputs (no generation).
+"""What a key space gives the sentence layer, measured on mapper outputs (no generation): the
+sentence mapper's validation metrics (:mod:`mapper.sentence_system`, :mod:`mapper.encoder_system`
+log them while training), also read by the research modules (:mod:`research.common`).
 
 * **Stability** (:func:`rewrite_agreement`): over pairs of a sentence and the sentence of its
   rewrite nearest to it, the share of outputs that keep their sign: on every output, by margin
   bin (the margin of an output is |v_d| over the sentence's own mean |v|, as the margin test
   reads it), and on the outputs that random keys test.
 * **Spread** (:func:`pool_spread`): per pool of one prefix's candidates, the candidate the layer
-  keeps under a random key (the best tanh score, :meth:`~watermark.sentences.key.SentenceKey.
-  scores`), its hit rate, and its score in units of the score's spread over unrelated
-  sentences; also the pool's lean (the mean |mean sign| of an output over the pool's
-  candidates: 0 when candidates split evenly, 1 when they all agree).
+  keeps under a random key (the best tanh score, the layer's ``score`` choice,
+  :meth:`~watermark.sentences.key.SentenceKey.order`), its hit rate, and its score in units of
+  the score's spread over unrelated sentences; also the pool's lean (the mean |mean sign| of
+  an output over the pool's candidates: 0 when candidates split evenly, 1 when they all agree).
 * **Diversity** (:func:`unrelated_agreement`): unrelated sentences' share of equal signs.
 * **Surviving evidence** (:func:`surviving_evidence`), the figure of merit of a key space: the
   kept candidate's per-sentence z (:meth:`~watermark.sentences.key.SentenceKey.evidence`)
@@ -17,6 +19,10 @@
 
 The keys are the product's (:class:`~watermark.sentences.key.SentenceKey`): ``bits`` tested
 outputs, ``context_bits`` own signs picking the group. Every function takes outputs v (N, D).
+The candidate kept is the layer's own choice
+(:meth:`~watermark.sentences.key.SentenceKey.order`); a pool's candidates are read as a text's
+first sentences (group 0 under a key read from the previous sentence) unless their
+predecessor's outputs are given.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections.abc import Sequence
 
 import torch
 
+from watermark.config.sections import Sentences
 from watermark.sentences.key import MARGIN_WEIGHTS, SentenceKey, margins
 
 # the margin bins of the test's weights: (0, 0.5), (0.5, 1), (1, 2), (2, inf)
@@ -35,20 +42,11 @@ KEY_SETTINGS = {"bits": 32, "context_bits": 2, "keying": "own", "test": "margin"
 
 
 def keys(num_dims: int, count: int, **settings: object) -> list[SentenceKey]:
-    """``count`` random keys (fixed names, so every mapper is measured under the same ones)."""
-    found = {**KEY_SETTINGS, **settings}
-    return [
-        SentenceKey.of(
-            f"measure-{k}",
-            num_dims,
-            int(found["bits"]),
-            int(found["context_bits"]),
-            str(found["keying"]),
-            str(found["test"]),
-            int(found.get("power", 1)),
-        )
-        for k in range(count)
-    ]
+    """``count`` random keys of the ``sentences`` settings (:data:`KEY_SETTINGS` unless given:
+    ``bits``, ``context_bits``, ``keying``, ``test``, ``weight_power``), with fixed names so
+    that every mapper is measured under the same ones."""
+    section = Sentences(**{**KEY_SETTINGS, **settings})
+    return SentenceKey.of_section(section, [f"measure-{k}" for k in range(count)], num_dims)
 
 
 def rewrite_agreement(
@@ -98,7 +96,7 @@ def pool_spread(
         for v in pools:
             group = key.groups(v, None)
             score = key.scores(v, group)
-            best = int(torch.argmax(score))
+            best = key.order(v)[0]  # the layer's choice, as a first sentence
             hit = key.hits(v[best : best + 1], group[best : best + 1]).float()
             w = key.weights(v[best : best + 1])
             w = torch.ones_like(hit) if w is None else w.float()
@@ -149,6 +147,7 @@ def surviving_evidence(
     kept_by_bin: Sequence[float],
     candidates: int,
     choice: str = "score",
+    previous: Sequence[torch.Tensor | None] | None = None,
 ) -> dict[str, float]:
     """The kept candidate of the first ``candidates`` of each pool (outputs (N_p, D)) under each
     key and its z in the key's test alone: ``z`` as generated and ``z_after`` expected after a
@@ -156,7 +155,9 @@ def surviving_evidence(
     (:data:`MARGIN_BINS`), independently (:meth:`~watermark.sentences.key.SentenceKey.survival`).
     ``choice``: the layer's rule, ``score`` (the best tanh score, ties to the first) or
     ``survival`` (the best z expected after the product's own flip model,
-    :data:`~watermark.sentences.key.MARGIN_KEPT`).
+    :data:`~watermark.sentences.key.MARGIN_KEPT`), chosen as the layer chooses
+    (:meth:`~watermark.sentences.key.SentenceKey.order`), each pool's candidates read after
+    its entry of ``previous`` (outputs (D,) of the sentence before them; default: none).
 
     A kept sign adds w_i s_i (s_i = +1 on target, -1 off), a flipped one -w_i s_i, so the
     tested output adds w_i s_i (2 k_i - 1) in expectation. With context outputs of its own
@@ -168,11 +169,12 @@ def surviving_evidence(
     """
     kept = torch.tensor([float(k) for k in kept_by_bin])
     z, after = [], []
+    before = [None] * len(pools) if previous is None else list(previous)
     for key in tested:
-        for pool in pools:
+        for pool, prior in zip(pools, before, strict=True):
             v = pool[:candidates].float()
-            groups = key.groups(v, None)
-            i = int(torch.argmax(key.rate(v, groups, choice)))  # as the layer: first of equals
+            groups = key.candidate_groups(v, prior)
+            i = key.order(v, prior, choice)[0]  # the layer's choice
             best = slice(i, i + 1)
             z.append(key.evidence(v[best], groups[best]).item())
             after.append(key.survival(v[best], groups[best], kept).item())

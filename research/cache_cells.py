@@ -9,25 +9,25 @@ computes their generation and detection keys, and counts the cached records of o
 the seeds whose key is among them. It prints one JSON line per seed table and a total; the exit
 code is 1 if any cell is not found.
 
-    python research/cache_cells.py
+    python -m research.cache_cells
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from evaluation.cache_keys import detection_key, generation_key
+from evaluation.config import EvalConfig
+from evaluation.config_fields import evolve
+from evaluation.frontier import expand_cells
+from watermark.base import UserError
+from watermark.config.watermark_config import WatermarkConfig, as_config
 
-from evaluation.cache_keys import detection_key, generation_key  # noqa: E402
-from evaluation.config import EvalConfig  # noqa: E402
-from evaluation.config_fields import evolve  # noqa: E402
-from evaluation.frontier import expand_cells  # noqa: E402
-from watermark.base import UserError  # noqa: E402
-from watermark.config.watermark_config import WatermarkConfig, as_config  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def our_configs(cfg: EvalConfig) -> list[WatermarkConfig]:
@@ -61,7 +61,9 @@ def known_keys() -> set[str]:
     return keys
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Prints the counts; returns 1 if any cached cell is not found."""
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args(argv)
     keys, missing, total = known_keys(), 0, 0
     for table in sorted((ROOT / "data" / "eval-cache").glob("*/*.jsonl.gz")):
         ours = []

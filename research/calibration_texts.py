@@ -1,17 +1,17 @@
 """Inputs of the published calibration table: held-out human passages and watermarked texts.
 
 Writes ``human.jsonl`` (the first ``--human`` held-out passages of ~200 generator tokens after a
-two-sentence prompt, as in ``bench_watermark.py human``) and ``watermarked.jsonl``
+two-sentence prompt, as in ``python -m benchmarks.bench_watermark human``) and ``watermarked.jsonl``
 (``--watermarked`` continuations of held-out prompts from the shipped default or ``--config``,
 ``--tokens`` long with EOS blocked) under ``--out``, for ``python -m watermark calibrate``.
 Generation appends in batches, so an interrupted run resumes. ``--train-passages N`` also
 writes ``human-train.jsonl``: N passages of 200 generator tokens from the train and val
 documents of the sentence corpus (whole sentences of one document in order, at most five per
-document, documents taken in turn), a second human set for ``research/rotation_tail.py``.
+document, documents taken in turn), a second human set for :mod:`research.rotation_tail`.
 
 Example::
 
-    python research/calibration_texts.py --out runs/keys
+    python -m research.calibration_texts --out runs/keys
     python -m watermark calibrate --human runs/keys/human.jsonl \\
         --watermarked runs/keys/watermarked.jsonl
 """
@@ -25,13 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from evaluation.heldout import units
+from research.common import ROOT, Load, load_with_generator
+from watermark.config.watermark_config import as_config
 
-from evaluation.heldout import units  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import as_config  # noqa: E402
-from watermark.models.loaders import load_lm  # noqa: E402
+HELDOUT = ROOT / "data/corpus/heldout.jsonl.gz"
 
 
 def train_passages(tokenizer: object, count: int, tokens: int = 200, per_doc: int = 5) -> list:
@@ -61,7 +59,7 @@ def train_passages(tokenizer: object, count: int, tokens: int = 200, per_doc: in
     return turns[:count]
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs/keys")
     parser.add_argument("--human", type=int, default=320)
@@ -70,13 +68,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--train-passages", type=int, default=0)
     parser.add_argument("--config", help="watermark config JSON (default: the shipped one)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None, load: Load = load_with_generator) -> None:
+    """Writes the files under ``--out`` (``load``: how the watermark of the config is loaded,
+    with its generator)."""
+    args = _parser().parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    cfg = as_config(args.config)
-    model, tokenizer = load_lm(cfg.models.generator)
-    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
-    heldout = ROOT / "data/corpus/heldout.jsonl.gz"
-    human = units(heldout, tokenizer, None, 150, 200)[: args.human]
+    wm = load(as_config(args.config))
+    tokenizer = wm.tokenizer
+    human = units(HELDOUT, tokenizer, None, 150, 200)[: args.human]
     with (args.out / "human.jsonl").open("w", encoding="utf-8") as f:
         for u in human:
             f.write(json.dumps({"id": u["id"], "text": u["human"]}) + "\n")
@@ -85,14 +87,15 @@ def main(argv: list[str] | None = None) -> None:
         with (args.out / "human-train.jsonl").open("w", encoding="utf-8") as f:
             for row in train_passages(tokenizer, args.train_passages):
                 f.write(json.dumps(row) + "\n")
-    prompts = [u["prompt"] for u in units(heldout, tokenizer, None, 0, 1)][: args.watermarked]
+    prompts = [u["prompt"] for u in units(HELDOUT, tokenizer, None, 0, 1)][: args.watermarked]
     path = args.out / "watermarked.jsonl"
     done = len(path.read_text().splitlines()) if path.exists() else 0
     start = time.time()
     for b in range(done, len(prompts), args.batch):
         outs = wm.generate(
-            model, prompts[b : b + args.batch], args.tokens, seed=b, min_new_tokens=args.tokens
-        )
+            prompts[b : b + args.batch], max_new_tokens=args.tokens, seed=b,
+            min_new_tokens=args.tokens,
+        )  # fmt: skip
         with path.open("a", encoding="utf-8") as f:
             for o in outs:
                 f.write(json.dumps({"text": o.text}) + "\n")

@@ -7,8 +7,9 @@ rewrite, whose spread over keys grows with its margins, so candidates whose outp
 from zero (short or repetitive sentences, perhaps) may win more often under every key. On the
 held-out pools of ``data/sentence-key/pools.jsonl.gz`` (one prefix, the generator's next
 sentences), for the first N candidates and K random keys of the config's sentence settings,
-each choice (and a uniform pick, the reference) keeps one candidate per pool and key. Printed
-per choice:
+each choice (and a uniform pick, the reference) keeps one candidate per pool and key, as the
+layer keeps it (:func:`research.common.choose`, each candidate read after the prefix's last
+sentence). Printed per choice:
 
 - ``tilt``: the mean over pools of the total variation distance between how often each
   candidate is kept over the K keys and 1/N, beside ``tilt_null``, the same for K uniform
@@ -20,28 +21,20 @@ per choice:
   token of the sentence after its prefix), each minus the pool's mean over its N candidates
   (``*_gap``: 0 for a choice that ignores them).
 
-    python research/choice_tilt.py --config configs/watermark-robust.json
+    python -m research.choice_tilt --config configs/watermark-robust.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
-from mapper.sentence_metrics import keys  # noqa: E402
-from research.surviving_evidence import pool_outputs  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.base import SENTENCE_CHOICES as CHOICES  # noqa: E402
-
-DATA = ROOT / "data" / "sentence-key"
+from research.common import DATA, ROOT, Pool, choose, read_pools, section_keys
+from watermark.api import Watermark
+from watermark.base import SENTENCE_CHOICES as CHOICES
 
 
 def kept_counts(picks: torch.Tensor, candidates: int) -> torch.Tensor:
@@ -65,14 +58,10 @@ def gap(picks: torch.Tensor, values: torch.Tensor) -> float:
     return float((kept - values.mean(1, keepdim=True)).mean())
 
 
-def picks_of(tested: list, pools: list[torch.Tensor], choice: str) -> torch.Tensor:
-    """Long (K, P): the candidate each key keeps of each pool's outputs (N, D) under ``choice``,
-    as the layer ranks them (the first of equals)."""
-    rows = []
-    for key in tested:
-        rates = [key.rate(p.float(), key.groups(p.float(), None), choice) for p in pools]
-        rows.append([int(torch.argmax(r)) for r in rates])
-    return torch.tensor(rows)
+def picks_of(tested: list, pools: list[Pool], choice: str) -> torch.Tensor:
+    """Long (K, P): the candidate each key keeps of each pool under ``choice``, as the layer
+    keeps it (the first of equals)."""
+    return torch.tensor([[choose(key, p.v, p.previous, choice) for p in pools] for key in tested])
 
 
 def words_stats(sentence: str) -> tuple[float, float, float]:
@@ -98,7 +87,7 @@ def nll(model, tokenizer, prefix: str, sentences: list[str]) -> list[float]:
     return found
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs/watermark-robust.json")
     parser.add_argument("--keys", type=int, default=32)
@@ -106,32 +95,39 @@ def main() -> None:
     parser.add_argument("--pool-split", default="heldout")
     parser.add_argument("--nll", action="store_true", help="score the oracle's NLL too (slow)")
     parser.add_argument("--oracle", default="smollm2-135m")
-    args = parser.parse_args()
-    wm = Watermark.load(args.config)
-    if wm.sentences is None:
-        raise SystemExit(f"error: {args.config} has the sentence layer off")
-    s, n = wm.config.sentences, args.candidates
-    tested = keys(wm.sentences.semantic.num_dims, args.keys, bits=s.bits,
-                  context_bits=s.context_bits, keying=s.keying, test=s.test,
-                  power=s.weight_power)  # fmt: skip
-    rows = [
-        r for r in read_jsonl_gz(DATA / "pools.jsonl.gz")
-        if r["split"] == args.pool_split and len([c for c in r["candidates"] if c]) >= n
-    ]  # fmt: skip
-    texts = [[c for c in r["candidates"] if c][:n] for r in rows]
-    pools = [p[:n] for p in pool_outputs(wm.sentences, args.pool_split) if len(p) >= n]
-    if len(pools) != len(texts):
-        raise SystemExit("error: pools and their texts disagree")
-    values = {name: torch.tensor([[words_stats(t)[i] for t in pool] for pool in texts])
+    parser.add_argument("--data", type=Path, default=DATA, help="the pools' folder")
+    return parser
+
+
+def pool_values(pools: list[Pool], args: argparse.Namespace) -> dict[str, torch.Tensor]:
+    """Per statistic, the candidates' values (P, N): words, short, repeat, margin and, with
+    ``--nll``, the oracle's NLL."""
+    values = {name: torch.tensor([[words_stats(t)[i] for t in p.texts] for p in pools])
               for i, name in enumerate(("words", "short", "repeat"))}  # fmt: skip
-    size = torch.stack([p.abs().mean(1) for p in pools])
+    size = torch.stack([p.v.abs().mean(1) for p in pools])
     values["margin"] = size / size.mean(1, keepdim=True)
     if args.nll:
         from watermark.models.loaders import load_lm
 
         model, tokenizer = load_lm(args.oracle)
-        values["nll"] = torch.tensor([nll(model, tokenizer, r["prefix"], t)
-                                      for r, t in zip(rows, texts)])  # fmt: skip
+        values["nll"] = torch.tensor([nll(model, tokenizer, p.prefix, p.texts) for p in pools])
+    return values
+
+
+def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
+    """Prints one JSON line per choice (``wm``: the watermark to read with, instead of loading
+    ``--config``)."""
+    args = _parser().parse_args(argv)
+    wm = wm or Watermark.load(args.config)
+    if wm.sentences is None:
+        raise SystemExit(f"error: {args.config} has the sentence layer off")
+    n = args.candidates
+    tested = section_keys(wm.config.sentences, args.keys, wm.sentences.semantic.num_dims)
+    pools = [p for p in read_pools(wm.sentences, args.pool_split, data=args.data)
+             if len(p.texts) >= n]  # fmt: skip
+    for p in pools:
+        p.texts, p.v = p.texts[:n], p.v[:n].float()
+    values = pool_values(pools, args)
     draw = torch.Generator().manual_seed(0)
     nulls = [tilt(torch.randint(0, n, (len(tested), len(pools)), generator=draw), n)
              for _ in range(200)]  # fmt: skip

@@ -8,7 +8,7 @@ Pairing needs the same prompts, attacks and human texts: the runs' prompt settin
 and the human texts' z must be too, up to float noise (the detector is the same, so equal z
 means equal humans).
 
-    python research/compare_runs.py runs/eval/matched/results.json \\
+    python -m research.compare_runs runs/eval/matched/results.json \\
         docs/research/matched/results.json --method ours-loops --old-method ours --names 0.7,0.4
 
 Prints the markdown table and one JSON line per cell.
@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from evaluation.comparison import cell_differences, difference_table  # noqa: E402
+from evaluation.comparison import cell_differences, difference_table
 
 Z_TOLERANCE = 1e-3  # float noise between runs (embedding batches differ); another text differs more
 SAME = (
@@ -60,14 +56,15 @@ def merged(
     return {"rows": rows}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Prints the difference table and one JSON line per cell."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("new", type=Path, help="results.json of the run with the change")
     parser.add_argument("old", type=Path, help="results.json of the run before it")
     parser.add_argument("--method", default="ours")
     parser.add_argument("--old-method", help="its name in the old run (default: --method)")
     parser.add_argument("--names", default="new,old", help="labels of the two runs")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     names = tuple(args.names.split(","))
     if len(names) != 2:
         raise SystemExit("error: --names takes two labels, e.g. 0.7,0.4")

@@ -1,16 +1,17 @@
 """Degenerate loops: how often a config's texts lock into repeating a phrase, and why.
 
 Generates continuations of held-out prompts with a watermark config (or unwatermarked, with the
-same sampling), recording at every step the model's own sampling distribution (temperature and
-top-k / top-p, no watermark) next to the one the rule sampled from. Per text it writes the
-4-gram repetition, the longest repeated span and, for texts whose rep-4 is above 0.2, the loop
-entry: the first step whose token completes a 4-gram already in the text, the probability the
-model gave that token and the probability the rule gave it, whether it was neutral (its pair
-already in the text) and what the gate and the context guard did from there on.
+same sampling). Per text it writes the 4-gram repetition and the longest repeated span, and for
+texts whose rep-4 is above 0.2 the loop entry: the first step whose token completes a 4-gram
+already in the text, whether that step was watermarked, and the share of the steps from there
+on that were watermarked and that the context guard closed. (Until 0.10 it also
+recorded, by wrapping the core's sampling step, the probability the model and the rule gave the
+entry token; the evaluation notes' diagnosis of 0.4's loops was measured so at commit
+``1787b40``.)
 
-    python research/loops.py --start 0 --count 128 --out runs/loops/default.jsonl
-    python research/loops.py --start 0 --count 128 --unwatermarked --out runs/loops/plain.jsonl
-    python research/loops.py --set repeat_rule=keep --out runs/loops/keep.jsonl
+    python -m research.loops --start 0 --count 128 --out runs/loops/default.jsonl
+    python -m research.loops --start 0 --count 128 --unwatermarked --out runs/loops/plain.jsonl
+    python -m research.loops --set repeat_rule=keep --out runs/loops/keep.jsonl
 
 Every batch is appended to ``--out`` as it finishes; a rerun skips the prompts already there.
 A summary (tail shares with bootstrap intervals, loop-entry figures) goes to stdout as JSON.
@@ -21,7 +22,7 @@ paired bootstrap intervals (:func:`evaluation.bootstrap.quality_ratio`), and wit
 the share of the first N watermarked texts detected at p < 0.01. Perplexities are cached in
 ``PATH.ppl.json`` beside each file.
 
-    python research/loops.py --pool heldout --count 512 --out runs/loops/kept.jsonl \
+    python -m research.loops --pool heldout --count 512 --out runs/loops/kept.jsonl \
         --compare runs/loops/plain.jsonl --detect 128
 """
 
@@ -35,26 +36,23 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from data.sources import split_sentences  # noqa: E402
-from evaluation.bootstrap import mean_interval, quality_ratio  # noqa: E402
-from evaluation.config import key_values  # noqa: E402
-from evaluation.heldout import units as heldout_units  # noqa: E402
-from evaluation.metrics import (  # noqa: E402
+from data.sources import split_sentences
+from evaluation.bootstrap import mean_interval, quality_ratio
+from evaluation.config import key_values
+from evaluation.heldout import units as heldout_units
+from evaluation.metrics import (
     TAIL_KEYS,
     TAIL_LEVELS,
     OraclePerplexity,
     longest_repeat,
     ngram_repetition,
 )
-from evaluation.run import interleave  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import as_config  # noqa: E402
-from watermark.core.repeats import repeated_steps  # noqa: E402
-from watermark.core.rules.logits import filter_logits  # noqa: E402
-from watermark.models.loaders import load_lm  # noqa: E402
+from evaluation.run import interleave
+from research.common import ROOT, Load, load_with_generator
+from watermark.api import Watermark
+from watermark.config.watermark_config import as_config
+from watermark.core.repeats import repeated_steps
+from watermark.models.loaders import load_lm
 
 
 def prompt_pool(pool: str, tokenizer: object) -> list[dict]:
@@ -87,35 +85,6 @@ def prompt_pool(pool: str, tokenizer: object) -> list[dict]:
     return [{"unit": i, "prompt": p["prompt"]} for i, p in enumerate(interleave(pairs, "source"))]
 
 
-class StepLog:
-    """Wraps a core's ``sampling_logits``: per step, the chosen-token probabilities come later
-    from the ids, so it keeps each row's base and watermarked distributions over the top-k."""
-
-    def __init__(self, core) -> None:
-        self.core, self.steps = core, []
-        self.inner = core.sampling_logits
-        core.sampling_logits = self
-
-    def __call__(self, scores: torch.Tensor, decision) -> torch.Tensor:
-        out = self.inner(scores, decision)
-        cfg = self.core.config
-        base = filter_logits(
-            scores / cfg.scheme.temperature, cfg.scheme.top_k, cfg.scheme.top_p
-        ).softmax(-1)
-        marked = out.softmax(-1)
-        neutral = decision.neutral
-        self.steps.append(
-            {
-                "base": base,
-                "marked": marked,
-                "gated": decision.gated.clone(),
-                "entropy": decision.entropy.clone(),
-                "neutral": None if neutral is None else neutral.clone(),
-            }
-        )
-        return out
-
-
 def first_repeat(ids: list[int], n: int = 4) -> int | None:
     """0-based index of the first token that completes an n-gram already in ``ids``."""
     seen = set()
@@ -127,33 +96,25 @@ def first_repeat(ids: list[int], n: int = 4) -> int | None:
     return None
 
 
-def entry_record(ids: list[int], row: int, steps: list[dict], guard: int) -> dict:
-    """What happened at and after the loop entry of one text."""
+def entry_record(ids: list[int], watermarked_steps: list[int], guard: int) -> dict:
+    """What happened at and after the loop entry of one text (``watermarked_steps``: the
+    1-based steps that were watermarked, as generation records them)."""
     at = first_repeat(ids)
     if at is None:
         return {}
-    s = steps[at]
-    tok = ids[at]
-    after = range(at, min(len(ids), len(steps)))
+    marked = set(watermarked_steps)
+    after = range(at, len(ids))
     guard_closed = repeated_steps(ids, guard)
-    neutral = None if s["neutral"] is None else bool(s["neutral"][row, tok])
-    n_mass = None
-    if s["neutral"] is not None:
-        mask = s["neutral"][row].to(s["base"].dtype)
-        n_mass = [float((s["base"][row] * mask).sum()), float((s["marked"][row] * mask).sum())]
     return {
         "entry_step": at + 1,
-        "entry_p_model": float(s["base"][row, tok]),
-        "entry_p_rule": float(s["marked"][row, tok]),
-        "entry_gated": bool(s["gated"][row]),
-        "entry_neutral": neutral,
-        "entry_neutral_mass": n_mass,
-        "after_gated_share": sum(bool(steps[t]["gated"][row]) for t in after) / len(after),
+        "entry_watermarked": at + 1 in marked,
+        "after_watermarked_share": sum(t + 1 in marked for t in after) / len(after),
         "after_guard_share": sum(bool(guard_closed[t]) for t in after) / len(after),
     }
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace, load: Load = load_with_generator) -> None:
+    """Generates the prompts not yet in ``--out`` and appends their records."""
     cfg = as_config(args.config)
     cfg = cfg.evolve(**key_values(args.set))
     out = Path(args.out)
@@ -161,30 +122,27 @@ def run(args: argparse.Namespace) -> None:
     done = set()
     if out.exists():
         done = {json.loads(line)["unit"] for line in out.open()}
-    model, tokenizer = load_lm(cfg.models.generator)
-    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
-    log = StepLog(wm.core)
-    prompts = prompt_pool(args.pool, tokenizer)[args.start : args.start + args.count]
+    wm = load(cfg)
+    prompts = prompt_pool(args.pool, wm.tokenizer)[args.start : args.start + args.count]
     todo = [p for p in prompts if p["unit"] not in done]
     for b in range(0, len(todo), args.batch):
         batch = todo[b : b + args.batch]
-        log.steps = []
         seed = args.seed + batch[0]["unit"]
         gens = wm.generate(
             [p["prompt"] for p in batch],
             max_new_tokens=args.tokens,
             seed=seed,
             watermark=not args.unwatermarked,
-            record=False,
             min_new_tokens=args.tokens,
         )
         with out.open("a") as f:
-            for row, (p, g) in enumerate(zip(batch, gens)):
+            for p, g in zip(batch, gens):
                 ids = g.token_ids
                 rec = {"unit": p["unit"], "seed": seed, "text": g.text, "ids": ids}
                 rec.update(rep4=ngram_repetition(ids, 4), longest=longest_repeat(ids))
-                if rec["rep4"] > 0.2 and log.steps:
-                    rec.update(entry_record(g.token_ids, row, log.steps, cfg.scheme.context_guard))
+                if rec["rep4"] > 0.2 and not args.unwatermarked:
+                    guard = cfg.scheme.context_guard
+                    rec.update(entry_record(ids, g.watermarked_steps, guard))
                 f.write(json.dumps(rec) + "\n")
         print(f"{len(done) + b + len(batch)}/{len(prompts)}", file=sys.stderr, flush=True)
     print(json.dumps(summary(out, {p["unit"] for p in prompts})))
@@ -204,13 +162,12 @@ def summary(path: Path, units: set[int]) -> dict:
     ):
         mean = sum(values) / len(values)
         out[name] = [round(mean, 4), *(round(v, 4) for v in mean_interval(values))]
-    entries = [r for r in recs if "entry_p_model" in r]
+    entries = [r for r in recs if "entry_step" in r]
     if entries:
         out["entries"] = len(entries)
-        for key in ("entry_p_model", "entry_p_rule", "after_gated_share"):
+        for key in ("after_watermarked_share", "after_guard_share"):
             out[key] = round(sum(r[key] for r in entries) / len(entries), 4)
-        out["entry_neutral_share"] = sum(bool(r["entry_neutral"]) for r in entries) / len(entries)
-        out["entry_gated_share"] = sum(r["entry_gated"] for r in entries) / len(entries)
+        out["entry_watermarked_share"] = sum(r["entry_watermarked"] for r in entries) / len(entries)
     return out
 
 
@@ -248,7 +205,7 @@ def compare(args: argparse.Namespace) -> dict:
     return out
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=None, help="watermark config (default: shipped)")
     parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE override")
@@ -263,7 +220,13 @@ def main() -> None:
     parser.add_argument("--summary", action="store_true", help="only summarise --out")
     parser.add_argument("--compare", help="unwatermarked run of the same prompts and seeds")
     parser.add_argument("--detect", type=int, default=0, help="with --compare: texts detected")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None, load: Load = load_with_generator) -> None:
+    """Generates, summarises or compares (``load``: how the config's watermark is loaded, with
+    its generator)."""
+    args = _parser().parse_args(argv)
     torch.set_num_threads(2)
     if args.compare:
         print(json.dumps(compare(args)))
@@ -272,7 +235,7 @@ def main() -> None:
         units = set(range(args.start, args.start + args.count))
         print(json.dumps(summary(Path(args.out), units)))
         return
-    run(args)
+    run(args, load)
 
 
 if __name__ == "__main__":

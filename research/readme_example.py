@@ -5,30 +5,29 @@ watermark and once without (``watermark=False``, the same seed and sampling), an
 the p-value, the 4-gram repetition (of the generated ids) and the text, as JSON lines. The README
 quotes this output; rerun it whenever the default changes.
 
-    python research/readme_example.py
+    python -m research.readme_example
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from evaluation.metrics import ngram_repetition  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.models.loaders import load_lm  # noqa: E402
+from evaluation.metrics import ngram_repetition
+from research.common import Load, load_with_generator
 
 PROMPT = "Heavy rain flooded the north. Crews worked overnight."  # the README's
 
 
-def main() -> None:
-    model, tokenizer = load_lm("smollm2-135m")
-    wm = Watermark.load(tokenizer=tokenizer, generator=model)
+def main(argv: list[str] | None = None, load: Load = load_with_generator) -> None:
+    """Prints the two JSON lines (``load``: how the shipped default's watermark is loaded,
+    with its generator)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tokens", type=int, default=200, help="new tokens (the README's: 200)")
+    args = parser.parse_args(argv)
+    wm = load(None)
     for marked in (True, False):
-        out = wm.generate([PROMPT], seed=0, max_new_tokens=200, watermark=marked)[0]
+        out = wm.generate([PROMPT], seed=0, max_new_tokens=args.tokens, watermark=marked)[0]
         found = wm.detect([out.text])[0]
         row = {
             "watermarked": marked,

@@ -6,12 +6,15 @@ fields included) of 20 held-out passages (the first 170 words of the first 20 he
 of at least 150 words); for the default, the paper's, the additive and the robust config also
 the tokens and watermarked steps of 4 prompts generated together (seed 0; 200 new tokens for the
 default, 100 for the paper's and the additive, 48 for the robust config) and of one prompt alone
-(seed 1). ``compare A.json B.json`` prints one
-line per config and whether all of it is identical (detections byte for byte as JSON).
+(seed 1). ``--texts`` and ``--tokens`` make a smaller snapshot (fewer passages, the same
+number of new tokens for every config). ``compare A.json B.json`` prints one line per config and
+whether all of it is identical (detections byte for byte as JSON). It is the one regression
+snapshot (0.10 removed ``config_upgrade.py``, which detected held-out passages under the same
+configs without the generations).
 
-    python research/refactor_snapshot.py snap runs/snap/before.json   # on the old tree
-    python research/refactor_snapshot.py snap runs/snap/after.json    # on the new one
-    python research/refactor_snapshot.py compare runs/snap/before.json runs/snap/after.json
+    python -m research.refactor_snapshot snap runs/snap/before.json   # on the old tree
+    python -m research.refactor_snapshot snap runs/snap/after.json    # on the new one
+    python -m research.refactor_snapshot compare runs/snap/before.json runs/snap/after.json
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from research.common import ROOT, Load
+from watermark.api import Watermark
+from watermark.models.loaders import load_lm
 
 PROMPTS = [
     "Heavy rain flooded the north. Crews worked overnight.",
@@ -51,24 +55,29 @@ def passages(n: int = 20) -> list[str]:
     return texts
 
 
-def snap(out: Path) -> None:
-    import watermark
+def shared_generator() -> Load:
+    """Loads each config's watermark around one SmolLM2-135M, loaded once."""
+    model, tokenizer = load_lm("smollm2-135m")
+    return lambda config: Watermark.load(config, tokenizer=tokenizer, generator=model)
 
-    texts, found = passages(), {}
-    model, tokenizer = watermark.load_lm("smollm2-135m")
+
+def snap(out: Path, load: Load | None = None, texts: int = 20, tokens: int = 0) -> None:
+    """Writes the snapshot of every config to ``out`` (``load``: how a config's watermark is
+    loaded; ``tokens`` > 0: new tokens for every config, instead of :data:`GENERATED`)."""
+    load = load or shared_generator()
+    passages_, found = passages(texts), {}
     names = [
         "default",
         *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("configs/watermark-*.json")),
     ]
     for name in names:
-        config = None if name == "default" else ROOT / name
-        wm = watermark.Watermark.load(config, tokenizer=tokenizer, generator=model)
+        wm = load(None if name == "default" else ROOT / name)
         row = {"fingerprint": wm.fingerprint}
-        row["detect"] = [r.to_dict(per_token=True) for r in wm.detect(texts)]
+        row["detect"] = [r.to_dict(per_token=True) for r in wm.detect(passages_)]
         if name in GENERATED:
-            tokens = GENERATED[name]
-            together = wm.generate(PROMPTS, seed=0, max_new_tokens=tokens)
-            alone = wm.generate(PROMPTS[:1], seed=1, max_new_tokens=tokens)
+            new = tokens or GENERATED[name]
+            together = wm.generate(PROMPTS, seed=0, max_new_tokens=new)
+            alone = wm.generate(PROMPTS[:1], seed=1, max_new_tokens=new)
             row["generate"] = [[g.token_ids, g.watermarked_steps] for g in together]
             row["generate1"] = [[g.token_ids, g.watermarked_steps] for g in alone]
         found[name] = row
@@ -96,16 +105,21 @@ def compare(a: Path, b: Path) -> int:
     return 1 if differ else 0
 
 
-def main() -> int:
+def main(argv: list[str] | None = None, load: Load | None = None) -> int:
+    """``snap`` or ``compare``; returns the exit status (``load``: how ``snap`` loads a
+    config's watermark)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("snap").add_argument("out", type=Path)
+    one = sub.add_parser("snap")
+    one.add_argument("out", type=Path)
+    one.add_argument("--texts", type=int, default=20, help="held-out passages detected")
+    one.add_argument("--tokens", type=int, default=0, help="new tokens (0: each config's own)")
     both = sub.add_parser("compare")
     both.add_argument("before", type=Path)
     both.add_argument("after", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.command == "snap":
-        snap(args.out)
+        snap(args.out, load, args.texts, args.tokens)
         return 0
     return compare(args.before, args.after)
 

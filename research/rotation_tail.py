@@ -20,9 +20,12 @@ changes the token map), keeps every key's own p-value, and prints one JSON objec
 With ``window_sizes`` in the config, ``pooled`` and ``rotation`` are given for the windowed
 p-value as well. ``--out`` keeps each passage's per-key bits, nulls and dimensions as JSON lines.
 
+Every key's own result comes from :meth:`~watermark.detect.detector.Detector.detect_per_key`
+(the results the verdict picks from).
+
 Example::
 
-    python research/rotation_tail.py --human runs/keys/human.jsonl \\
+    python -m research.rotation_tail --human runs/keys/human.jsonl \\
         --config runs/keys/rot-windowed.json --fresh-keys 45 --out runs/keys/rotation_tail.jsonl
 """
 
@@ -31,19 +34,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import watermark.detect.detector as detector  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
-from watermark.core.stats import green_test  # noqa: E402
-from watermark.models.loaders import load_lm  # noqa: E402
+from research.common import Load, load_with_generator
+from watermark.config.watermark_config import WatermarkConfig
+from watermark.core.stats import green_test
 
 CUTOFFS = (0.001, 0.01, 0.05)
 
@@ -113,7 +110,7 @@ def rotation(p: np.ndarray, size: int, target: float, draws: int = 1000) -> dict
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--human", type=Path, required=True, help="JSONL with a 'text' field")
     parser.add_argument("--config", type=Path, required=True, help="config whose keys come first")
@@ -121,24 +118,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--key-prefix", default="rotation-tail-key-", help="derived keys' prefix")
     parser.add_argument("--set-size", type=int, help="keys per set (default: the config's)")
     parser.add_argument("--out", type=Path, help="JSONL of every passage's per-key records")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None, load: Load = load_with_generator) -> None:
+    """Prints one JSON object (``load``: how the watermark of a config is loaded)."""
+    args = _parser().parse_args(argv)
     cfg = WatermarkConfig.load(args.config)
     own = 1 + len(cfg.keys.old_keys)
     fresh = [f"{args.key_prefix}{i}" for i in range(args.fresh_keys)]
-    # the token level's tail (research/sentence_tail.py adds the sentence layer's)
+    # the token level's tail (research.sentence_tail adds the sentence layer's)
     cfg = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh, bits=0)
-    per_text = []
-    best_key = detector.best_key
-
-    def keep(per_key, target_fpr):  # every key's own result, before the best is picked
-        per_text.append(per_key)
-        return best_key(per_key, target_fpr)
-
-    detector.best_key = keep
-    model, tokenizer = load_lm(cfg.models.generator)
-    wm = Watermark.load(cfg, tokenizer=tokenizer, generator=model)
+    wm = load(cfg)
     texts = [json.loads(x)["text"] for x in args.human.read_text().splitlines() if x.strip()]
-    wm.detect(texts, progress=True)
+    per_text = [k for k in wm.detector.detect_per_key(texts, progress=True) if k[0].reason is None]
     maps = [m[0][0].tolist() for m in wm.core.semantic.key_maps]  # layer 0 of each key
     rows = [[key_record(r, maps[k]) for k, r in enumerate(found)] for found in per_text]
     if args.out:

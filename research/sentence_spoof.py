@@ -4,8 +4,9 @@ marked sentences (issue 54, security; a script printing JSON lines, a simulation
 The marked sentences are simulated, not generated: each is the best of ``--candidates``
 held-out human sentences under the real key, as generation picks the best of N sampled
 candidates (the candidates' embeddings come from human text, not from the generator). Texts
-are ``--sentences`` such choices in a row, so a key keyed by the previous sentence
-(``--context-bits``) sees real predecessors.
+are ``--sentences`` such choices in a row, each the layer's choice
+(:func:`research.common.choose`) after the sentence kept before it, so a key keyed by the
+previous sentence (``--context-bits``) sees real predecessors.
 
 The spoofer sees only the marked texts' sentence outputs and human text of his own, never the
 key. He estimates, for each mapper output, how much more often it is positive in marked
@@ -19,7 +20,7 @@ spoofer's own text, and the sentences the forger and the baseline draw from.
 
 Example::
 
-    python research/sentence_spoof.py --learn 30,100,300 --context-bits 0,2
+    python -m research.sentence_spoof --learn 30,100,300 --context-bits 0,2
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from evaluation.heldout import units
+from research.common import ROOT, choose
+from watermark.api import Watermark
+from watermark.config.watermark_config import WatermarkConfig
+from watermark.sentences.key import SentenceKey
+from watermark.sentences.significance import sentence_test
+from watermark.sentences.spans import sentence_spans
 
-from benchmarks.bench_sentences import held_out, log  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
-from watermark.sentences.key import SentenceKey  # noqa: E402
-from watermark.sentences.significance import sentence_test  # noqa: E402
+HELDOUT = ROOT / "data/corpus/heldout.jsonl.gz"
 
 
 def chain(
@@ -53,9 +55,8 @@ def chain(
         rows: list[int] = []
         for _ in range(length):
             cand = torch.randint(0, v.shape[0], (pick,), generator=rng)
-            previous = v[rows[-1]].expand(pick, -1) if rows else None
-            groups = key.groups(v[cand], previous)
-            rows.append(int(cand[int(torch.argmax(key.rate(v[cand], groups, choice)))]))
+            previous = v[rows[-1]] if rows else None
+            rows.append(int(cand[choose(key, v[cand], previous, choice)]))
         found.append(rows)
     return found
 
@@ -108,19 +109,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--forged", type=int, default=200, help="forged and baseline texts")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--heldout", type=Path, default=HELDOUT, help="held-out corpus")
     return parser
 
 
-def sentence_outputs(wm: Watermark, texts: int) -> torch.Tensor:
-    """The mapper outputs of the distinct complete sentences of ``texts`` held-out human texts."""
-    from watermark.sentences.spans import sentence_spans
-
+def sentence_outputs(wm: Watermark, texts: int, heldout: Path = HELDOUT) -> torch.Tensor:
+    """The mapper outputs of the distinct complete sentences of ``texts`` held-out human texts
+    (a news or wiki document's ~200 generator tokens after its first two sentences)."""
     sentences = []
-    for unit in held_out(texts):
+    for unit in units(heldout, wm.tokenizer, ["news", "wiki"], 150, 200)[:texts]:
         text = unit["human"]
         sentences += [text[a:b] for a, b, done in sentence_spans(text) if done]
     sentences = list(dict.fromkeys(sentences))
-    log(f"embedding {len(sentences)} distinct held-out sentences")
+    print(f"embedding {len(sentences)} distinct held-out sentences", file=sys.stderr, flush=True)
     semantic = wm.core.semantic
     return semantic.outputs(semantic.embed(sentences, progress=True)).float().cpu()
 
@@ -153,10 +154,12 @@ def forged_rows(
             }
 
 
-def main() -> None:
-    args = _parser().parse_args()
-    wm = Watermark.load(WatermarkConfig.default())
-    v = sentence_outputs(wm, args.texts)
+def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
+    """Prints JSON lines per context width (``wm``: the watermark whose SE, SM and key are
+    read, instead of the shipped default)."""
+    args = _parser().parse_args(argv)
+    wm = wm or Watermark.load(WatermarkConfig.default())
+    v = sentence_outputs(wm, args.texts, args.heldout)
     order = torch.randperm(len(v), generator=torch.Generator().manual_seed(args.seed))
     pools = tuple(v[p] for p in torch.tensor_split(order, 3))  # marked / spoofer's / forging
     pool_marked, _, pool_forge = pools

@@ -1,6 +1,6 @@
 """The sentence layer's false-positive rate on human text, per key, with the token-level part.
 
-``research/rotation_tail.py --out`` keeps every passage's token-level p-values (whole text
+``python -m research.rotation_tail --out`` keeps every passage's token-level p-values (whole text
 and windowed) under the config's key and derived ones. This script adds the sentence test of
 each passage under the same keys, for one or more layer settings: the passage's sentences are
 embedded and mapped once (the outputs do not depend on the key), then each key's
@@ -16,9 +16,9 @@ setting:
 
 Example::
 
-    python research/rotation_tail.py --human runs/calib/human.jsonl \\
+    python -m research.rotation_tail --human runs/calib/human.jsonl \\
         --config runs/calib/default.json --fresh-keys 19 --out runs/calib/tail.jsonl
-    python research/sentence_tail.py --human runs/calib/human.jsonl \\
+    python -m research.sentence_tail --human runs/calib/human.jsonl \\
         --tail runs/calib/tail.jsonl --config runs/calib/default.json --settings own:2:32
 """
 
@@ -26,20 +26,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
-from watermark.detect.verdict import fisher  # noqa: E402
-from watermark.sentences.key import SentenceKey  # noqa: E402
-from watermark.sentences.significance import text_test  # noqa: E402
-from watermark.sentences.spans import sentence_spans  # noqa: E402
+from research.common import Load
+from watermark.api import Watermark
+from watermark.config.watermark_config import WatermarkConfig
+from watermark.detect.verdict import fisher
+from watermark.sentences.key import SentenceKey
+from watermark.sentences.layer import SentenceLayer
+from watermark.sentences.significance import text_test
+from watermark.sentences.spans import sentence_spans
 
 CUTOFFS = (0.01, 0.05)
 
@@ -80,10 +80,10 @@ def setting(text: str) -> tuple[str, int, int, str, int]:
     return keying, int(context), int(bits), test, int(power)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--human", type=Path, required=True, help="the passages rotation_tail read")
-    parser.add_argument("--tail", type=Path, required=True, help="rotation_tail.py --out JSONL")
+    parser.add_argument("--tail", type=Path, required=True, help="rotation_tail's --out JSONL")
     parser.add_argument("--config", type=Path, required=True, help="the config rotation_tail read")
     parser.add_argument("--fresh-keys", type=int, default=19, help="as given to rotation_tail")
     parser.add_argument("--key-prefix", default="rotation-tail-key-")
@@ -93,7 +93,38 @@ def main(argv: list[str] | None = None) -> None:
         default=[setting("own:2:32")],
         help="comma-separated keying:context_bits:bits[:test[:power]]",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def sentence_p(
+    cfg: WatermarkConfig,
+    secrets: list[str],
+    texts: list[str],
+    layer: SentenceLayer,
+    settings: list[tuple[str, int, int, str, int]],
+) -> Iterator[tuple[np.ndarray, float]]:
+    """Per setting of ``settings``, the sentence test's p-values (passages x keys) of the
+    texts, each text's sentences embedded and mapped once by ``layer``."""
+    spans = [sentence_spans(t) for t in texts]
+    flat = [t[a:b] for t, s in zip(texts, spans) for a, b, _ in s]
+    outputs = layer.outputs(flat)  # (all sentences, D), once for every key and setting
+    per_text, at = [], 0
+    for s in spans:
+        per_text.append(outputs[at : at + len(s)])
+        at += len(s)
+    for keying, context, bits, test, power in settings:
+        section = replace(cfg.sentences, keying=keying, context_bits=context, bits=bits,
+                          test=test, weight_power=power)  # fmt: skip
+        keys = SentenceKey.of_section(section, secrets, outputs.shape[1])
+        sent = [[text_test(key, s, t, v).p_value for key in keys]
+                for t, s, v in zip(texts, spans, per_text)]  # fmt: skip
+        yield np.array(sent), len(flat) / len(texts)
+
+
+def main(argv: list[str] | None = None, load: Load = Watermark.load) -> None:
+    """Prints one JSON object per setting (``load``: how the watermark of the config is
+    loaded, for its SE and SM)."""
+    args = _parser().parse_args(argv)
     cfg = WatermarkConfig.load(args.config)
     fresh = [f"{args.key_prefix}{i}" for i in range(args.fresh_keys)]
     secrets = cfg.evolve(old_keys=list(cfg.keys.old_keys) + fresh).secret_keys()
@@ -107,37 +138,14 @@ def main(argv: list[str] | None = None) -> None:
         )
     token_p = np.array([[k["p"] for k in row] for row in rows])
     window_p = np.array([[k["window_p"] for k in row] for row in rows])
-    layer = Watermark.load(cfg.evolve(bits=1)).sentences  # its SE and SM
-    spans = [sentence_spans(t) for t in texts]
-    flat = [t[a:b] for t, s in zip(texts, spans) for a, b, _ in s]
-    outputs = layer.outputs(flat)  # (all sentences, D), once for every key and setting
-    per_text, at = [], 0
-    for s in spans:
-        per_text.append(outputs[at : at + len(s)])
-        at += len(s)
-    for keying, context, bits, test, power in args.settings:
-        keys = [
-            SentenceKey.of(k, outputs.shape[1], bits, context, keying, test, power) for k in secrets
-        ]
-        sent = np.array(
-            [
-                [text_test(key, s, t, v).p_value for key in keys]
-                for t, s, v in zip(texts, spans, per_text)
-            ]
-        )
-        out = {
-            "setting": {
-                "keying": keying,
-                "context_bits": context,
-                "bits": bits,
-                "test": test,
-                "power": power,
-            },  # fmt: skip
-            "passages": len(texts),
-            "keys": len(secrets),
-            "sentences_per_passage": round(len(flat) / len(texts), 2),
-            **table(token_p, window_p, sent),
-        }
+    layer = load(cfg.evolve(bits=1)).sentences  # its SE and SM
+    found = sentence_p(cfg, secrets, texts, layer, args.settings)
+    for (keying, context, bits, test, power), (sent, per_passage) in zip(args.settings, found):
+        setting_ = {"keying": keying, "context_bits": context, "bits": bits, "test": test,
+                    "power": power}  # fmt: skip
+        out = {"setting": setting_, "passages": len(texts), "keys": len(secrets),
+               "sentences_per_passage": round(per_passage, 2),
+               **table(token_p, window_p, sent)}  # fmt: skip
         print(json.dumps(out))
 
 

@@ -1,14 +1,15 @@
 """The figure of merit at the text level: the exact sentence test of whole texts after a
 simulated rewrite (issue 79; a script printing JSON lines).
 
-:mod:`surviving_evidence` measures one kept sentence; a text's test also pays for what its
+:mod:`research.surviving_evidence` measures one kept sentence; a text's test also pays for what its
 sentences share. With one target set (no context bits) an output whose sign a text's topic
 fixes is one coin for the whole text, however many sentences hit it
 (:mod:`watermark.sentences.significance`), and context bits split a text's sentences into groups
 only where their own context signs differ. So this script builds texts of one document's
 pools (``data/sentence-key/pools.jsonl.gz``: 3-4 pools per train document, each one prefix of
 the document and 16 sampled next sentences), keeps one candidate of the first N per pool by the
-config's rule (:meth:`~watermark.sentences.layer.SentenceLayer.rank`'s ``choice``), and reads
+config's rule (the layer's choice, :meth:`~watermark.sentences.key.SentenceKey.order`, each
+candidate read after the text's sentence before it, as generation reads it), and reads
 the text with the detector's exact test (:func:`~watermark.sentences.significance.sentence_test`)
 as generated and after a simulated rewrite: each sign flips with the probability measured for
 its margin bin on the ``--kind`` rewrite pairs of ``--split``, independently, ``--draws`` times
@@ -19,40 +20,36 @@ p < 0.01.
 The texts are 3-4 sentences where generated texts have 8-10, so the shared sign costs less
 here than in generation; the figure ranks settings, it does not predict ROC-AUC.
 
-    python research/text_evidence.py --config configs/watermark-robust.json
+    python -m research.text_evidence --config configs/watermark-robust.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "research"))
+from data.sentence_rewrites import read_jsonl_gz
+from research.common import DATA, ROOT, choose, flip_model, rewrite_pairs, rewritten, section_keys
+from watermark.api import Watermark
+from watermark.config.watermark_config import WatermarkConfig
+from watermark.sentences.key import SentenceKey
+from watermark.sentences.layer import SentenceLayer
+from watermark.sentences.significance import sentence_test
 
-from data.sentence_rewrites import read_jsonl_gz  # noqa: E402
-from mapper.sentence_metrics import kept_by_bin, keys, rewrite_agreement  # noqa: E402
-from watermark.api import Watermark  # noqa: E402
-from watermark.config.watermark_config import WatermarkConfig  # noqa: E402
-from watermark.sentences.key import SentenceKey, margin_bins, margins  # noqa: E402
-from watermark.sentences.significance import sentence_test  # noqa: E402
-
-rewrite_pairs = __import__("surviving_evidence").rewrite_pairs  # the sibling script's pairs
-DATA = ROOT / "data" / "sentence-key"
 NORMAL = torch.distributions.Normal(0.0, 1.0)
 
 
-def document_pools(layer, split: str, candidates: int) -> list[list[torch.Tensor]]:
+def document_pools(
+    layer: SentenceLayer, split: str, candidates: int, data: Path = DATA
+) -> list[list[torch.Tensor]]:
     """Per document of ``split`` with at least 3 pools: the outputs (N, D) of each pool's
     first ``candidates`` candidates, the pools in the document's order."""
     by_doc: dict[str, list[tuple[int, list[str]]]] = defaultdict(list)
-    for r in read_jsonl_gz(DATA / "pools.jsonl.gz"):
+    for r in read_jsonl_gz(Path(data) / "pools.jsonl.gz"):
         found = [c for c in r["candidates"] if c][:candidates]
         if r["split"] == split and len(found) >= 2:
             by_doc[r["doc"]].append((int(r["id"].rsplit(":", 1)[1]), found))
@@ -81,24 +78,29 @@ def text_p(key: SentenceKey, v: torch.Tensor) -> float:
     return sentence_test(key.hits(v, groups), groups, positive, key.weights(v))
 
 
-def rewritten(v: torch.Tensor, kept: torch.Tensor, rng: torch.Generator) -> torch.Tensor:
-    """v (n, D) with each sign flipped with probability 1 - kept[bin] of its margin."""
-    stay = kept[margin_bins(margins(v))]
-    flip = torch.rand(v.shape, generator=rng) > stay
-    return torch.where(flip, -v, v)
+def kept_text(key: SentenceKey, pools: list[torch.Tensor], choice: str) -> torch.Tensor:
+    """Outputs (n, D) of the text the layer writes from one candidate of each pool in turn,
+    each chosen after the sentence kept before it (the first after none)."""
+    text: list[torch.Tensor] = []
+    for v in pools:
+        text.append(v[choose(key, v, text[-1] if text else None, choice)])
+    return torch.stack(text)
 
 
-def measure(cfg: WatermarkConfig, docs, kept: torch.Tensor, args) -> dict:
+def measure(
+    cfg: WatermarkConfig,
+    docs: list[list[torch.Tensor]],
+    kept: torch.Tensor,
+    args: argparse.Namespace,
+) -> dict:
     """The texts' probit z before and after the simulated rewrite under ``cfg``'s rule."""
     s = cfg.sentences
-    tested = keys(docs[0][0].shape[1], args.keys, bits=s.bits, context_bits=s.context_bits,
-                  keying=s.keying, test=s.test, power=s.weight_power)  # fmt: skip
+    tested = section_keys(s, args.keys, docs[0][0].shape[1])
     rng = torch.Generator().manual_seed(0)
     before, after = [], []
     for key in tested:
         for pools in docs:
-            rated = [key.rate(p, key.groups(p, None), s.choice) for p in pools]
-            text = torch.stack([p[int(torch.argmax(r))] for p, r in zip(pools, rated)])
+            text = kept_text(key, pools, s.choice)
             before.append(text_p(key, text))
             after += [text_p(key, rewritten(text, kept, rng)) for _ in range(args.draws)]
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
@@ -111,7 +113,7 @@ def measure(cfg: WatermarkConfig, docs, kept: torch.Tensor, args) -> dict:
     }
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, nargs="+",
                         default=[ROOT / "configs/watermark-robust.json"])  # fmt: skip
@@ -121,13 +123,19 @@ def main() -> None:
     parser.add_argument("--kind", default="forced")
     parser.add_argument("--split", default="val", help="the rewrite pairs' split")
     parser.add_argument("--draws", type=int, default=4, help="simulated rewrites per text")
-    args = parser.parse_args()
-    wm = Watermark.load(args.config[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="pools and rewrites folder")
+    return parser
+
+
+def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
+    """Prints one JSON line per config (``wm``: the watermark whose SE and SM read the
+    texts, instead of loading the first ``--config``)."""
+    args = _parser().parse_args(argv)
+    wm = wm or Watermark.load(args.config[0])
     if wm.sentences is None:
         raise SystemExit(f"error: {args.config[0]} has the sentence layer off")
-    docs = document_pools(wm.sentences, args.pool_split, args.candidates)
-    v, w = rewrite_pairs(wm.sentences, args.kind, args.split)
-    kept = torch.tensor(kept_by_bin(rewrite_agreement(v, w)))
+    docs = document_pools(wm.sentences, args.pool_split, args.candidates, args.data)
+    kept = flip_model(*rewrite_pairs(wm.sentences, args.kind, args.split, data=args.data))
     for path in args.config:  # the same SE and SM: only the key and the rule differ
         cfg = WatermarkConfig.load(path)
         if (cfg.sentences.mapper, cfg.sentences.embedder) != (

@@ -6,20 +6,17 @@
 * tiny random Llama models whose LM heads are scaled up so that entropies spread over a few nats;
 * a random semantic mapper; the tiny sentence embedder comes from ``conftest.tiny_embedder_dir``;
 * synthetic corpus records (``make_records``) and the prompts and rule cases of the watermark
-  tests;
-* the scripts of ``benchmarks/`` as modules (``experiment_script``).
+  tests.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import socket
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -269,15 +266,6 @@ def serving(app: object):
     finally:
         server.should_exit = True
         thread.join(10)
-
-
-def experiment_script(name: str) -> ModuleType:
-    """``research/<name>.py`` imported as module ``name``."""
-    path = Path(__file__).resolve().parents[1] / "research" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def flat_fields(cfg: object) -> dict:

@@ -133,3 +133,17 @@ def test_each_research_file_says_what_it_shows_and_how_to_reproduce_it() -> None
     for path in sorted((ROOT / "docs" / "research").glob("*.md")):
         head = path.read_text(encoding="utf-8")[:1500]
         assert "**Shows:**" in head and "**Reproduce:**" in head, path.name
+
+
+def test_the_docs_run_the_repository_tools_as_modules() -> None:
+    """Research and benchmark commands are ``python -m research.NAME`` / ``python -m
+    benchmarks.NAME`` of a module that exists, code blocks included; no doc runs one by path."""
+    by_path, missing = [], []
+    old = re.compile(r"python\s+(?:research|benchmarks)/\w+")
+    for doc in DOCS:
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        by_path += [f"{doc}: {m}" for m in old.findall(text)]
+        for package, name in re.findall(r"python\s+-m\s+(research|benchmarks)\.(\w+)", text):
+            if not (ROOT / package / f"{name}.py").is_file():
+                missing.append(f"{doc}: {package}.{name}")
+    assert not by_path and not missing, by_path + missing

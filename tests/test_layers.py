@@ -30,6 +30,7 @@ placed on purpose.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,3 +219,75 @@ def test_no_folder_holds_more_than_a_third_of_the_package() -> None:
         lines[folder] = lines.get(folder, 0) + len(path.read_text(encoding="utf-8").splitlines())
     total = sum(lines.values())
     assert max(lines.values()) <= total / 3, {k: round(v / total, 3) for k, v in lines.items()}
+
+
+def runtime_names(tree: ast.AST) -> set[str]:
+    """The names a module binds to modules and objects of ``watermark`` by importing them."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("watermark"):
+            found.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name.startswith("watermark")
+            )
+    return found
+
+
+def patches(path: Path) -> list[str]:
+    """Where ``path`` replaces a name of the runtime: an assignment to an attribute of an
+    imported module or class of ``watermark``, ``setattr`` on one, or any ``mock.patch``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    runtime, found = runtime_names(tree), []
+    for node in ast.walk(tree):
+        owners = []
+        if isinstance(node, ast.Assign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            owners = [t.value for t in flat if isinstance(t, ast.Attribute)]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr":
+            owners = node.args[:1]
+        if any(isinstance(o, ast.Name) and o.id in runtime for o in owners):
+            found.append(f"{path}:{node.lineno}")
+        if isinstance(node, ast.Attribute) and node.attr == "patch":
+            found.append(f"{path}:{node.lineno} (mock.patch)")
+    return found
+
+
+def test_no_module_edits_the_import_path_or_patches_the_runtime() -> None:
+    """Every module imports as part of its package: no ``sys.path`` edit and no E402 waiver
+    anywhere (tests included). Outside the tests nothing replaces a name of the runtime."""
+    edit = re.compile("sys" + r"\.path\.(insert|append)|noqa: " + "E402")
+    files = [p for p in ROOT.rglob("*.py") if ".venv" not in p.parts]
+    edits = [str(p.relative_to(ROOT)) for p in files if edit.search(p.read_text("utf-8"))]
+    assert not edits, edits
+    patched = [where for path in sources() for where in patches(path)]
+    assert not patched, patched
+
+
+def test_the_patch_check_finds_a_patch(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text(
+        "import watermark.detect.detector as detector\n"
+        "from watermark.core.green_lists import GreenLists\n"
+        "detector.best_key = print\nGreenLists.contains = print\n"
+        "setattr(detector, 'spread', print)\nx = object()\nx.y = 1\n"
+        "detector.a, GreenLists.b = 1, 2\n"
+    )
+    found = patches(source)
+    assert sorted(w.rsplit(":", 1)[-1] for w in found) == ["3", "4", "5", "8"]
+
+
+def test_no_package_imports_the_tests() -> None:
+    """The tests import the packages, never the other way (the reference detector, the test
+    oracle, is a test tool: ``tests/reference.py``)."""
+    found = []
+    for path in sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            found += [f"{module_name(path)}: {n}" for n in names if n.split(".")[0] == "tests"]
+    assert not found, found

@@ -25,7 +25,7 @@ def test_speed_runs_generate_equal_token_counts(tiny: SimpleNamespace) -> None:
     plain, fused, unfused = (r["tokens_per_s"] for r in runs)
     assert res["generate_ratio"] == pytest.approx(fused / plain)
     assert res["generate_ratio_unfused"] == pytest.approx(unfused / plain)
-    assert res["reference_agrees"] and res["generate_batch"] == len(PROMPTS)
+    assert res["generate_batch"] == len(PROMPTS) and res["detect_fast_s_per_text"] > 0
 
 
 def test_speed_times_a_variant_side_by_side(tiny: SimpleNamespace) -> None:

@@ -1,4 +1,4 @@
-"""The arithmetic of ``research/choice_tilt.py`` on hand-made picks: a choice that keeps one
+"""The arithmetic of :mod:`research.choice_tilt` on hand-made picks: a choice that keeps one
 candidate under every key has the largest tilt, one that spreads evenly has none; the gap is the
 kept value less the pool's mean; word statistics of a sentence."""
 
@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers import experiment_script
-
-script = experiment_script("choice_tilt")
+from research import choice_tilt as script
 
 
 def test_kept_counts_per_pool() -> None:

@@ -1,4 +1,4 @@
-"""``research/compare_runs.py``: one method's cells in two runs, paired, and refused when
+""":mod:`research.compare_runs`: one method's cells in two runs, paired, and refused when
 the runs did not test the same texts."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import random
 
 import pytest
 
-from tests.helpers import experiment_script
+from research import compare_runs as compare
 
-compare = experiment_script("compare_runs")
 CONFIG = {"heldout": "h.jsonl.gz", "sources": ["news"], "seed": 0, "curve_prompts": 40}
 
 

@@ -1,4 +1,4 @@
-"""The arithmetic of ``research/kept_rewrites.py`` on hand-made outputs: kept signs counted
+"""The arithmetic of :mod:`research.kept_rewrites` on hand-made outputs: kept signs counted
 per margin bin, and the rewrite's hits weighed by the original's margins (equal to the key's
 own z when the rewrite is the original)."""
 
@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers import experiment_script
+from research import kept_rewrites as script
 from watermark.sentences.key import SentenceKey, margin_bins, margins
-
-script = experiment_script("kept_rewrites")
 
 
 def test_kept_share_counts_each_bin() -> None:

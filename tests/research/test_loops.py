@@ -1,12 +1,11 @@
-"""Tests for the loop diagnosis's helpers (research/loops.py): the loop entry and the summary."""
+"""The loop diagnosis's helpers (:mod:`research.loops`): the loop entry and the summary."""
 
 from __future__ import annotations
 
 import json
 
-from tests.helpers import experiment_script
+from research import loops
 
-loops = experiment_script("loops")
 first_repeat, summary = loops.first_repeat, loops.summary
 
 

@@ -1,15 +1,14 @@
-"""Tests for research/refactor_snapshot.py's comparison (no models)."""
+"""The comparison of :mod:`research.refactor_snapshot` (no models)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.helpers import experiment_script
+from research import refactor_snapshot as script
 
 
 def test_compare_finds_a_changed_detection_and_a_moved_fingerprint(tmp_path: Path, capsys) -> None:
-    script = experiment_script("refactor_snapshot")
     row = {"fingerprint": "wm-1", "detect": [{"p_value": 0.5}, {"p_value": 0.01}]}
     before = {"default": {**row, "generate": [[[1, 2], [1]]], "generate1": [[[3], []]]}}
     a, b = tmp_path / "a.json", tmp_path / "b.json"

@@ -1,4 +1,4 @@
-"""The rotation-FPR arithmetic of ``research/rotation_tail.py`` against direct counting."""
+"""The rotation-FPR arithmetic of :mod:`research.rotation_tail` against direct counting."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import itertools
 
 import numpy as np
 
-from tests.helpers import experiment_script
-
-rotation_tail = experiment_script("rotation_tail")
+from research import rotation_tail
 
 
 def test_rotation_counts_every_set_of_keys_like_a_loop() -> None:

@@ -1,13 +1,11 @@
-"""``research/sentence_spoof.py``: the simulated choice, the spoofer's estimate, the test."""
+""":mod:`research.sentence_spoof`: the simulated choice, the spoofer's estimate, the test."""
 
 from __future__ import annotations
 
 import torch
 
-from tests.helpers import experiment_script
+from research import sentence_spoof as spoof
 from watermark.sentences.key import SentenceKey
-
-spoof = experiment_script("sentence_spoof")
 
 
 def test_the_choice_raises_the_hit_rate_and_the_spoofer_finds_a_planted_lean() -> None:

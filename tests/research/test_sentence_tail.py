@@ -1,12 +1,10 @@
-"""The FPR summaries of ``research/sentence_tail.py`` against direct counting."""
+"""The FPR summaries of :mod:`research.sentence_tail` against direct counting."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tests.helpers import experiment_script
-
-sentence_tail = experiment_script("sentence_tail")
+from research import sentence_tail
 
 
 def test_summary_counts_each_key_and_the_first_three() -> None:

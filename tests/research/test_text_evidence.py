@@ -1,4 +1,4 @@
-"""``research/text_evidence.py``: the simulated rewrite and the texts' exact test."""
+""":mod:`research.text_evidence`: the simulated rewrite and the texts' exact test."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ from types import SimpleNamespace
 
 import torch
 
-from tests.helpers import experiment_script
+from research import text_evidence as text
+from research.common import section_keys
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.sentences.significance import two_point_sf
-
-text = experiment_script("text_evidence")
 
 
 def test_the_rewrite_keeps_or_flips_by_margin_bin() -> None:
@@ -29,7 +28,7 @@ def test_a_text_whose_sentences_share_a_sign_is_one_coin_per_output() -> None:
     flipped the rewrite leaves it."""
     cfg = WatermarkConfig.of(bits=3, test="hits")
     docs = [[torch.ones(2, 6), torch.ones(2, 6)]]
-    key = text.keys(6, 1, bits=3, context_bits=0, test="hits")[0]
+    key = section_keys(cfg.sentences, 1, 6)[0]
     hit = torch.where(key.targets[0], 1.0, -1.0)
     v = torch.ones(2, 6)
     v[:, key.dims] = hit

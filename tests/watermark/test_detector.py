@@ -405,3 +405,23 @@ def test_local_context_keeps_a_pasted_passage_green_lists(tiny: SimpleNamespace)
         tail = range(6, len(alone.token_ids))
         agree = [pasted.green[offset + i] == alone.green[i] for i in tail]
         assert all(agree) if same else not all(agree)
+
+
+def test_per_key_results_are_the_ones_the_verdict_picks_from(tiny: SimpleNamespace) -> None:
+    """``Detector.detect_per_key``: each text's results under every key, in the config's order;
+    the verdict over them (``best_key``) is what ``detect`` returns; an unscorable text gets its
+    one result with the reason."""
+    from watermark.detect.verdict import best_key
+
+    wm = tiny.make(old_keys=["an-earlier-key", "a-third-key"], window_sizes=[8])
+    texts = sentences(3, seed=5, length=24) + ["12345"]
+    per_key = wm.detector.detect_per_key(texts)
+    found = wm.detect(texts)
+    assert [len(k) for k in per_key] == [3, 3, 3, 1] and per_key[3][0].reason == "no letters"
+    fpr = wm.config.detection.target_fpr
+    for keys, result in zip(per_key[:3], found):
+        assert best_key(keys, fpr).to_dict() == result.to_dict()
+        assert result.key_p_values == [k.verdict_p_value for k in keys]
+    alone = tiny.make(key="a-third-key", window_sizes=[8]).detect(texts[:3])
+    assert [k[2].p_value for k in per_key[:3]] == [r.p_value for r in alone]
+    assert all(r.fingerprint == wm.fingerprint for k in per_key for r in k)

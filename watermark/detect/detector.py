@@ -34,6 +34,9 @@ process or in worker processes (``workers``).
 
 Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
 ``num_scored = 0``, ``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
+
+:meth:`Detector.detect_per_key` gives each text's token-level result under every key the config
+tests, the results the verdict picks from (:mod:`watermark.detect.verdict`).
 """
 
 from __future__ import annotations
@@ -115,7 +118,27 @@ class Detector:
         workers: int = 0,
     ) -> list[DetectionResult]:
         """Detects the watermark in each text (results in input order); see :meth:`detect_ids`."""
-        ids_list: list[list[int] | None] = []
+        return self.detect_ids(*self._encode(texts), progress, chunk_size, workers)
+
+    def detect_per_key(
+        self, texts: Sequence[str], progress: bool = False, chunk_size: int | None = None
+    ) -> list[list[DetectionResult]]:
+        """Each text's token-level results under every key the config tests, in the config's
+        order (its ``key``, then its ``old_keys``), before the verdict picks one
+        (:func:`~watermark.detect.verdict.best_key`; no sentence test): what a key's own
+        false-positive rate is measured on. The results are the ones :meth:`detect` chooses
+        from, computed the same way; a text that cannot be scored gets one result, with its
+        ``reason``."""
+        ids_list, reasons = self._encode(texts)
+        found = self._results(ids_list, reasons, progress, chunk_size, None, None)
+        found = [[item] if isinstance(item, DetectionResult) else item for item in found]
+        for result in (r for per_key in found for r in per_key):
+            result.fingerprint = self.fingerprint
+        return found
+
+    def _encode(self, texts: Sequence[str]) -> tuple[list[list[int]], list[str | None]]:
+        """Each text's generator token ids and the reason it cannot be scored (or ``None``)."""
+        ids_list: list[list[int]] = []
         reasons: list[str | None] = []
         for text in texts:
             reason = unsupported_reason(text, self.config.detection.allowed_scripts)
@@ -124,7 +147,7 @@ class Detector:
                 reason = "no tokens"
             ids_list.append(ids)
             reasons.append(reason)
-        return self.detect_ids(ids_list, reasons, progress, chunk_size, workers)
+        return ids_list, reasons
 
     def detect_ids(
         self,
@@ -152,21 +175,42 @@ class Detector:
         text's own length chooses (:mod:`watermark.core.fixed_shapes`). The mapper always runs
         on blocks of a fixed shape (:mod:`watermark.core.semantic`).
         """
-        from tqdm.auto import tqdm
-
-        if chunk_size is None:
-            chunk_size = self.default_chunk_size
-
         reasons = list(reasons) if reasons is not None else [None] * len(ids_list)
         texts = [None] * len(ids_list)
         if self.sentence_tests is not None:  # the sentence test reads the text the ids spell
             texts = decode_many(self.core.tokenizer, [list(ids) for ids in ids_list])
         pool = self._workers(workers) if workers > 0 else None
+        results = self._results(ids_list, reasons, progress, chunk_size, pool, texts)
+        on_cpu = self.core.device.type == "cpu"
+        with one_thread(on_cpu):  # the sentence tests of texts assembled in worker processes
+            results = [self._finish(item, text) for item, text in zip(results, texts)]
+        for result in results:
+            result.fingerprint = self.fingerprint
+        return results
+
+    def _results(
+        self,
+        ids_list: Sequence[Sequence[int]],
+        reasons: list[str | None],
+        progress: bool,
+        chunk_size: int | None,
+        pool: AssemblyPool | None,
+        texts: list[str | None] | None,
+    ) -> list:
+        """Per text, its result where it was finished here (:meth:`_finish` with its text of
+        ``texts``), else its results per key or a future of them; with ``texts`` ``None``,
+        every text's results per key (or its one unscored result), none finished."""
+        from tqdm.auto import tqdm
+
+        if chunk_size is None:
+            chunk_size = self.default_chunk_size
         on_cpu = self.core.device.type == "cpu"
 
         def run(chunk: range) -> list:  # per text: a result, or a future of its results per key
             ids, why = [list(ids_list[i]) for i in chunk], [reasons[i] for i in chunk]
             found = self._chunk(ids, why, progress, pool)
+            if texts is None:  # every key's results, no verdict
+                return found
             return [self._finish(item, texts[i], wait=False) for i, item in zip(chunk, found)]
 
         results: list = []
@@ -179,10 +223,6 @@ class Detector:
             results.extend(item for done in spread(run, jobs, on_cpu) for item in done)
             bar.update(len(chunk))
         bar.close()
-        with one_thread(on_cpu):  # the sentence tests of texts assembled in worker processes
-            results = [self._finish(item, text) for item, text in zip(results, texts)]
-        for result in results:
-            result.fingerprint = self.fingerprint
         return results
 
     def _finish(

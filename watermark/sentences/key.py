@@ -33,11 +33,20 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from watermark.base import KEYINGS, SENTENCE_CHOICES, SENTENCE_TESTS, WEIGHT_POWERS
+
+if TYPE_CHECKING:
+    from watermark.config.sections import Sentences
+
+# what a candidate is read after: nothing, the one sentence before them all (D,), or one per
+# candidate ((N, D), or a sequence of rows and None, a candidate without a predecessor)
+Previous = torch.Tensor | Sequence[torch.Tensor | None] | None
 
 # (margin below, weight): log((1 - q) / q) of the flip rates q measured under the forced rewrite
 # (docs/research/sentence-layer.md, "Under the forced rewrite": 0.651, 0.824, 0.928 and 0.979 of
@@ -132,6 +141,28 @@ class SentenceKey:
         dims, context = order[:bits], order[bits : bits + context_bits]
         return cls(dims, context, targets.bool(), keying == "own", test == "margin", power)
 
+    @classmethod
+    def of_section(
+        cls, settings: Sentences, keys: Sequence[str], num_dims: int
+    ) -> list[SentenceKey]:
+        """The sentence key of each secret of ``keys`` under a config's ``sentences`` section
+        (its ``bits``, ``context_bits``, ``keying``, ``test`` and ``weight_power``) over D =
+        ``num_dims`` mapper outputs: the keys the layer holds
+        (:class:`~watermark.sentences.layer.SentenceLayer`), or random keys of the same
+        settings for measuring them."""
+        return [
+            cls.of(
+                k,
+                num_dims,
+                settings.bits,
+                settings.context_bits,
+                settings.keying,
+                settings.test,
+                settings.weight_power,
+            )
+            for k in keys
+        ]
+
     @property
     def bits(self) -> int:
         return int(self.dims.numel())
@@ -146,6 +177,29 @@ class SentenceKey:
         signs = (source[:, self.context_dims] > 0).long().cpu()
         weights = 2 ** torch.arange(signs.shape[1])
         return (signs * weights).sum(dim=1)
+
+    def candidate_groups(self, v: torch.Tensor, previous: Previous = None) -> torch.Tensor:
+        """Groups (N,) of candidates whose outputs are v (N, D), each read after ``previous``:
+        ``None`` (no sentence before them: group 0, or each its own), the outputs (D,) of the
+        one sentence before them all, or one row per candidate ((N, D), or a sequence of rows
+        and ``None`` for a candidate without a predecessor)."""
+        if previous is None or isinstance(previous, torch.Tensor):
+            if previous is not None and previous.dim() == 1:
+                previous = previous.expand(len(v), -1)
+            return self.groups(v, previous)
+        groups = self.groups(v, None)
+        rows = [i for i, row in enumerate(previous) if row is not None]
+        if rows:
+            groups[rows] = self.groups(v[rows], torch.stack([previous[i] for i in rows]))
+        return groups
+
+    def order(self, v: torch.Tensor, previous: Previous = None, choice: str = "score") -> list[int]:
+        """The candidates (outputs v (N, D), each read after ``previous``, see
+        :meth:`candidate_groups`) best first by :meth:`rate` under ``choice``, ties in the given
+        order: the layer's one choice (:meth:`~watermark.sentences.layer.SentenceLayer.choose`),
+        for any key. A round keeps the first."""
+        scores = self.rate(v, self.candidate_groups(v, previous), choice)
+        return sorted(range(len(v)), key=lambda i: -float(scores[i]))
 
     def text_groups(self, v: torch.Tensor, previous: torch.Tensor | None = None) -> torch.Tensor:
         """Groups (N,) of a text's sentences in order, whose outputs are v (N, D): keyed by the

@@ -1,6 +1,6 @@
 """The sentence layer of a loaded watermark: how generation ranks candidate sentences
-(:meth:`SentenceLayer.rank`, the one choice) and the sentence tests detection reads
-(:meth:`SentenceLayer.tests`).
+(:meth:`SentenceLayer.rank`, the one choice, which :meth:`SentenceLayer.choose` applies to
+outputs already computed) and the sentence tests detection reads (:meth:`SentenceLayer.tests`).
 
 Both read a sentence the same way: the continuation is cut by
 :func:`~watermark.sentences.spans.sentence_spans`, a sentence is embedded alone by the layer's SE
@@ -23,7 +23,7 @@ import torch
 
 from watermark.config.sections import Sentences
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.sentences.key import SentenceKey
+from watermark.sentences.key import Previous, SentenceKey
 from watermark.sentences.significance import SentenceTest, text_test
 from watermark.sentences.spans import sentence_spans
 
@@ -42,18 +42,7 @@ class SentenceLayer:
         self.candidates = int(settings.candidates)
         self.resample_every = int(settings.resample_every)
         self.choice = str(settings.choice)
-        self.keys = [
-            SentenceKey.of(
-                k,
-                semantic.num_dims,
-                settings.bits,
-                settings.context_bits,
-                settings.keying,
-                settings.test,
-                settings.weight_power,
-            )
-            for k in keys
-        ]
+        self.keys = SentenceKey.of_section(settings, keys, semantic.num_dims)
 
     @classmethod
     def of(cls, config: WatermarkConfig, semantic: object) -> SentenceLayer | None:
@@ -74,28 +63,39 @@ class SentenceLayer:
             return torch.zeros(0, self.semantic.num_dims)
         return self.semantic.outputs(self.semantic.embed(list(sentences))).float().cpu()
 
+    def choose(self, outputs: torch.Tensor, previous: Previous = None) -> list[int]:
+        """The candidates whose last sentences have mapper outputs ``outputs`` (N, D), best
+        first, as :meth:`rank` orders them (a round keeps the first): by the layer's ``choice``
+        under :attr:`key` (:meth:`~watermark.sentences.key.SentenceKey.order`), each read after
+        ``previous``, the outputs of the sentence before it (``None``: none, a text's first
+        sentence; (D,): one for them all; (N, D) or a sequence with ``None``: one each).
+        Research calls this over outputs it already has, so that it measures the product's
+        choice, not a copy of it."""
+        return self.key.order(outputs, previous, self.choice)
+
     def rank(self, continuations: Sequence[Sequence[str]]) -> list[list[int]]:
         """Per prompt, the indices of its candidate continuations, best first: by the score
         under :attr:`key` (:meth:`~watermark.sentences.key.SentenceKey.scores`) of each one's
         last sentence, or by its z expected after a rewrite
         (:meth:`~watermark.sentences.key.SentenceKey.survival`) when the choice is
         ``survival``; a sentence still being written is scored as it stands; ties keep the
-        sampled order. The one choice of the layer: a round keeps the first, resampling copies
-        the better half over the worse."""
-        v, groups = self._last_sentences(continuations)
+        sampled order. The one choice of the layer (:meth:`choose`, over each prompt's
+        candidates): a round keeps the first, resampling copies the better half over the
+        worse."""
+        v, previous = self._last_sentences(continuations)
         found, start = [], 0
         for candidates in continuations:  # each prompt's candidates scored among themselves
             rows = slice(start, start + len(candidates))
-            scores = self.key.rate(v[rows], groups[rows], self.choice)
-            found.append(sorted(range(len(candidates)), key=lambda i: -float(scores[i])))
+            found.append(self.choose(v[rows], previous[rows]))
             start += len(candidates)
         return found
 
     def _last_sentences(
         self, continuations: Sequence[Sequence[str]]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Outputs v (M, D) and groups (M,) under :attr:`key` of the last sentences of every
-        prompt's candidates, in order."""
+    ) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+        """Outputs v (M, D) of the last sentences of every prompt's candidates, in order, and
+        for each the outputs (D,) of the sentence before it where the key reads its group
+        there (``None``: it has none, or the key does not read it)."""
         lasts, befores = [], []
         for candidates in continuations:
             for text in candidates:
@@ -104,15 +104,12 @@ class SentenceLayer:
                 lasts.append(text[a:b])
                 befores.append(text[spans[-2][0] : spans[-2][1]] if len(spans) > 1 else None)
         v = self.outputs(lasts)
-        groups = self.key.groups(v, None)  # group 0, or each sentence's own
+        previous: list[torch.Tensor | None] = [None] * len(lasts)
         if self.key.context_dims.numel() and not self.key.own:  # the previous: embed each once
             distinct = list(dict.fromkeys(s for s in befores if s is not None))
             found = dict(zip(distinct, self.outputs(distinct)))
-            rows = [i for i, s in enumerate(befores) if s is not None]
-            if rows:
-                previous = torch.stack([found[befores[i]] for i in rows])
-                groups[rows] = self.key.groups(v[rows], previous)
-        return v, groups
+            previous = [None if s is None else found[s] for s in befores]
+        return v, previous
 
     def tests(self, text: str) -> list[SentenceTest]:
         """The sentence test of ``text`` under each key (the outputs are computed once)."""

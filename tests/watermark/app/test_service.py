@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("fastapi")
-pytest.importorskip("httpx")
+try:
+    from fastapi.testclient import TestClient  # FastAPI's test client needs httpx too
+except ImportError as missing:  # the serve extra or httpx is not installed
+    pytest.skip(f"needs fastapi and httpx: {missing}", allow_module_level=True)
 
-from fastapi.testclient import TestClient  # noqa: E402
-
-from tests.helpers import sentences  # noqa: E402
-from watermark.app.batcher import Batcher, QueueFullError  # noqa: E402
-from watermark.app.service import Limits, create_app  # noqa: E402
+from tests.helpers import sentences
+from watermark.app.batcher import Batcher, QueueFullError
+from watermark.app.service import Limits, create_app
 
 
 @pytest.fixture(scope="module")

@@ -13,16 +13,16 @@ from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("fastapi")
-pytest.importorskip("httpx")
+try:
+    import httpx
+    from fastapi.testclient import TestClient
+except ImportError as missing:  # the serve extra or httpx is not installed
+    pytest.skip(f"needs fastapi and httpx: {missing}", allow_module_level=True)
 
-import httpx  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
-
-from tests.helpers import sentences, serving  # noqa: E402
-from watermark.app.access import Clients, parse_tokens, read_tokens_file, token_hash  # noqa: E402
-from watermark.app.service import Limits, create_app  # noqa: E402
-from watermark.base import UserError  # noqa: E402
+from tests.helpers import sentences, serving
+from watermark.app.access import Clients, parse_tokens, read_tokens_file, token_hash
+from watermark.app.service import Limits, create_app
+from watermark.base import UserError
 
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 

@@ -15,18 +15,19 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("fastapi")
-uvicorn = pytest.importorskip("uvicorn")
-pytest.importorskip("selenium")
+try:
+    import fastapi  # noqa: F401 (the service needs it)
+    import uvicorn  # noqa: F401 (serving the page needs it)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError as missing:  # the serve extra or selenium is not installed
+    pytest.skip(f"needs fastapi, uvicorn and selenium: {missing}", allow_module_level=True)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-from tests.helpers import sentences, serving  # noqa: E402
-from watermark.app.service import Limits, create_app  # noqa: E402
+from tests.helpers import sentences, serving
+from watermark.app.service import Limits, create_app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

@@ -17,15 +17,15 @@ from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("fastapi")
-pytest.importorskip("hypothesis")
+try:
+    from fastapi.testclient import TestClient
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError as missing:  # the serve extra or hypothesis is not installed
+    pytest.skip(f"needs fastapi and hypothesis: {missing}", allow_module_level=True)
 
-from fastapi.testclient import TestClient  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from watermark.app.access import Clients  # noqa: E402
-from watermark.app.service import Limits, create_app  # noqa: E402
+from watermark.app.access import Clients
+from watermark.app.service import Limits, create_app
 
 CASES = int(os.environ.get("WM_FUZZ_CASES", "300"))
 

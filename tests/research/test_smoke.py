@@ -1,0 +1,159 @@
+"""Every research module runs from the package on tiny inputs, in process: the tiny models of
+``conftest.tiny``, pools, rewrites, a corpus and a store of a few sentences
+(:mod:`tests.research.tiny_data`). Each checks the module's output, not its figures."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import research
+from research import (
+    calibration_texts,
+    choice_tilt,
+    kept_rewrites,
+    loops,
+    readme_example,
+    refactor_snapshot,
+    rotation_tail,
+    sentence_spoof,
+    sentence_tail,
+    surviving_evidence,
+    text_evidence,
+    thread_invariance,
+)
+from tests.helpers import sentences
+from tests.research.tiny_data import (
+    FORCED,
+    tiny_loader,
+    write_heldout,
+    write_pools,
+    write_rewrites,
+    write_store,
+)
+
+MODULES = sorted(m.name for m in pkgutil.iter_modules(research.__path__) if m.name != "common")
+
+
+@pytest.fixture(scope="module")
+def yard(tiny: SimpleNamespace, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """A sentence-layer watermark and a plain one, their config files, and the tiny data."""
+    root = tmp_path_factory.mktemp("research")
+    layered = tiny.make(sentence_bits=8, sentence_context_bits=1, sentence_candidates=2)
+    plain = tiny.make()
+    paths = [layered.config.save(root / "layered.json"), plain.config.save(root / "plain.json")]
+    write_pools(root)
+    write_rewrites(root)
+    human = root / "human.jsonl"
+    human.write_text("".join(json.dumps({"text": t + " ."}) + "\n" for t in sentences(3, 4, 40)))
+    return SimpleNamespace(
+        root=root, layered=layered, plain=plain, paths=paths, human=human,
+        load=tiny_loader(tiny, plain, paths),
+    )  # fmt: skip
+
+
+def lines(capsys: pytest.CaptureFixture) -> list[dict]:
+    return [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_runs_as_a_module_and_answers_help(name: str, capsys) -> None:
+    module = importlib.import_module(f"research.{name}")
+    with pytest.raises(SystemExit) as done:
+        module.main(["--help"])
+    assert done.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
+def test_the_figure_of_merit_and_the_choices_tilt(yard: SimpleNamespace, capsys) -> None:
+    data = ["--config", str(yard.paths[0]), "--keys", "2", "--data", str(yard.root)]
+    surviving_evidence.main([*data, "--candidates", "2,4"], wm=yard.layered)
+    rows = lines(capsys)
+    assert [(r["choice"], r["candidates"]) for r in rows] == [
+        ("score", 2), ("score", 4), ("survival", 2), ("survival", 4)
+    ]  # fmt: skip
+    assert all(r["pools"] == 12 and r["pairs"] > 0 for r in rows)
+    choice_tilt.main([*data, "--candidates", "4"], wm=yard.layered)
+    rows = lines(capsys)
+    assert [r["choice"] for r in rows] == ["uniform", "score", "survival"]
+    assert all(0 <= r["tilt"] <= 1 and r["pools"] == 12 for r in rows)
+    text_evidence.main([*data, "--candidates", "4", "--draws", "1"], wm=yard.layered)
+    (row,) = lines(capsys)
+    assert row["documents"] == 4 and row["texts"] == 8 and 0 <= row["p<0.01"] <= 1
+
+
+def test_kept_rewrites_reads_a_store(yard: SimpleNamespace, tmp_path: Path, capsys) -> None:
+    texts = [" ".join(s + " ." for s in sentences(3, seed=n, length=6)) for n in range(4)]
+    store = write_store(tmp_path / "cache", "ours-tiny", texts)
+    argv = ["--config", str(yard.paths[0]), "--method", "ours-tiny", "--attack", FORCED]
+    kept_rewrites.main([*argv, "--run", str(store), "--seed", str(tmp_path / "none")],
+                       wm=yard.layered)  # fmt: skip
+    (row,) = lines(capsys)
+    assert row["texts"] == 4 and row["sentences"] > 0 and len(row["kept_by_bin"]) >= 1
+
+
+def test_the_spoofer_simulation(yard: SimpleNamespace, capsys) -> None:
+    heldout = write_heldout(yard.root / "heldout.jsonl.gz")
+    sentence_spoof.main([
+        "--texts", "8", "--bits", "4", "--context-bits", "0,1", "--learn", "3",
+        "--forge-candidates", "2", "--forged", "6", "--sentences", "3", "--candidates", "2",
+        "--heldout", str(heldout),
+    ], wm=yard.layered)  # fmt: skip
+    rows = lines(capsys)
+    assert [r["context_bits"] for r in rows] == [0, 0, 1, 1]
+    assert rows[0]["marked_texts"] == 3 and rows[1]["forge_candidates"] == 2
+
+
+def test_the_tails_of_rotation_and_of_the_sentence_layer(
+    yard: SimpleNamespace, tmp_path: Path, capsys
+) -> None:
+    both = ["--human", str(yard.human), "--config", str(yard.paths[0]), "--fresh-keys", "2"]
+    tail = tmp_path / "tail.jsonl"
+    rotation_tail.main([*both, "--out", str(tail)], load=yard.load)
+    out = json.loads(capsys.readouterr().out)
+    assert (out["texts"], out["keys"], out["config_keys"]) == (3, 3, 1)
+    assert len(tail.read_text().splitlines()) == 3
+    settings = ["--settings", "own:1:4,previous:0:4:margin:2"]
+    sentence_tail.main([*both, "--tail", str(tail), *settings], load=yard.load)
+    rows = lines(capsys)
+    assert [r["setting"]["keying"] for r in rows] == ["own", "previous"]
+    assert all(len(r["sentence"]["per_key_count_p<0.01"]) == 3 for r in rows)
+
+
+def test_the_calibration_inputs_and_the_readme_example(
+    yard: SimpleNamespace, tmp_path: Path, capsys
+) -> None:
+    argv = ["--out", str(tmp_path), "--human", "2", "--watermarked", "2", "--tokens", "6"]
+    calibration_texts.main([*argv, "--config", str(yard.paths[1])], load=yard.load)
+    assert len((tmp_path / "human.jsonl").read_text().splitlines()) == 2
+    assert len((tmp_path / "watermarked.jsonl").read_text().splitlines()) == 2
+    readme_example.main(["--tokens", "6"], load=yard.load)
+    rows = lines(capsys)
+    assert [r["watermarked"] for r in rows] == [True, False] and rows[0]["text"]
+
+
+def test_the_snapshot_of_a_tree_equals_itself(yard: SimpleNamespace, tmp_path: Path) -> None:
+    out = tmp_path / "snap.json"
+    assert refactor_snapshot.main(["snap", str(out), "--texts", "2", "--tokens", "4"],
+                                  load=yard.load) == 0  # fmt: skip
+    found = json.loads(out.read_text())
+    assert "default" in found and all(len(row["detect"]) == 2 for row in found.values())
+    assert refactor_snapshot.main(["compare", str(out), str(out)]) == 0
+
+
+def test_thread_invariance_and_loops(yard: SimpleNamespace, tmp_path: Path, capsys) -> None:
+    thread_invariance.main([
+        "--human", "1", "--watermarked", "1", "--processes", "0", "--generate", "1",
+        "--tokens", "4",
+    ], load=yard.load)  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["identical"].values()) == {2}
+    assert out["generation"]["default"]["same"] == 1
+    run = tmp_path / "loops.jsonl"
+    argv = ["--config", str(yard.paths[1]), "--count", "2", "--tokens", "8", "--batch", "2"]
+    loops.main([*argv, "--out", str(run)], load=yard.load)
+    assert lines(capsys)[-1]["texts"] == 2 and len(run.read_text().splitlines()) == 2
