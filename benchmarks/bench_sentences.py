@@ -6,7 +6,7 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
   (unwatermarked), of the token-level watermark, and of the sentence layer at each N of
   ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation;
   with ``--reference`` also the sentence layer's reference path (a ``generate`` call per prompt
-  and sentence, :func:`~watermark.sentences.reference.sample_by_sentences`) beside its decode
+  and sentence, :func:`~watermark.sentences.per_prompt.sample_by_sentences`) beside its decode
   loop.
 * ``memory``: one call of ``--prompts`` prompts (the robust config's keying at ``--bits``,
   ``--candidates`` and ``--resample-every``): the process's peak resident set and tokens/s.
@@ -42,7 +42,7 @@ from watermark.generate.loop import Limits
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentences.keep import MAX_SENTENCE_TOKENS
 from watermark.sentences.key import SentenceKey
-from watermark.sentences.reference import sample_by_sentences
+from watermark.sentences.per_prompt import sample_by_sentences
 from watermark.sentences.significance import text_test
 from watermark.sentences.spans import sentence_spans
 

@@ -157,3 +157,25 @@ def test_thread_invariance_and_loops(yard: SimpleNamespace, tmp_path: Path, caps
     argv = ["--config", str(yard.paths[1]), "--count", "2", "--tokens", "8", "--batch", "2"]
     loops.main([*argv, "--out", str(run)], load=yard.load)
     assert lines(capsys)[-1]["texts"] == 2 and len(run.read_text().splitlines()) == 2
+
+
+def test_the_replay_on_real_rewrites(yard: SimpleNamespace, capsys) -> None:
+    """Every lever's line and the weights read on rewrites, from pools whose candidates have
+    rewrites (the first rejected, as the judge rejects some)."""
+    from data.build import write_jsonl_gz
+    from data.sentence_rewrites import read_jsonl_gz
+    from research import replay
+
+    rows = []
+    for pool in read_jsonl_gz(yard.root / "pools.jsonl.gz"):
+        for j, text in enumerate(pool["candidates"][:4]):
+            rewrite = None if j == 0 else " ".join(reversed(text[:-1].split())).capitalize() + "."
+            rows.append({"id": pool["id"], "candidate": j, "text": text, "rewrite": rewrite})
+    write_jsonl_gz(yard.root / "pool_rewrites.jsonl.gz", rows)
+    argv = ["--config", str(yard.paths[0]), "--keys", "2", "--seeds", str(yard.root)]
+    replay.main([*argv, "--candidates", "4"], wm=yard.layered)
+    found = lines(capsys)
+    assert [r["lever"] for r in found[:-1]] == list(replay.LEVERS)
+    assert all(r["pools"] == 12 and len(r["z_rewritten"]) == 3 for r in found[:-1])
+    assert found[0]["z_rewritten_minus_base"][0] == 0.0
+    assert len(found[-1]["table"]) == 4 and found[-1]["pools"] == 6

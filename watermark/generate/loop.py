@@ -175,7 +175,7 @@ def decode(
     (module docstring); the caller seeds torch's RNG and reads :meth:`Group.outputs`.
 
     ``rounds``: the sentence layer's plug (``ends(token)``, ``resample(live)``,
-    ``keep(group)``), or ``None`` for the token level (a row ends at an EOS)."""
+    ``keep(group, limits)``), or ``None`` for the token level (a row ends at an EOS)."""
     device = rows.stream.mask.device
     eos = torch.tensor(list(stop), dtype=torch.long, device=device)
     ends = rounds.ends if rounds is not None else set(stop).__contains__

@@ -15,6 +15,6 @@ it is the one choice, used by the round's pick, by resampling and by the referen
 * ``keep``: which candidate a round keeps (through the layer's choice);
 * ``rounds``: sentence-by-sentence generation, every prompt's candidates in the one decode loop
   (:mod:`watermark.generate.loop`) with the layer's rounds plugged in;
-* ``reference``: the same through ``model.generate``, one call per prompt and sentence (the
+* ``per_prompt``: the same through ``model.generate``, one call per prompt and sentence (the
   loop's oracle).
 """

@@ -12,7 +12,7 @@ until ``max_new_tokens`` or an EOS.
 ends, the resampling of partial sentences every ``resample_every`` tokens (:meth:`SentenceRounds
 .resample`) and the kept row of a round (:meth:`SentenceRounds.keep`). With ``model.generate``
 arguments, or a model whose ``generation_config`` adds processors of its own, it takes the
-reference path instead (:func:`watermark.sentences.reference.sample_by_sentences`: one
+reference path instead (:func:`watermark.sentences.per_prompt.sample_by_sentences`: one
 ``model.generate`` call per prompt and sentence), which draws, for a single prompt, the same
 tokens as the loop.
 """
@@ -31,7 +31,7 @@ from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.generate.streams import Rows
 from watermark.sentences.keep import MAX_SENTENCE_TOKENS, kept_rows
 from watermark.sentences.layer import SentenceLayer
-from watermark.sentences.reference import sample_by_sentences
+from watermark.sentences.per_prompt import sample_by_sentences
 from watermark.sentences.spans import SentenceEnds
 
 

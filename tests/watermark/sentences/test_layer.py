@@ -15,7 +15,7 @@ from watermark.generate.generation import eos_ids, generate
 from watermark.generate.loop import Limits
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentences.keep import MAX_SENTENCE_TOKENS
-from watermark.sentences.reference import sample_by_sentences
+from watermark.sentences.per_prompt import sample_by_sentences
 from watermark.sentences.rounds import generate_by_sentences
 from watermark.sentences.spans import sentence_spans
 
