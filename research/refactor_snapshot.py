@@ -7,7 +7,10 @@ of at least 150 words); for the default, the paper's, the additive and the robus
 the tokens and watermarked steps of 4 prompts generated together (seed 0; 200 new tokens for the
 default, 100 for the paper's and the additive, 48 for the robust config) and of one prompt alone
 (seed 1). ``--texts`` and ``--tokens`` make a smaller snapshot (fewer passages, the same
-number of new tokens for every config). ``compare A.json B.json`` prints one line per config and
+number of new tokens for every config); ``--configs-at REV`` reads the configs as they were at
+a git revision (the default and every ``configs/watermark-*.json`` of that tree), so that a
+change of a shipped config between the two snapshots does not count as a change of the code.
+``compare A.json B.json`` prints one line per config and
 whether all of it is identical (detections byte for byte as JSON). It is the one regression
 snapshot (0.10 removed ``config_upgrade.py``, which detected held-out passages under the same
 configs without the generations).
@@ -22,7 +25,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from research.common import ROOT, Load
@@ -61,29 +66,58 @@ def shared_generator() -> Load:
     return lambda config: Watermark.load(config, tokenizer=tokenizer, generator=model)
 
 
-def snap(out: Path, load: Load | None = None, texts: int = 20, tokens: int = 0) -> None:
+def configs_at(revision: str, folder: Path) -> dict[str, Path]:
+    """The default config and every ``configs/watermark-*.json`` as they were at git
+    ``revision``, written under ``folder``: ``{name: file}`` (the default as ``default``)."""
+    listed = subprocess.run(
+        ["git", "ls-tree", "--name-only", revision, "configs/"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    names = {"default": "watermark/default_config.json"}
+    names.update({p: p for p in sorted(listed) if Path(p).name.startswith("watermark-")})
+    found = {}
+    for name, path in names.items():
+        text = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+        found[name] = folder / path
+        found[name].parent.mkdir(parents=True, exist_ok=True)
+        found[name].write_text(text, encoding="utf-8")
+    return found
+
+
+def snap(
+    out: Path, load: Load | None = None, texts: int = 20, tokens: int = 0, at: str | None = None
+) -> None:
     """Writes the snapshot of every config to ``out`` (``load``: how a config's watermark is
-    loaded; ``tokens`` > 0: new tokens for every config, instead of :data:`GENERATED`)."""
+    loaded; ``tokens`` > 0: new tokens for every config, instead of :data:`GENERATED`; ``at``:
+    the configs of that git revision, :func:`configs_at`)."""
     load = load or shared_generator()
     passages_, found = passages(texts), {}
-    names = [
-        "default",
-        *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("configs/watermark-*.json")),
-    ]
-    for name in names:
-        wm = load(None if name == "default" else ROOT / name)
-        row = {"fingerprint": wm.fingerprint}
-        row["detect"] = [r.to_dict(per_token=True) for r in wm.detect(passages_)]
-        if name in GENERATED:
-            new = tokens or GENERATED[name]
-            together = wm.generate(PROMPTS, seed=0, max_new_tokens=new)
-            alone = wm.generate(PROMPTS[:1], seed=1, max_new_tokens=new)
-            row["generate"] = [[g.token_ids, g.watermarked_steps] for g in together]
-            row["generate1"] = [[g.token_ids, g.watermarked_steps] for g in alone]
-        found[name] = row
-        print(json.dumps({"config": name, "fingerprint": wm.fingerprint}), flush=True)
+    files = {"default": None}
+    files.update(
+        {str(p.relative_to(ROOT)): p for p in sorted(ROOT.glob("configs/watermark-*.json"))}
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        if at:
+            files = configs_at(at, Path(folder))
+        for name, path in files.items():
+            found[name] = snap_config(load(path), name, passages_, tokens)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(found))
+
+
+def snap_config(wm: Watermark, name: str, passages_: list[str], tokens: int) -> dict:
+    """One config's row of the snapshot."""
+    row = {"fingerprint": wm.fingerprint}
+    row["detect"] = [r.to_dict(per_token=True) for r in wm.detect(passages_)]
+    if name in GENERATED:
+        new = tokens or GENERATED[name]
+        together = wm.generate(PROMPTS, seed=0, max_new_tokens=new)
+        alone = wm.generate(PROMPTS[:1], seed=1, max_new_tokens=new)
+        row["generate"] = [[g.token_ids, g.watermarked_steps] for g in together]
+        row["generate1"] = [[g.token_ids, g.watermarked_steps] for g in alone]
+    print(json.dumps({"config": name, "fingerprint": wm.fingerprint}), flush=True)
+    return row
 
 
 def compare(a: Path, b: Path) -> int:
@@ -114,12 +148,13 @@ def main(argv: list[str] | None = None, load: Load | None = None) -> int:
     one.add_argument("out", type=Path)
     one.add_argument("--texts", type=int, default=20, help="held-out passages detected")
     one.add_argument("--tokens", type=int, default=0, help="new tokens (0: each config's own)")
+    one.add_argument("--configs-at", help="a git revision whose configs to read (default: now)")
     both = sub.add_parser("compare")
     both.add_argument("before", type=Path)
     both.add_argument("after", type=Path)
     args = parser.parse_args(argv)
     if args.command == "snap":
-        snap(args.out, load, args.texts, args.tokens)
+        snap(args.out, load, args.texts, args.tokens, args.configs_at)
         return 0
     return compare(args.before, args.after)
 

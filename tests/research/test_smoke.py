@@ -179,3 +179,12 @@ def test_the_replay_on_real_rewrites(yard: SimpleNamespace, capsys) -> None:
     assert all(r["pools"] == 12 and len(r["z_rewritten"]) == 3 for r in found[:-1])
     assert found[0]["z_rewritten_minus_base"][0] == 0.0
     assert len(found[-1]["table"]) == 4 and found[-1]["pools"] == 6
+
+
+def test_the_snapshot_reads_the_configs_of_a_revision(tmp_path: Path) -> None:
+    from research.refactor_snapshot import configs_at
+
+    found = configs_at("HEAD", tmp_path)
+    assert "default" in found and "configs/watermark-robust.json" in found
+    shipped = Path(__file__).resolve().parents[2] / "configs" / "watermark-robust.json"
+    assert found["configs/watermark-robust.json"].read_text() == shipped.read_text()
