@@ -2,6 +2,8 @@
 
 * **Keys** (:func:`section_keys`): random keys of a config's ``sentences`` section, built by
   :meth:`~watermark.sentences.key.SentenceKey.of_section` as the layer builds its own.
+* **Shared targets** (:func:`shared_targets`): a key whose context groups share most of their
+  target signs, a research lever the product does not have (the replay and the spoofer read it).
 * **The choice** (:func:`choose`): the candidate the layer keeps under a key, by
   :meth:`~watermark.sentences.key.SentenceKey.order` (what
   :meth:`~watermark.sentences.layer.SentenceLayer.choose` and ``rank`` apply), each candidate
@@ -28,7 +30,7 @@ sits from the mapper's centre), a research lever the product does not have.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -62,6 +64,20 @@ def section_keys(settings: Sentences, count: int, num_dims: int) -> list[Sentenc
     """``count`` random keys of the section's settings over ``num_dims`` outputs (fixed names,
     ``measure-<k>``, so that every key space is measured under the same secrets)."""
     return SentenceKey.of_section(settings, [f"measure-{k}" for k in range(count)], num_dims)
+
+
+def shared_targets(key: SentenceKey, redraw: float, seed: int) -> SentenceKey:
+    """``key`` with every group's targets equal to group 0's except a share ``redraw`` of them,
+    drawn anew (so two groups agree on 1 - redraw / 2 of their signs, and a sentence read in
+    another group than it was chosen in keeps 1 - redraw of its evidence instead of none)."""
+    if redraw >= 1 or len(key.targets) == 1:
+        return key
+    rng = torch.Generator().manual_seed(seed)
+    fresh = torch.rand(key.targets.shape, generator=rng) < redraw
+    drawn = torch.randint(0, 2, key.targets.shape, generator=rng).bool()
+    targets = torch.where(fresh, drawn, key.targets[:1].expand_as(key.targets))
+    targets[0] = key.targets[0]
+    return replace(key, targets=targets)
 
 
 def choose(

@@ -23,9 +23,13 @@ pools. The outputs of every sentence are computed once, by the config's sentence
 
     python -m research.replay --config configs/watermark-robust.json --keys 32
 
-Weights read on real rewrites (the last line): a weight table of the margin bins fitted on the
-even pools' kept rewrites (the hit rate by the *rewrite's* margin, as log-odds) and read on the
-odd pools, against the shipped weights on the same pools.
+Levers the product does not have (:data:`KEY_LEVERS`): context groups that share most of
+their targets (:func:`research.common.shared_targets`) and each sentence weighed by the chance
+that a rewrite kept its group (:func:`group_kept`). Weights read on real rewrites (the last
+line): a weight table of the margin bins fitted on the even pools' kept rewrites (the hit rate
+by the *rewrite's* margin, as log-odds) and read on the odd pools, against the shipped weights
+on the same pools. The table: ``docs/research/sentence-layer.md``, "Every lever replayed on
+real rewrites".
 """
 
 from __future__ import annotations
@@ -39,10 +43,16 @@ import numpy as np
 import torch
 
 from data.sentence_rewrites import read_jsonl_gz
-from research.common import choose, load_with_generator, section_keys
+from research.common import choose, load_with_generator, section_keys, shared_targets
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig, as_config
-from watermark.sentences.key import WEIGHT_STEPS, SentenceKey, margin_bins, margins
+from watermark.sentences.key import (
+    MARGIN_KEPT,
+    WEIGHT_STEPS,
+    SentenceKey,
+    margin_bins,
+    margins,
+)
 from watermark.sentences.spans import sentence_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +73,27 @@ LEVERS = {
         "context_bits": 0, "choice": "survival", "weight_power": 4,
     },
 }  # fmt: skip
+# levers the product does not have, on the robust config's section: (change, shared, weigh)
+# where ``shared`` is the share of each group's target signs drawn anew from group 0's
+# (:func:`shared_targets`; 1: the product's independent groups) and ``weigh`` weighs each
+# sentence by the chance that a rewrite keeps its group (:func:`group_kept`)
+KEY_LEVERS = {
+    "1 context bit": ({"context_bits": 1}, 1.0, False),
+    "groups share 3/4 of their targets": ({}, 0.5, False),
+    "groups share 7/8 of their targets": ({}, 0.25, False),
+    "weighed by the chance the group is kept": ({}, 1.0, True),
+    "share 3/4, weighed by the group kept": ({}, 0.5, True),
+}  # fmt: skip
+
+
+def group_kept(key: SentenceKey, v: torch.Tensor) -> torch.Tensor:
+    """Float (N,): the chance that a rewrite kept the group of sentences with outputs v (N, D),
+    the product of :data:`MARGIN_KEPT` of their context outputs' margin bins (1 without own
+    context outputs): what a sentence's evidence is worth in expectation, so its weight."""
+    if not key.own or key.context_dims.numel() == 0:
+        return torch.ones(len(v))
+    kept = torch.tensor(MARGIN_KEPT)
+    return kept[margin_bins(margins(v))[:, key.context_dims]].prod(1)
 
 
 def replay_pools(seeds: Path, candidates: int = 8) -> list[dict]:
@@ -111,23 +142,32 @@ def sentences_of(text: str) -> list[tuple[str, bool]]:
     return [(text[a:b], complete) for a, b, complete in sentence_spans(text)]
 
 
-def weights_of(key: SentenceKey, v: torch.Tensor, table: torch.Tensor | None) -> torch.Tensor:
+def weights_of(
+    key: SentenceKey, v: torch.Tensor, table: torch.Tensor | None, weigh: bool = False
+) -> torch.Tensor:
     """The test's weights of sentences with outputs v (N, D) under ``key`` (N, b), or under a
-    weight ``table`` (4,) of the margin bins in its place (a lever the product does not have)."""
+    weight ``table`` (4,) of the margin bins in its place; ``weigh``: each row times
+    :func:`group_kept` (both levers the product does not have)."""
     if table is not None:
-        return table[margin_bins(margins(v))[:, key.dims]].float()
-    found = key.weights(v)
-    return torch.ones(len(v), key.bits) if found is None else found.float()
+        found = table[margin_bins(margins(v))[:, key.dims]].float()
+    else:
+        found = key.weights(v)
+        found = torch.ones(len(v), key.bits) if found is None else found.float()
+    return found * group_kept(key, v)[:, None] if weigh else found
 
 
-def z_of(key: SentenceKey, v: torch.Tensor, groups: torch.Tensor, table=None) -> float:
+def z_of(
+    key: SentenceKey, v: torch.Tensor, groups: torch.Tensor, table=None, weigh: bool = False
+) -> float:
     """The pooled z of sentences v (N, D) in ``groups``: sum w (2 hit - 1) / sqrt(sum w^2)."""
     signed = 2 * key.hits(v, groups).float() - 1
-    weights = weights_of(key, v, table)
+    weights = weights_of(key, v, table, weigh)
     return float((weights * signed).sum() / weights.norm().clamp_min(1e-12))
 
 
-def rewrite_z(key: SentenceKey, w: torch.Tensor, complete: list[bool], table=None) -> float:
+def rewrite_z(
+    key: SentenceKey, w: torch.Tensor, complete: list[bool], table=None, weigh: bool = False
+) -> float:
     """The z of a rewrite whose sentences have outputs w (m, D), read as the detector's test
     reads a text (:func:`~watermark.sentences.significance.text_test`): every complete sentence
     in its group, with its own margins; the hits of all of them pooled, sum w (2 hit - 1) /
@@ -135,11 +175,16 @@ def rewrite_z(key: SentenceKey, w: torch.Tensor, complete: list[bool], table=Non
     rows = [i for i, c in enumerate(complete) if c]
     if not rows:
         return float("nan")
-    return z_of(key, w[rows], key.text_groups(w)[rows], table)
+    return z_of(key, w[rows], key.text_groups(w)[rows], table, weigh)
 
 
 def pool_rows(
-    keys: list[SentenceKey], choice: str, pool: dict, outputs: Outputs, table=None
+    keys: list[SentenceKey],
+    choice: str,
+    pool: dict,
+    outputs: Outputs,
+    table=None,
+    weigh: bool = False,
 ) -> np.ndarray:
     """Per key: z generated, z of the kept one's rewrite, z of candidate 0's rewrite, signs
     kept by the nearest rewrite sentence (NaN where a rewrite was rejected): (K, 4)."""
@@ -149,11 +194,11 @@ def pool_rows(
     for k, key in enumerate(keys):
         kept = choose(key, v, previous, choice)
         groups = key.candidate_groups(v, previous)
-        found[k, 0] = z_of(key, v[kept : kept + 1], groups[kept : kept + 1], table)
+        found[k, 0] = z_of(key, v[kept : kept + 1], groups[kept : kept + 1], table, weigh)
         for col, j in ((1, kept), (2, 0)):
             if rewrites[j]:
                 w = outputs([s for s, _ in rewrites[j]])
-                found[k, col] = rewrite_z(key, w, [c for _, c in rewrites[j]], table)
+                found[k, col] = rewrite_z(key, w, [c for _, c in rewrites[j]], table, weigh)
         if rewrites[kept]:
             w = outputs([s for s, _ in rewrites[kept]])
             near = torch.nn.functional.cosine_similarity(w, v[kept][None], dim=1).argmax()
@@ -190,6 +235,12 @@ def replay(cfg: WatermarkConfig, pools: list[dict], outputs: Outputs, num_keys: 
         settings = cfg.evolve(**change).sentences if change else cfg.sentences
         keys = section_keys(settings, num_keys, outputs.dims)
         rows = [pool_rows(keys, settings.choice, p, outputs) for p in pools]
+        found[lever] = per_pool(rows)
+    for lever, (change, redraw, weigh) in KEY_LEVERS.items():
+        settings = cfg.evolve(**change).sentences if change else cfg.sentences
+        keys = section_keys(settings, num_keys, outputs.dims)
+        keys = [shared_targets(key, redraw, k) for k, key in enumerate(keys)]
+        rows = [pool_rows(keys, settings.choice, p, outputs, weigh=weigh) for p in pools]
         found[lever] = per_pool(rows)
     return found
 

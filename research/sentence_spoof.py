@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from evaluation.heldout import units
-from research.common import ROOT, choose
+from research.common import ROOT, choose, shared_targets
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.sentences.key import SentenceKey
@@ -108,6 +108,10 @@ def _parser() -> argparse.ArgumentParser:
         "--forge-candidates", type=lambda x: [int(n) for n in x.split(",")], default=[16]
     )
     parser.add_argument("--forged", type=int, default=200, help="forged and baseline texts")
+    parser.add_argument(
+        "--redraw", type=float, default=1.0,
+        help="share of each group's targets drawn anew from group 0's (1: independent groups)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--heldout", type=Path, default=HELDOUT, help="held-out corpus")
     return parser
@@ -168,6 +172,7 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
         key = SentenceKey.of(
             secret, num_dims, args.bits, context, args.keying, args.test, args.power
         )
+        key = shared_targets(key, args.redraw, args.seed)
         rng = torch.Generator().manual_seed(args.seed + 1)
         n = max(args.learn)
         marked = chain(pool_marked, key, n, args.sentences, args.candidates, rng, args.choice)
@@ -182,6 +187,7 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
             "choice": args.choice,
             "bits": args.bits,
             "candidates": args.candidates,
+            "redraw": args.redraw,
         }
         print(
             json.dumps(

@@ -87,3 +87,17 @@ def test_the_flip_model_keeps_what_the_rewrite_keeps() -> None:
     assert common.flip_model(v, -v).tolist() == [0.0] * 4
     rng = torch.Generator().manual_seed(1)
     assert torch.equal(common.rewritten(v, torch.ones(4), rng), v)
+
+
+def test_shared_targets_keep_group_0_and_share_the_rest() -> None:
+    from watermark.sentences.key import SentenceKey
+
+    key = SentenceKey.of("k", 256, 64, context_bits=2, keying="own", test="margin")
+    assert common.shared_targets(key, 1.0, 0) is key  # independent groups: the product's key
+    same = common.shared_targets(key, 0.0, 0)
+    assert torch.equal(same.targets, key.targets[:1].expand_as(key.targets))
+    half = common.shared_targets(key, 0.5, 0)
+    assert torch.equal(half.targets[0], key.targets[0])
+    agree = (half.targets[1:] == key.targets[0]).float().mean()
+    assert 0.6 < agree < 0.9  # 1 - 0.5 / 2 = 0.75 expected
+    assert torch.equal(half.dims, key.dims) and half.own and half.margin

@@ -175,7 +175,7 @@ def test_the_replay_on_real_rewrites(yard: SimpleNamespace, capsys) -> None:
     argv = ["--config", str(yard.paths[0]), "--keys", "2", "--seeds", str(yard.root)]
     replay.main([*argv, "--candidates", "4"], wm=yard.layered)
     found = lines(capsys)
-    assert [r["lever"] for r in found[:-1]] == list(replay.LEVERS)
+    assert [r["lever"] for r in found[:-1]] == [*replay.LEVERS, *replay.KEY_LEVERS]
     assert all(r["pools"] == 12 and len(r["z_rewritten"]) == 3 for r in found[:-1])
     assert found[0]["z_rewritten_minus_base"][0] == 0.0
     assert len(found[-1]["table"]) == 4 and found[-1]["pools"] == 6
