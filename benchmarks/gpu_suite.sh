@@ -13,10 +13,12 @@
 # benchmarks/cuda-reference.jsonl.gz (python -m benchmarks.cuda_reference make, on a CPU),
 # token-level generation against plain at batch 64 in float32 and bfloat16, the robust config
 # against plain at batch 64 (32 new tokens), detection of 256 texts at batch 256 (workers 0 and
-# 8), and prints one table (python -m benchmarks.gpu_table) to stdout and OUT_DIR/table.md.
+# 8), plain generate profiled per dtype (why bfloat16 is slower), and prints one table
+# (python -m benchmarks.gpu_table) to stdout and OUT_DIR/table.md.
 #
 # STEPS is a comma-separated subset of: tiny,real,agree,generate,detect,shared,sentences,confirm,
-# profile,train,corpus (default: all, in that order). Each step has its own time limit and the suite goes on when one fails;
+# profile,dtypes,train,corpus (default: all, in that order). Each step has its own time limit and
+# the suite goes on when one fails;
 # OUT_DIR/results.jsonl gets one JSON object per finished benchmark and OUT_DIR/suite.log the rest.
 # SUITE_SECONDS (default 3600) bounds the whole run: a step gets at most the time left, and one with
 # under 20 s left is skipped. GEN_BATCHES sets generate's batch sizes (default 1,16,64). `shared`
@@ -34,8 +36,8 @@
 # benchmarks/gpu_stage.sh.
 set -u
 OUT=${1:?usage: gpu_suite.sh OUT_DIR [STEPS]}
-STEPS=${2:-tiny,real,agree,generate,detect,shared,sentences,confirm,profile,train,corpus}
-QUICK_STEPS=quick-tiny,reference,quick-generate,robust,quick-detect
+STEPS=${2:-tiny,real,agree,generate,detect,shared,sentences,confirm,profile,dtypes,train,corpus}
+QUICK_STEPS=quick-tiny,reference,quick-generate,robust,quick-detect,dtypes
 if [[ $STEPS == quick ]]; then STEPS=$QUICK_STEPS; SUITE_SECONDS=${SUITE_SECONDS:-480}; fi
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
@@ -72,6 +74,9 @@ bench_as() {  # bench_as LABEL SUBCOMMAND ARGS...: the same, the answer labelled
         $PY -c "import json,sys; print(json.dumps({'bench': sys.argv[1], **json.load(open(sys.argv[2]))}))" \
             "$label" "$OUT/.answer" >>"$RESULTS"
 }
+dtypes() {  # plain generate profiled per dtype at batch 64, one JSON line
+    $PY -m benchmarks.bench_dtypes --batch 64 --new-tokens 32 >>"$RESULTS"
+}
 reference() {  # CUDA against the committed CPU reference, one JSON line
     $PY -m benchmarks.cuda_reference check --device cuda >>"$RESULTS"
 }
@@ -101,7 +106,7 @@ print(json.dumps({'shared_same_verdicts': sum(a['is_watermarked'] == b['is_water
     'of': len(one), 'max_p_diff': max(abs(a['p_value'] - b['p_value']) for a, b in zip(one, eight))}))" \
         "$WORK/shared-1.jsonl" "$WORK/shared-8.jsonl" >>"$RESULTS"
 }
-export -f bench bench_as reference compare shared shared_all
+export -f bench bench_as dtypes reference compare shared shared_all
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$LOG" 2>&1
 $PY -c "import torch, transformers, sentence_transformers as st; print('torch', torch.__version__, \
@@ -116,6 +121,7 @@ step quick-generate 150 bench_as generate generate --batches 64 --dtypes float32
 step robust 120 bench_as robust generate --config configs/watermark-robust.json --batches 64 \
     --dtypes float32 --new-tokens 32 --modes plain,fused
 step quick-detect 100 bench detect --texts 256 --detect-batches 256 --embed-batches 256 --workers 0,8
+step dtypes 90 dtypes
 step tiny 150 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider \
     tests/watermark/core/test_devices.py tests/watermark/test_generation.py \
     tests/watermark/test_detector.py tests/watermark/test_processor.py \

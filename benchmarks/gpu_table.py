@@ -82,7 +82,22 @@ def lines(rows: list[dict]) -> list[tuple[str, str, str, bool | None]]:
     shown = "not run" if tests is None else f"rc {tests['rc']} in {tests['seconds']} s"
     met = None if tests is None else tests["rc"] == 0
     out.append(("CUDA tests (fast == reference, batch mates)", shown, "pass", met))
+    out.append(("plain generate per dtype, batch 64 (why bfloat16 is slower)", dtypes(rows), "read",
+                None))  # fmt: skip
     return out
+
+
+def dtypes(rows: list[dict]) -> str:
+    """Plain generate's ms per step, GPU busy share and top kernel per dtype (``dtypes``)."""
+    answer = latest(rows, bench="dtypes")
+    if not answer:
+        return "not run"
+    return "; ".join(
+        f"{r['dtype']}: {r['plain_ms_per_step']} ms/step, GPU busy {r['gpu_busy_share']:.0%}, "
+        f"top kernel {r['top_kernels_ms_per_step'][0][0][:48]} "
+        f"({r['top_kernels_ms_per_step'][0][1]} ms/step)"
+        for r in answer["rows"]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,8 +2,9 @@
 
 * **Keys** (:func:`section_keys`): random keys of a config's ``sentences`` section, built by
   :meth:`~watermark.sentences.key.SentenceKey.of_section` as the layer builds its own.
-* **Shared targets** (:func:`shared_targets`): a key whose context groups share most of their
-  target signs, a research lever the product does not have (the replay and the spoofer read it).
+* **Levers on the key the product does not have** (the replay and the spoofer read them):
+  context groups that share most of their target signs (:func:`shared_targets`), and a
+  sentence weighed by the chance that a rewrite kept its group (:func:`group_kept`).
 * **The choice** (:func:`choose`): the candidate the layer keeps under a key, by
   :meth:`~watermark.sentences.key.SentenceKey.order` (what
   :meth:`~watermark.sentences.layer.SentenceLayer.choose` and ``rank`` apply), each candidate
@@ -44,7 +45,7 @@ from watermark.api import Watermark
 from watermark.config.sections import Sentences
 from watermark.config.watermark_config import WatermarkConfig, as_config
 from watermark.models.loaders import load_lm
-from watermark.sentences.key import Previous, SentenceKey, margin_bins, margins
+from watermark.sentences.key import MARGIN_KEPT, Previous, SentenceKey, margin_bins, margins
 from watermark.sentences.layer import SentenceLayer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,6 +79,16 @@ def shared_targets(key: SentenceKey, redraw: float, seed: int) -> SentenceKey:
     targets = torch.where(fresh, drawn, key.targets[:1].expand_as(key.targets))
     targets[0] = key.targets[0]
     return replace(key, targets=targets)
+
+
+def group_kept(key: SentenceKey, v: torch.Tensor) -> torch.Tensor:
+    """Float (N,): the chance that a rewrite kept the group of sentences with outputs v (N, D),
+    the product of :data:`MARGIN_KEPT` of their context outputs' margin bins (1 without own
+    context outputs): what a sentence's evidence is worth in expectation, so its weight."""
+    if not key.own or key.context_dims.numel() == 0:
+        return torch.ones(len(v))
+    kept = torch.tensor(MARGIN_KEPT)
+    return kept[margin_bins(margins(v))[:, key.context_dims]].prod(1)
 
 
 def choose(

@@ -25,11 +25,10 @@ pools. The outputs of every sentence are computed once, by the config's sentence
 
 Levers the product does not have (:data:`KEY_LEVERS`): context groups that share most of
 their targets (:func:`research.common.shared_targets`) and each sentence weighed by the chance
-that a rewrite kept its group (:func:`group_kept`). Weights read on real rewrites (the last
-line): a weight table of the margin bins fitted on the even pools' kept rewrites (the hit rate
-by the *rewrite's* margin, as log-odds) and read on the odd pools, against the shipped weights
-on the same pools. The table: ``docs/research/sentence-layer.md``, "Every lever replayed on
-real rewrites".
+that a rewrite kept its group (:func:`research.common.group_kept`). Weights read on real
+rewrites (the last line): a weight table of the margin bins fitted on the even pools' kept
+rewrites (the hit rate by the *rewrite's* margin, as log-odds) and read on the odd pools,
+against the shipped weights on the same pools. The table: ``docs/research/sentence-layer.md``.
 """
 
 from __future__ import annotations
@@ -43,16 +42,16 @@ import numpy as np
 import torch
 
 from data.sentence_rewrites import read_jsonl_gz
-from research.common import choose, load_with_generator, section_keys, shared_targets
+from research.common import (
+    choose,
+    group_kept,
+    load_with_generator,
+    section_keys,
+    shared_targets,
+)
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig, as_config
-from watermark.sentences.key import (
-    MARGIN_KEPT,
-    WEIGHT_STEPS,
-    SentenceKey,
-    margin_bins,
-    margins,
-)
+from watermark.sentences.key import WEIGHT_STEPS, SentenceKey, margin_bins, margins
 from watermark.sentences.spans import sentence_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +75,7 @@ LEVERS = {
 # levers the product does not have, on the robust config's section: (change, shared, weigh)
 # where ``shared`` is the share of each group's target signs drawn anew from group 0's
 # (:func:`shared_targets`; 1: the product's independent groups) and ``weigh`` weighs each
-# sentence by the chance that a rewrite keeps its group (:func:`group_kept`)
+# sentence by the chance that a rewrite keeps its group (:func:`research.common.group_kept`)
 KEY_LEVERS = {
     "1 context bit": ({"context_bits": 1}, 1.0, False),
     "groups share 3/4 of their targets": ({}, 0.5, False),
@@ -84,16 +83,6 @@ KEY_LEVERS = {
     "weighed by the chance the group is kept": ({}, 1.0, True),
     "share 3/4, weighed by the group kept": ({}, 0.5, True),
 }  # fmt: skip
-
-
-def group_kept(key: SentenceKey, v: torch.Tensor) -> torch.Tensor:
-    """Float (N,): the chance that a rewrite kept the group of sentences with outputs v (N, D),
-    the product of :data:`MARGIN_KEPT` of their context outputs' margin bins (1 without own
-    context outputs): what a sentence's evidence is worth in expectation, so its weight."""
-    if not key.own or key.context_dims.numel() == 0:
-        return torch.ones(len(v))
-    kept = torch.tensor(MARGIN_KEPT)
-    return kept[margin_bins(margins(v))[:, key.context_dims]].prod(1)
 
 
 def replay_pools(seeds: Path, candidates: int = 8) -> list[dict]:

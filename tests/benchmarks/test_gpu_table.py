@@ -30,8 +30,17 @@ def test_lines_judge_each_figure(tmp_path: Path, capsys) -> None:
             {"detect_batch": 256, "workers": 8, "texts_per_s": 130.5},
             {"detect_batch": 64, "workers": 8, "texts_per_s": 300.0},
         ]},
+        {"bench": "dtypes", "rows": [
+            {"dtype": "float32", "plain_ms_per_step": 25.8, "gpu_busy_share": 0.41,
+             "top_kernels_ms_per_step": [["ampere_sgemm_128x64_tn", 6.1]]},
+            {"dtype": "bfloat16", "plain_ms_per_step": 108.0, "gpu_busy_share": 0.09,
+             "top_kernels_ms_per_step": [["aten::copy_", 3.2]]},
+        ]},
     ]  # fmt: skip
     found = {figure: (shown, met) for figure, shown, _, met in lines(rows)}
+    shown, met = found["plain generate per dtype, batch 64 (why bfloat16 is slower)"]
+    assert met is None and "float32: 25.8 ms/step, GPU busy 41%" in shown
+    assert "bfloat16: 108.0 ms/step, GPU busy 9%, top kernel aten::copy_ (3.2 ms/step)" in shown
     assert found["detection, 200-token texts/s, batch 256, float32"] == ("130.5 (workers 8)", True)
     assert found["token level / plain, batch 64, float32"][1] is True
     assert found["token level / plain, batch 64, bfloat16"][1] is False
