@@ -53,3 +53,17 @@ def test_runs_of_other_texts_are_refused() -> None:
         compare.merged(run(0.0, humans, 0), other, "ours", ("a", "b"))
     with pytest.raises(SystemExit, match="no curves"):
         compare.merged(run(0.0, humans, 0), run(0.0, humans, 0), "kgw0", ("a", "b"))
+
+
+def test_the_module_compares_two_result_files(tmp_path, capsys) -> None:
+    import json
+
+    humans = [random.Random(1).gauss(0, 1) for _ in range(100)]
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    new.write_text(json.dumps(run(2.0, humans, 0)))
+    old.write_text(json.dumps(run(0.0, humans, 0)))
+    compare.main([str(new), str(old), "--names", "0.10,0.9"])
+    cells = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert [c["attack"] for c in cells] == ["none", "paraphrase@1.0", "synonym@1.0"]
+    with pytest.raises(SystemExit, match="two labels"):
+        compare.main([str(new), str(old), "--names", "a"])
