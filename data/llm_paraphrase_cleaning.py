@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from data.paraphrase import word_key
+from data.paraphrase_cleaning import word_key
 
 MIN_RATIO, MAX_RATIO = 0.5, 2.0  # accepted length of a paraphrase, in the source's words
 

@@ -1,17 +1,19 @@
 """LLM paraphrases of corpus sentences with SmolLM2-135M-Instruct, cached and resumable.
 
-Sentences are paraphrased in batches with the model's chat template, greedy decoding and left
-padding. Each finished batch is appended to a JSONL cache (one ``{"id", "text", "paraphrase"}``
-object per sentence, ``paraphrase`` is ``null`` when the output was rejected), so an interrupted
-run resumes where it stopped. Batches are formed from a fixed, length-sorted order, so a resumed
-run decodes exactly the same batches as an uninterrupted one.
+Sentences are paraphrased in batches with the model's chat template, greedy decoding (or
+sampling at a temperature: the evaluation's second rewrite, issue 89) and left padding. Each
+finished batch is appended to a JSONL cache (one ``{"id", "text", "paraphrase", "mode"}`` object
+per sentence, ``paraphrase`` is ``null`` when the output was rejected), so an interrupted run
+resumes where it stopped. Batches are formed from a fixed, length-sorted order (a sampled batch
+seeded by its own sentences), so a resumed run decodes exactly the same batches as an
+uninterrupted one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,67 +21,14 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from data.paraphrase_cleaning import clean_paraphrase
+
 logger = logging.getLogger(__name__)
 
 PROMPT = (
     "Rewrite this sentence using different words and a different structure, keeping the meaning:\n"
     "{sentence}"
 )
-_PREFIX = re.compile(
-    r"^(?:here(?:'s| is) (?:the |a |my )?(?:paraphrased? )?"
-    r"(?:sentence|version|paraphrase)?\s*[:\-]?|"
-    r"paraphrased? (?:sentence|version)?\s*:|paraphrase\s*:|sentence\s*:|answer\s*:)\s*",
-    re.IGNORECASE,
-)
-
-
-_META = re.compile(
-    r"\b(?:sentences?|paraphras\w*|rephras\w*|rewr[io]t\w*|reword\w*|original text)\b",
-    re.IGNORECASE,
-)
-
-
-def word_key(text: str) -> str:
-    """``text`` lower-cased with every run of other characters than letters and digits one space
-    (two texts with the same key say the same words)."""
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-
-def clean_paraphrase(output: str, source: str) -> str | None:
-    """Post-process a raw model output; return ``None`` if it is not a usable paraphrase.
-
-    Keeps the first non-empty line, strips "Here is ..."-style prefixes and wrapping quotes, and
-    rejects outputs that are empty, identical to the source (ignoring case and punctuation), far
-    off in length (outside 0.5-1.8 times the source's word count), or talk about the task
-    ("The sentence can be rephrased as:") instead of doing it. The function is idempotent on its
-    accepted outputs, so cached paraphrases can be re-checked with it.
-
-    Args:
-        output: The decoded generated text.
-        source: The sentence that was paraphrased.
-
-    Returns:
-        The cleaned paraphrase, or ``None``.
-    """
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
-    if not lines:
-        return None
-    text = lines[0]
-    if _PREFIX.match(text) and len(_PREFIX.sub("", text, count=1).strip()) < 3 and len(lines) > 1:
-        text = lines[1]  # "Here is the paraphrase:" on its own line
-    text = _PREFIX.sub("", text, count=1).strip()
-    if len(text) >= 2 and text[0] in "\"'\u201c" and text[-1] in "\"'\u201d":
-        text = text[1:-1].strip()
-    elif text[:1] in '"\u201c' and text.count(text[0]) == 1:
-        text = text[1:].strip()
-    if not text or word_key(text) == word_key(source) or text.endswith(":"):
-        return None
-    if _META.search(text) and not _META.search(source):
-        return None
-    ratio = len(text.split()) / max(1, len(source.split()))
-    if not 0.5 <= ratio <= 1.8:
-        return None
-    return text
 
 
 class _FirstTokenBan:
@@ -138,13 +87,17 @@ class Paraphraser:
         )
 
     @torch.inference_mode()
-    def generate(self, sentences: Sequence[str], ban_first: bool = False) -> list[str]:
+    def generate(
+        self, sentences: Sequence[str], ban_first: bool = False, temperature: float = 0.0
+    ) -> list[str]:
         """Return the raw decoded outputs for a batch of sentences.
 
         Args:
             sentences: The sentences to paraphrase.
             ban_first: Forbid each output to start with its sentence's first token. The small model
                 often copies its input verbatim; this forces it to restructure the sentence.
+            temperature: 0: greedy; else sampled at this temperature from the whole
+                distribution (no top-k or top-p), with torch's global RNG.
         """
         from transformers import LogitsProcessorList
 
@@ -158,7 +111,8 @@ class Paraphraser:
             processors.append(_FirstTokenBan(first, batch.input_ids.shape[1]))
         out = self.model.generate(
             **batch,
-            do_sample=False,
+            do_sample=temperature > 0,
+            **({"temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature else {}),
             max_new_tokens=int(self.max_new_factor * longest) + 4,
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.stop_ids,
@@ -167,13 +121,35 @@ class Paraphraser:
         new = out[:, batch.input_ids.shape[1] :]
         return self.tokenizer.batch_decode(new, skip_special_tokens=True)
 
-    def paraphrase(self, sentences: Sequence[str], ban_first: bool = False) -> list[str | None]:
+    def paraphrase(
+        self, sentences: Sequence[str], ban_first: bool = False, temperature: float = 0.0
+    ) -> list[str | None]:
         """Paraphrase a batch; ``None`` where the output was rejected."""
-        outputs = self.generate(sentences, ban_first=ban_first)
+        outputs = self.generate(sentences, ban_first=ban_first, temperature=temperature)
         return [clean_paraphrase(o, s) for o, s in zip(outputs, sentences)]
 
 
 PLAIN, BAN_FIRST = "plain", "ban-first"
+
+
+def sampled(temperature: float, seed: int) -> str:
+    """The cache mode of a sampled pass: ``sampled-t1-s0``."""
+    return f"sampled-t{temperature:g}-s{seed}"
+
+
+def passes_of(temperature: float, seed: int) -> tuple[str, str]:
+    """The two passes of a run: greedy, then greedy with the first token banned for what the
+    first rejected; sampled, then sampled again with the next seed."""
+    if not temperature:
+        return PLAIN, BAN_FIRST
+    return sampled(temperature, seed), sampled(temperature, seed + 1)
+
+
+def mode_temperature(mode: str) -> tuple[float, bool]:
+    """A pass mode's sampling temperature (0: greedy) and whether it bans the first token."""
+    if mode.startswith("sampled-t"):
+        return float(mode.split("-")[1][1:]), False
+    return 0.0, mode == BAN_FIRST
 
 
 def read_cache(path: Path) -> dict[tuple[str, str], dict]:
@@ -195,9 +171,15 @@ def read_cache(path: Path) -> dict[tuple[str, str], dict]:
     return records
 
 
-def cached_result(cache: dict[tuple[str, str], dict], item_id: str, text: str) -> str | None:
-    """The accepted paraphrase of one sentence from the cache (plain pass first), re-checked."""
-    for mode in (PLAIN, BAN_FIRST):
+def cached_result(
+    cache: dict[tuple[str, str], dict],
+    item_id: str,
+    text: str,
+    modes: Sequence[str] = (PLAIN, BAN_FIRST),
+) -> str | None:
+    """The accepted paraphrase of one sentence from the cache (the first of ``modes`` first),
+    re-checked."""
+    for mode in modes:
         record = cache.get((item_id, mode))
         if record and record["text"] == text and record["paraphrase"]:
             cleaned = clean_paraphrase(record["paraphrase"], text)
@@ -226,8 +208,13 @@ def _run_pass(
             total=len(order), desc=f"paraphrase ({mode})", unit="sent", disable=not progress
         ) as bar,
     ):
+        temperature, ban_first = mode_temperature(mode)
         for batch in batches:
-            results = paraphraser.paraphrase([t for _, t in batch], ban_first=mode == BAN_FIRST)
+            if temperature:  # each batch seeded by its own sentences, so a resumed run draws alike
+                key = hashlib.sha256((mode + "".join(i for i, _ in batch)).encode()).digest()
+                torch.manual_seed(int.from_bytes(key[:4], "big"))
+            texts = [t for _, t in batch]
+            results = paraphraser.paraphrase(texts, ban_first=ban_first, temperature=temperature)
             lines = []
             for (i, t), p in zip(batch, results):
                 cache[(i, mode)] = {"id": i, "text": t, "paraphrase": p, "mode": mode}
@@ -254,11 +241,15 @@ def run_paraphrases(
     dtype: torch.dtype = torch.bfloat16,
     retry: bool = True,
     progress: bool = True,
+    temperature: float = 0.0,
+    seed: int = 0,
 ) -> dict[str, str | None]:
     """Paraphrase ``(id, text)`` items, reusing and extending the JSONL cache.
 
     A first pass uses plain greedy decoding. Sentences whose output is rejected (mostly verbatim
-    copies) get a second pass with their first token banned, when ``retry`` is set.
+    copies) get a second pass with their first token banned, when ``retry`` is set. With a
+    ``temperature``, both passes sample instead (the second with ``seed`` + 1), each batch
+    seeded by ``seed`` and its sentences' ids.
 
     Args:
         items: Sentences to paraphrase, as ``(id, text)`` pairs.
@@ -268,10 +259,13 @@ def run_paraphrases(
         dtype: The paraphrasing model's dtype.
         retry: Run the second pass for rejected sentences.
         progress: Show a progress bar.
+        temperature: 0: greedy; else the sampling temperature.
+        seed: The sampled passes' seed.
 
     Returns:
         ``{id: paraphrase or None}`` for every item.
     """
+    modes = passes_of(temperature, seed)
     cache = read_cache(cache_path)
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     paraphraser: Paraphraser | None = None
@@ -280,12 +274,12 @@ def run_paraphrases(
         record = cache.get((item[0], mode))
         return record is None or record["text"] != item[1]
 
-    for mode in (PLAIN, BAN_FIRST) if retry else (PLAIN,):
+    for mode in modes if retry else modes[:1]:
         pending = [it for it in items if fresh(it, mode)]
-        if mode == BAN_FIRST:
-            pending = [it for it in pending if cached_result(cache, *it) is None]
+        if mode == modes[1]:
+            pending = [it for it in pending if cached_result(cache, *it, modes) is None]
         logger.info("Paraphrase pass %s: %d of %d sentences to run", mode, len(pending), len(items))
         if pending:
             paraphraser = paraphraser or Paraphraser(model_name, dtype=dtype)
             _run_pass(pending, mode, cache, cache_path, paraphraser, batch_size, progress)
-    return {i: cached_result(cache, i, t) for i, t in items}
+    return {i: cached_result(cache, i, t, modes) for i, t in items}

@@ -61,6 +61,7 @@ class AttackStage:
                 seed=seed,
                 passes=passes,
                 progress=self.progress,
+                temperature=float(attack.get("temperature", 0.0)),
             )
         batch = self.cfg.llm_paraphrase_batch
         if kind.startswith("llm_") and not kind.endswith("_synonym"):

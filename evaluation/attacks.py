@@ -7,7 +7,8 @@
   instruction model of :mod:`data.paraphrase` (greedy, cached per sentence on disk); rejected
   outputs keep the sentence. An attack's optional ``passes`` (default 1) paraphrases the result
   again that many times in all: the knob that takes the attack past what one pass of a small
-  paraphraser changes.
+  paraphraser changes. With a ``temperature`` each sentence is sampled instead (the second
+  rewrite of issue 89: another model and instruction than ``llm_forced``).
 * ``paraphrase_synonym``: every sentence paraphrased ``passes`` times, then that share of the
   content words replaced by synonyms (the composite attack).
 * ``copy_paste``: the watermarked text makes up that share of the result's words, inserted as one
@@ -94,6 +95,7 @@ def paraphrase_texts(
     batch_size: int = 16,
     passes: int = 1,
     progress: bool = True,
+    temperature: float = 0.0,
 ) -> list[str]:
     """Paraphrase ``strength`` of each text's sentences with the LLM paraphraser (cached).
 
@@ -106,10 +108,12 @@ def paraphrase_texts(
         batch_size: Sentences per generation batch.
         passes: Times the whole attack is applied (each pass to the previous pass's output).
         progress: Show progress bars.
+        temperature: 0: greedy; else each sentence sampled at this temperature (seeded by
+            ``seed``; a rejected draw is drawn once more).
     """
     for _ in range(passes):
         texts = _paraphrase_pass(
-            texts, strength, cache_path, model_name, seed, batch_size, progress
+            texts, strength, cache_path, model_name, seed, batch_size, progress, temperature
         )
     return list(texts)
 
@@ -122,6 +126,7 @@ def _paraphrase_pass(
     seed: int,
     batch_size: int,
     progress: bool,
+    temperature: float = 0.0,
 ) -> list[str]:
     from data.paraphrase import run_paraphrases
 
@@ -145,6 +150,8 @@ def _paraphrase_pass(
         model_name,
         dtype=torch.float32,
         progress=progress,
+        temperature=temperature,
+        seed=seed,
     )
     out = []
     for sentences, chosen in plans:

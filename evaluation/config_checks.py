@@ -83,10 +83,10 @@ def _check_attack(attack: dict[str, Any]) -> None:
     sampled = attack.get("temperature", 0.0), attack.get("retries", 0)
     if not isinstance(attack.get("list_facts", False), bool):
         raise ValueError(f"bad attack {attack!r}: list_facts must be true or false")
-    if (any(sampled) or attack.get("list_facts")) and attack["kind"] != "llm_forced":
-        raise ValueError(
-            f"bad attack {attack!r}: only llm_forced is sampled, retried or lists facts"
-        )
+    if (sampled[1] or attack.get("list_facts")) and attack["kind"] != "llm_forced":
+        raise ValueError(f"bad attack {attack!r}: only llm_forced is retried or lists facts")
+    if sampled[0] and attack["kind"] not in ("llm_forced", "paraphrase"):
+        raise ValueError(f"bad attack {attack!r}: only llm_forced and paraphrase are sampled")
     if not (isinstance(sampled[0], (int, float)) and 0 <= sampled[0] <= 2):
         raise ValueError(f"bad attack {attack!r}: temperature must be in [0, 2]")
     if not isinstance(sampled[1], int) or sampled[1] < 0 or (sampled[1] and not sampled[0]):

@@ -19,6 +19,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs one worker per cor
     os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``slow`` tests first (a stable sort): they are the long ones (real models, child
+    processes), and started first they leave the short ones to fill both workers at the end, so
+    `make test`'s two workers finish together."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def tiny_embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random 16-d sentence-transformers model (BERT, 1 layer) with MiniLM's real tokenizer."""

@@ -1,8 +1,13 @@
-"""Tests for LLM paraphrase cleanup (data.paraphrase)."""
+"""Tests for the small model's sentence paraphrases (data.paraphrase, data.paraphrase_cleaning)."""
 
 from __future__ import annotations
 
-from data.paraphrase import clean_paraphrase
+import pytest
+import torch
+
+from data.paraphrase_cleaning import clean_paraphrase
+
+F32 = torch.float32
 
 
 def test_clean_paraphrase_rejects_copies_and_meta_answers() -> None:
@@ -16,3 +21,31 @@ def test_clean_paraphrase_rejects_copies_and_meta_answers() -> None:
     assert clean_paraphrase("Died.", src) is None
     assert clean_paraphrase("The sentence can be rephrased as follows:", src) is None
     assert clean_paraphrase(clean_paraphrase(good, src) or "", src) == good
+
+
+def test_pass_modes_of_greedy_and_sampled_runs() -> None:
+    from data.paraphrase import BAN_FIRST, PLAIN, mode_temperature, passes_of
+
+    assert passes_of(0.0, 3) == (PLAIN, BAN_FIRST)
+    assert passes_of(1.2, 3) == ("sampled-t1.2-s3", "sampled-t1.2-s4")
+    assert mode_temperature("sampled-t1.2-s4") == (1.2, False)
+    assert mode_temperature(BAN_FIRST) == (0.0, True) and mode_temperature(PLAIN) == (0.0, False)
+
+
+@pytest.mark.slow
+def test_sampled_paraphrases_are_cached_per_seed_and_drawn_alike(tmp_path) -> None:
+    from data.paraphrase import read_cache, run_paraphrases
+
+    items = [
+        ("a", "The council met on Tuesday to discuss the budget for the coming year."),
+        ("b", "Heavy rain flooded the north of the country overnight."),
+        ("c", "Scientists have found a new species of frog in the rainforest."),
+    ]
+    first = run_paraphrases(items, tmp_path / "one.jsonl", 3, dtype=F32, temperature=1.0, seed=0)
+    again = run_paraphrases(items, tmp_path / "two.jsonl", 3, dtype=F32, temperature=1.0, seed=0)
+    assert first == again  # each batch seeded by its sentences: a fresh run draws alike
+    modes = {mode for _, mode in read_cache(tmp_path / "one.jsonl")}
+    assert modes <= {"sampled-t1-s0", "sampled-t1-s1"} and "sampled-t1-s0" in modes
+    other = run_paraphrases(items, tmp_path / "one.jsonl", 3, dtype=F32, temperature=1.0, seed=7)
+    assert "sampled-t1-s7" in {mode for _, mode in read_cache(tmp_path / "one.jsonl")}
+    assert other != first or all(v is None for v in first.values())

@@ -181,9 +181,19 @@ def test_a_draw_that_fails_the_meaning_checks_is_drawn_again(
     )
 
 
-def test_only_the_forced_rewrite_is_sampled_and_retried() -> None:
-    with pytest.raises(ValueError, match="only llm_forced"):
+def test_only_the_forced_rewrite_is_retried_and_it_and_the_paraphrase_sampled() -> None:
+    with pytest.raises(ValueError, match="only llm_forced and paraphrase are sampled"):
         EvalConfig(curve_attacks=[{"kind": "llm_round_trip", "strength": 1.0, "temperature": 1}])
+    with pytest.raises(ValueError, match="only llm_forced is retried"):
+        EvalConfig(
+            curve_attacks=[{"kind": "paraphrase", "strength": 1.0, "temperature": 1, "retries": 1}]
+        )
+    second = {
+        "kind": "paraphrase",
+        "strength": 1.0,
+        "temperature": 1.0,
+    }  # issue 89's second rewrite
+    assert EvalConfig(curve_attacks=[second]).curve_attacks == [second]
     with pytest.raises(ValueError, match="for a temperature > 0"):
         EvalConfig(curve_attacks=[{"kind": "llm_forced", "strength": 1.0, "retries": 2}])
     with pytest.raises(ValueError, match="temperature must be in"):
