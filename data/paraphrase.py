@@ -243,6 +243,7 @@ def run_paraphrases(
     progress: bool = True,
     temperature: float = 0.0,
     seed: int = 0,
+    paraphraser: Paraphraser | None = None,
 ) -> dict[str, str | None]:
     """Paraphrase ``(id, text)`` items, reusing and extending the JSONL cache.
 
@@ -261,6 +262,7 @@ def run_paraphrases(
         progress: Show a progress bar.
         temperature: 0: greedy; else the sampling temperature.
         seed: The sampled passes' seed.
+        paraphraser: The model to run (default: ``model_name`` in ``dtype``, loaded if needed).
 
     Returns:
         ``{id: paraphrase or None}`` for every item.
@@ -268,7 +270,6 @@ def run_paraphrases(
     modes = passes_of(temperature, seed)
     cache = read_cache(cache_path)
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    paraphraser: Paraphraser | None = None
 
     def fresh(item: tuple[str, str], mode: str) -> bool:
         record = cache.get((item[0], mode))

@@ -7,8 +7,6 @@ import torch
 
 from data.paraphrase_cleaning import clean_paraphrase
 
-F32 = torch.float32
-
 
 def test_clean_paraphrase_rejects_copies_and_meta_answers() -> None:
     src = "The victim was hit in the stomach and died three hours later in hospital."
@@ -34,18 +32,21 @@ def test_pass_modes_of_greedy_and_sampled_runs() -> None:
 
 @pytest.mark.slow
 def test_sampled_paraphrases_are_cached_per_seed_and_drawn_alike(tmp_path) -> None:
-    from data.paraphrase import read_cache, run_paraphrases
+    from data.paraphrase import Paraphraser, read_cache, run_paraphrases
 
     items = [
         ("a", "The council met on Tuesday to discuss the budget for the coming year."),
         ("b", "Heavy rain flooded the north of the country overnight."),
-        ("c", "Scientists have found a new species of frog in the rainforest."),
     ]
-    first = run_paraphrases(items, tmp_path / "one.jsonl", 3, dtype=F32, temperature=1.0, seed=0)
-    again = run_paraphrases(items, tmp_path / "two.jsonl", 3, dtype=F32, temperature=1.0, seed=0)
-    assert first == again  # each batch seeded by its sentences: a fresh run draws alike
+    model = Paraphraser(dtype=torch.float32)
+    run = lambda name, seed: run_paraphrases(  # noqa: E731
+        items, tmp_path / name, 2, temperature=1.0, seed=seed, paraphraser=model
+    )
+    first = run("one.jsonl", 0)
+    assert run("two.jsonl", 0) == first  # each batch seeded by its sentences: a fresh run alike
     modes = {mode for _, mode in read_cache(tmp_path / "one.jsonl")}
     assert modes <= {"sampled-t1-s0", "sampled-t1-s1"} and "sampled-t1-s0" in modes
-    other = run_paraphrases(items, tmp_path / "one.jsonl", 3, dtype=F32, temperature=1.0, seed=7)
+    other = run("one.jsonl", 7)
     assert "sampled-t1-s7" in {mode for _, mode in read_cache(tmp_path / "one.jsonl")}
+    assert run("one.jsonl", 0) == first  # read from the cache
     assert other != first or all(v is None for v in first.values())
