@@ -84,6 +84,7 @@ def comparison_lines(
     family = {r["method"]: r["family"] for r in curves["rows"]}
     pairs = [(m, baseline) for m in sorted(methods, key=lambda m: family[m] != "ours")]
     pairs += [(m, other) for other in also for m in methods if family[m] == "ours"]
+    pairs = list(dict.fromkeys(pairs))  # the baseline may be named in ``also`` too: once each
     for method, against in pairs:  # sorted is stable: ours first, then the others in order
         if against is None or method == against or {method, against} - attacked:
             continue

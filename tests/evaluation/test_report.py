@@ -73,7 +73,7 @@ def test_a_cell_with_texts_left_as_they_were_is_also_compared_on_the_rewritten_o
 
 
 def test_ours_is_also_compared_to_each_further_baseline() -> None:
-    lines = comparison_lines(_curves(), "kgw1-d1.0", also=["kgw0", "missing"])
+    lines = comparison_lines(_curves(), "kgw1-d1.0", also=["kgw0", "missing", "kgw1-d1.0"])
     titles = [line.split("**")[1] for line in lines if line.startswith("**")]
     assert titles == ["ours against kgw1-d1.0", "kgw0 against kgw1-d1.0", "ours against kgw0"]
     last = lines[lines.index(next(x for x in lines if x.startswith("**ours against kgw0"))) :]
