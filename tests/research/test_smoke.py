@@ -159,19 +159,26 @@ def test_thread_invariance_and_loops(yard: SimpleNamespace, tmp_path: Path, caps
     assert lines(capsys)[-1]["texts"] == 2 and len(run.read_text().splitlines()) == 2
 
 
-def test_the_replay_on_real_rewrites(yard: SimpleNamespace, capsys) -> None:
-    """Every lever's line and the weights read on rewrites, from pools whose candidates have
-    rewrites (the first rejected, as the judge rejects some)."""
+def write_pool_rewrites(root: Path) -> None:
+    """The replay's seed for the tiny pools: candidates 1-3 rewritten (words reversed), the
+    first rejected, as the judge rejects some."""
     from data.build import write_jsonl_gz
     from data.sentence_rewrites import read_jsonl_gz
-    from research import replay
 
     rows = []
-    for pool in read_jsonl_gz(yard.root / "pools.jsonl.gz"):
+    for pool in read_jsonl_gz(root / "pools.jsonl.gz"):
         for j, text in enumerate(pool["candidates"][:4]):
             rewrite = None if j == 0 else " ".join(reversed(text[:-1].split())).capitalize() + "."
             rows.append({"id": pool["id"], "candidate": j, "text": text, "rewrite": rewrite})
-    write_jsonl_gz(yard.root / "pool_rewrites.jsonl.gz", rows)
+    write_jsonl_gz(root / "pool_rewrites.jsonl.gz", rows)
+
+
+def test_the_replay_on_real_rewrites(yard: SimpleNamespace, capsys) -> None:
+    """Every lever's line and the weights read on rewrites, from pools whose candidates have
+    rewrites."""
+    from research import replay
+
+    write_pool_rewrites(yard.root)
     argv = ["--config", str(yard.paths[0]), "--keys", "2", "--seeds", str(yard.root)]
     replay.main([*argv, "--candidates", "4"], wm=yard.layered)
     found = lines(capsys)
@@ -179,6 +186,23 @@ def test_the_replay_on_real_rewrites(yard: SimpleNamespace, capsys) -> None:
     assert all(r["pools"] == 12 and len(r["z_rewritten"]) == 3 for r in found[:-1])
     assert found[0]["z_rewritten_minus_base"][0] == 0.0
     assert len(found[-1]["table"]) == 4 and found[-1]["pools"] == 6
+
+
+def test_stable_context_outputs_against_random_ones(yard: SimpleNamespace, capsys) -> None:
+    from research import context_stability
+
+    write_pool_rewrites(yard.root)
+    argv = ["--config", str(yard.paths[0]), "--seeds", str(yard.root), "--candidates", "4"]
+    context_stability.main([*argv, "--top", "2,1000", "--keys", "2", "--fit-split", "val",
+                            "--draws", "50"], wm=yard.layered)  # fmt: skip
+    low, everything = lines(capsys)
+    assert low["top"] == 2 and low["pools"] == 12 and low["fit_pairs"] > 0
+    assert low["heldout_pairs"] == 36  # 3 rewrites a pool
+    assert 0 <= low["stable_flip_rate_heldout"] <= 1 and len(low["z_rewritten_difference"]) == 3
+    # drawn among all outputs, the context sets are the random ones
+    assert everything["groups_kept_difference"] == [0.0, 0.0, 0.0]
+    with pytest.raises(SystemExit, match="--top"):
+        context_stability.main([*argv, "--top", "0"], wm=yard.layered)
 
 
 def test_the_snapshot_reads_the_configs_of_a_revision(tmp_path: Path) -> None:
