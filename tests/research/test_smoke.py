@@ -205,6 +205,25 @@ def test_stable_context_outputs_against_random_ones(yard: SimpleNamespace, capsy
         context_stability.main([*argv, "--top", "0"], wm=yard.layered)
 
 
+def test_the_context_group_read_four_ways(yard: SimpleNamespace, tiny, capsys) -> None:
+    from research import group_reading
+
+    write_pool_rewrites(yard.root)
+    own = tiny.make(sentence_bits=8, sentence_context_bits=1, sentence_candidates=2,
+                    sentence_keying="own", sentence_test="margin")  # fmt: skip
+    path = own.config.save(yard.root / "own.json")
+    argv = ["--config", str(path), "--seeds", str(yard.root), "--candidates", "4", "--keys", "2"]
+    group_reading.main([*argv, "--null-draws", "200", "--lams", "1.0"], wm=own)
+    found = {r["reading"]: r for r in lines(capsys)}
+    assert list(found) == ["own", "generated", "max", "mixture 1.0"]
+    assert found["own"]["minus_own"] == [0.0, 0.0, 0.0]
+    # a pool counts where a key keeps a rewritten candidate (the first of each is rejected)
+    assert {r["pools"] for r in found.values()} == {found["own"]["pools"]}
+    assert 0 < found["own"]["pools"] <= 12 and all(len(r["score"]) == 3 for r in found.values())
+    with pytest.raises(SystemExit, match="own outputs"):  # the yard's layer reads the previous
+        group_reading.main(["--config", str(yard.paths[0])], wm=yard.layered)
+
+
 def test_the_snapshot_reads_the_configs_of_a_revision(tmp_path: Path) -> None:
     from research.refactor_snapshot import configs_at
 
