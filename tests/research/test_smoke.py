@@ -224,6 +224,22 @@ def test_the_context_group_read_four_ways(yard: SimpleNamespace, tiny, capsys) -
         group_reading.main(["--config", str(yard.paths[0])], wm=yard.layered)
 
 
+def test_embedding_directions_fitted_on_rewrites(yard: SimpleNamespace, capsys) -> None:
+    from research import stable_directions
+
+    write_pool_rewrites(yard.root)
+    argv = ["--config", str(yard.paths[0]), "--seeds", str(yard.root), "--candidates", "4"]
+    stable_directions.main([*argv, "--fit-split", "val", "--top", "3", "--shrinks", "1"],
+                           wm=yard.layered)  # fmt: skip
+    found = {r["directions"]: r for r in lines(capsys)}
+    assert list(found) == ["random", "pca", "lda 1.0"]
+    assert found["random"]["read"] == 256 and found["pca"]["read"] == 3
+    assert all(
+        r["heldout_pairs"] == 36 and len(r["flip_heldout_each"]) == 3 for r in found.values()
+    )
+    assert all(0 <= r["flip_heldout"] <= 1 for r in found.values())
+
+
 def test_the_snapshot_reads_the_configs_of_a_revision(tmp_path: Path) -> None:
     from research.refactor_snapshot import configs_at
 
