@@ -185,6 +185,16 @@ def paired_sentences(
     return {**found, "merged": merged}
 
 
+def rewrite_texts(kind: str, split: str, data: Path = DATA) -> list[tuple[str, str]]:
+    """(passage, rewrite) of the ``split`` passages that the judge kept a ``kind`` rewrite of
+    (``rewrites.jsonl.gz`` in ``data``)."""
+    return [
+        (r["text"], r["rewrite"])
+        for r in read_jsonl_gz(Path(data) / "rewrites.jsonl.gz")
+        if r["split"] == split and r["kind"] == kind and r.get("rewrite")
+    ]
+
+
 def rewrite_pairs(
     layer: SentenceLayer,
     kind: str,
@@ -195,12 +205,7 @@ def rewrite_pairs(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Outputs (P, D) of the ``split`` passages' complete sentences and of the sentence of
     their rewrite nearest to each, for rewrites of ``kind`` (each read in its own text)."""
-    pairs = [
-        (r["text"], r["rewrite"])
-        for r in read_jsonl_gz(Path(data) / "rewrites.jsonl.gz")
-        if r["split"] == split and r["kind"] == kind and r.get("rewrite")
-    ]
-    found = paired_sentences(layer, pairs, context)
+    found = paired_sentences(layer, rewrite_texts(kind, split, data), context)
     v = read_outputs(layer, found["originals"], found["original_contexts"], centre)
     w = read_outputs(layer, found["rewrites"], found["rewrite_contexts"], centre)
     return v, w

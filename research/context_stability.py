@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mapper.sentence_metrics import nearest
 from research.common import DATA, load_with_generator, rewrite_pairs, section_keys
 from research.replay import Outputs, bootstrap, per_pool, pool_rows, replay_pools, sentences_of
 from watermark.api import Watermark
@@ -45,7 +46,7 @@ def heldout_flips(pools: list[dict], outputs: Outputs) -> tuple[torch.Tensor, li
         for j, rewrite in enumerate(pool["rewrites"]):
             if rewrite:
                 w = outputs([s for s, _ in sentences_of(rewrite)])
-                near = torch.nn.functional.cosine_similarity(w, v[j][None], dim=1).argmax()
+                near = nearest(v[j][None], w)[0]
                 flips.append((w[near] > 0) != (v[j] > 0))
                 pool_of.append(i)
     return torch.stack(flips), pool_of

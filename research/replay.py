@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from data.sentence_rewrites import read_jsonl_gz
+from mapper.sentence_metrics import nearest
 from research.common import (
     choose,
     group_kept,
@@ -190,8 +191,7 @@ def pool_rows(
                 found[k, col] = rewrite_z(key, w, [c for _, c in rewrites[j]], table, weigh)
         if rewrites[kept]:
             w = outputs([s for s, _ in rewrites[kept]])
-            near = torch.nn.functional.cosine_similarity(w, v[kept][None], dim=1).argmax()
-            dims = key.dims
+            near, dims = nearest(v[kept][None], w)[0], key.dims
             found[k, 3] = float(((w[near, dims] > 0) == (v[kept, dims] > 0)).float().mean())
     return found
 

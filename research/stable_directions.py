@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from data.sentence_rewrites import read_jsonl_gz
-from research.common import DATA, load_with_generator, paired_sentences
+from mapper.sentence_metrics import nearest
+from research.common import DATA, load_with_generator, paired_sentences, rewrite_texts
 from research.replay import replay_pools, sentences_of
 from watermark.api import Watermark
 from watermark.config.watermark_config import as_config
@@ -37,12 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def train_pairs(wm: Watermark, data: Path, split: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Embeddings (P, E) of the ``split`` passages' sentences and of their rewrites' nearest."""
-    pairs = [
-        (r["text"], r["rewrite"])
-        for r in read_jsonl_gz(Path(data) / "rewrites.jsonl.gz")
-        if r["split"] == split and r["kind"] == "forced" and r.get("rewrite")
-    ]
-    found = paired_sentences(wm.sentences, pairs)
+    found = paired_sentences(wm.sentences, rewrite_texts("forced", split, data))
     embed = wm.sentences.semantic.embed
     return embed(found["originals"]).double().cpu(), embed(found["rewrites"]).double().cpu()
 
@@ -55,7 +50,7 @@ def heldout_pairs(wm: Watermark, data: Path, candidates: int) -> tuple[torch.Ten
         for text, rewrite in zip(pool["candidates"], pool["rewrites"]):
             if rewrite:
                 found = embed([text] + [s for s, _ in sentences_of(rewrite)]).double().cpu()
-                near = torch.nn.functional.cosine_similarity(found[1:], found[:1]).argmax()
+                near = nearest(found[:1], found[1:])[0]
                 originals.append(found[0])
                 rewrites.append(found[1 + near])
     return torch.stack(originals), torch.stack(rewrites)
