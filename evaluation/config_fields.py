@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from watermark.config.sections import KINDS, SAMPLING
-from watermark.config.watermark_config import RULE_NAME, WatermarkConfig, all_fields
+from watermark.config.watermark_config import WatermarkConfig, all_fields
+
+RULE_NAME = "scaling"  # the evaluation's name of the rule (the config's ``scheme.rule``)
 
 # the evaluation's names of the fields whose own name is not theirs, (section, field) -> name
 FLAT_NAMES = {
@@ -50,7 +52,7 @@ def flat_view(cfg: WatermarkConfig) -> dict[str, Any]:
 def evolve(cfg: WatermarkConfig, **changes: Any) -> WatermarkConfig:
     """``cfg`` with ``changes`` by flat name (a variant of the YAML), checked again."""
     where = {FLAT_NAMES[k]: k for k in FLAT_NAMES}
-    plain = {k: v for k, v in changes.items() if k not in where}
+    plain = {"rule" if k == RULE_NAME else k: v for k, v in changes.items() if k not in where}
     named = {".".join(where[k]): v for k, v in changes.items() if k in where}
     cfg = cfg.evolve(**plain) if plain else cfg
     return cfg.with_settings(named) if named else cfg

@@ -55,7 +55,7 @@ def cell_label(cell: dict) -> str:
     order = list(SHORT) + sorted(set(cell) - set(SHORT))
     for key in [k for k in order if k in cell]:
         name, value = SHORT.get(key, key), cell[key]
-        if key == "scaling":
+        if not name:  # the rule: its value alone
             parts.append(str(value))
         elif value is True:
             parts.append(name)

@@ -109,7 +109,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
             opening_steps=5,
             top_k=10,
             top_p=0.9,
-            scaling="paper",  # the paper's rule; test cases pin their own
+            rule="paper",  # the paper's rule; test cases pin their own
             filter_first=False,
             fresh_only=False,
             repeats="neutral",
@@ -118,7 +118,7 @@ def tiny(tiny_embedder_dir: Path) -> SimpleNamespace:
             outputs_once=False,
         )
         fields.update(overrides)
-        rule = SCHEMES[fields["scaling"]]
+        rule = SCHEMES[fields["rule"]]
         fields.setdefault(rule.strength_field, {"paper": 1.5, "tournament": 1}.get(rule.rule, 2.0))
         cfg = evolve(WatermarkConfig(), **fields)  # the evaluation's names (sentence_bits, ...)
         return Watermark.load(

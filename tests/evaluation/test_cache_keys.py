@@ -95,7 +95,7 @@ def test_cache_digests_are_pinned(name: str) -> None:
 def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
     base = WatermarkConfig.of(
         opening_sentence="x",
-        scaling="additive",
+        rule="additive",
         bias=3.0,
         filter_first=True,
         context_guard=0,
@@ -106,7 +106,7 @@ def test_views_leave_out_what_a_result_does_not_depend_on() -> None:
         base.evolve(delta=9.0)
     other_bias = base.evolve(bias=1.0)
     assert generation_view(other_bias) != generation_view(base)
-    paper = base.evolve(scaling="paper", filter_first=False)
+    paper = base.evolve(rule="paper", filter_first=False)
     assert detection_view(paper) == detection_view(base)
     # the embedding batch changes speed only: it never splits a cache
     batched = base.evolve(embed_batch_size=7)

@@ -26,3 +26,4 @@ def test_a_variant_names_the_sentence_layer_as_the_cached_results_do() -> None:
     view = flat_view(cfg)
     assert (view["sentence_bits"], view["sentence_mapper"], view["alpha"]) == (8, "own", 3.0)
     assert view["scaling"] == "tournament" and "bits" not in view
+    assert evolve(cfg, scaling="additive").scheme.rule == "additive"  # the config's ``rule``

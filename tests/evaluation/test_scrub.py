@@ -15,7 +15,7 @@ class NoSynonyms:
 
 
 def test_green_words_are_the_words_of_green_tested_tokens(tiny: SimpleNamespace) -> None:
-    wm = tiny.make(scaling="additive", bias=4.0, alpha=0.0, opening_steps=0)
+    wm = tiny.make(rule="additive", bias=4.0, alpha=0.0, opening_steps=0)
     text = wm.generate(["river city council"], max_new_tokens=40, seed=3)[0].text
     result = wm.detect([text])[0]
     words = text.split(" ")
@@ -27,7 +27,7 @@ def test_green_words_are_the_words_of_green_tested_tokens(tiny: SimpleNamespace)
 
 
 def test_scrub_counts_queries_and_stops_at_the_target(tiny: SimpleNamespace) -> None:
-    wm = tiny.make(scaling="additive", bias=4.0, alpha=0.0, opening_steps=0)
+    wm = tiny.make(rule="additive", bias=4.0, alpha=0.0, opening_steps=0)
     text = wm.generate(["the storm hit the north road"], max_new_tokens=60, seed=1)[0].text
     start = wm.detect([text])[0].p_value
     calls = []

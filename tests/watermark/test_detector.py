@@ -41,12 +41,12 @@ def test_gate_first_m_steps_exactly(tiny: SimpleNamespace) -> None:
 
 def test_score_uses_the_active_rule_strength(tiny: SimpleNamespace) -> None:
     text = sentences(1, seed=5, length=30)[0]
-    additive = tiny.make(scaling="additive", bias=3.0, alpha=0.0).detect([text])[0]
+    additive = tiny.make(rule="additive", bias=3.0, alpha=0.0).detect([text])[0]
     assert additive.num_scored == 30 and 0 < additive.green_fraction < 1
     assert additive.score == pytest.approx(3.0 * additive.green_fraction)  # bias, not delta
-    paper = tiny.make(scaling="paper", delta=1.5, alpha=0.0).detect([text])[0]
+    paper = tiny.make(rule="paper", delta=1.5, alpha=0.0).detect([text])[0]
     assert paper.score == pytest.approx(1.5 * paper.green_fraction)
-    tour = tiny.make(scaling="tournament", layers=3, alpha=0.0).detect([text])[0]
+    tour = tiny.make(rule="tournament", layers=3, alpha=0.0).detect([text])[0]
     assert tour.score == pytest.approx(sum(tour.green_bits) / (3 * tour.num_scored))
     assert tour.score != pytest.approx(3 * tour.green_fraction)
 
@@ -69,7 +69,7 @@ def test_fast_detection_matches_reference(
     fresh: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    strength = {"scaling": "tournament", "layers": layers} if layers > 1 else {}  # else paper
+    strength = {"rule": "tournament", "layers": layers} if layers > 1 else {}  # else paper
     wm = tiny.make(
         cross=cross,
         context_guard=guard,
@@ -106,7 +106,7 @@ def test_worker_processes_give_the_same_results(tiny: SimpleNamespace) -> None:
     """Results assembled in worker processes equal the in-process ones, field for field, under
     the shipped design's rules (tournament, bigram repeats, outputs once, windows, two keys)."""
     wm = tiny.make(
-        scaling="tournament",
+        rule="tournament",
         layers=3,
         fresh_only=True,
         repeats="bigram",
@@ -269,7 +269,7 @@ def test_window_start_rule() -> None:
 def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
     from watermark.core.stats import window_spans
 
-    wm = tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
+    wm = tiny.make(window_sizes=[4, 8], fresh_only=True, rule="additive", bias=2.0)
     texts = sentences(3, seed=9, length=30)
     for text, res in zip(texts, wm.detect(texts)):
         ref = reference.detect(wm, text)
@@ -279,7 +279,7 @@ def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
         first, last = res.window
         assert res.scored[first - 1] and res.scored[last - 1] and first <= last
         assert res.is_watermarked == (res.window_p_value < wm.config.detection.target_fpr)
-    plain = tiny.make(window_sizes=[], fresh_only=True, scaling="additive", bias=2.0)
+    plain = tiny.make(window_sizes=[], fresh_only=True, rule="additive", bias=2.0)
     plain = plain.detect(texts[:1])[0]
     assert plain.window_p_value is None and plain.window is None
     empty = wm.detect([""])[0]
@@ -287,7 +287,7 @@ def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
 
 
 @pytest.mark.parametrize(
-    "rule", [{"scaling": "tournament", "layers": 3}, {"scaling": "additive", "bias": 2.0}]
+    "rule", [{"rule": "tournament", "layers": 3}, {"rule": "additive", "bias": 2.0}]
 )
 def test_bigram_repeats_match_reference(tiny: SimpleNamespace, rule: dict) -> None:
     """``repeats="bigram"``: repeated tokens read their shifted outputs and each (previous,
@@ -307,8 +307,8 @@ def test_bigram_repeats_match_reference(tiny: SimpleNamespace, rule: dict) -> No
 @pytest.mark.parametrize(
     "rule",
     [
-        {"scaling": "tournament", "layers": 3, "repeats": "bigram"},
-        {"scaling": "additive", "bias": 2.0},
+        {"rule": "tournament", "layers": 3, "repeats": "bigram"},
+        {"rule": "additive", "bias": 2.0},
     ],
 )
 def test_outputs_once_matches_reference(tiny: SimpleNamespace, rule: dict) -> None:
@@ -325,7 +325,7 @@ def test_outputs_once_matches_reference(tiny: SimpleNamespace, rule: dict) -> No
         assert res.window_p_value == pytest.approx(ref.window_p_value, rel=1e-5, abs=1e-12)
         assert res.expected_green <= 24  # at most one bit per output, each gamma <= 1
         assert res.expected_green < plain.expected_green and res.p_value != plain.p_value
-        if rule["scaling"] == "tournament":
+        if rule["rule"] == "tournament":
             assert plain.expected_green > 24  # three lists read more than D bits
 
 

@@ -19,9 +19,9 @@ A setting is never dropped in silence: a file that mixes formats (flat keys besi
 that does not exist or a strength the chosen rule does not have is refused with one line naming
 the key. The one exception is a complete save of 0.1-0.7: it named its rule and wrote every
 rule's strength, and the others were unused by the version that wrote them too
-(:func:`saved_every_strength`). :func:`from_flat` reads fields by their own names (what
-:meth:`~watermark.config.watermark_config.WatermarkConfig.evolve` takes), and
-:func:`build_section` and :func:`build_scheme` today's sections: none of them knows an old name.
+(:func:`saved_every_strength`). :func:`from_flat` reads fields by their own names (the rule as
+``rule``, what ``WatermarkConfig.evolve`` takes), :func:`build_section` and :func:`build_scheme`
+today's sections: none of them knows an old name.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from watermark.base import UserError
-from watermark.config.schemes import RULES, SCHEMES, Scheme
+from watermark.config.schemes import RULES, SCHEMES, Scheme, Tournament
 from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
 
 logger = logging.getLogger("watermark.config")  # where a config's warnings are logged
@@ -58,7 +58,6 @@ OLD_SECTIONS = {
     "runtime": ("compute_dtype", "embed_batch_size"),
 }  # fmt: skip
 STRENGTHS = {cls.strength_field for cls in SCHEMES.values()}
-RULE_NAME = "scaling"  # the rule's name in flat fields (files of 0.1-0.7, evolve and of)
 # the sentence fields' names in the files of 0.5-0.7 (``scheme.sentence_bits``, the rest in
 # ``design``), today's fields of section ``sentences``
 NAMES_0_7 = {
@@ -165,7 +164,9 @@ def from_0_4(flat: dict[str, Any]) -> dict[str, Any]:
     """0.8's sections of the flat fields of 0.1-0.4 (module docstring): the sentence fields
     renamed, the rule's strength kept and, in a complete save (:func:`saved_every_strength`),
     the other rules' dropped; a retired setting must hold its one value."""
-    rule = flat.get(RULE_NAME)
+    if "rule" in flat:  # today's name, which no flat file held
+        raise UserError("unknown watermark config key 'rule'")
+    rule = flat.get("scaling")
     if rule == "floor":
         raise UserError(f"scheme.rule must be one of {RULES}, got 'floor' (removed in 0.8; the "
                         "paper's form is 'paper')")  # fmt: skip
@@ -176,7 +177,7 @@ def from_0_4(flat: dict[str, Any]) -> dict[str, Any]:
             if value != RETIRED[key]:
                 raise UserError(retired_message(key, value))
         elif not (complete and key in STRENGTHS and key != own):
-            out[NAMES_0_7.get(key, key)] = value
+            out[{"scaling": "rule", **NAMES_0_7}.get(key, key)] = value
     return from_flat(out)
 
 
@@ -224,12 +225,11 @@ def saved_every_strength(flat: dict[str, Any]) -> bool:
 
 
 def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
-    """Today's sections of fields by their own names (what
-    :meth:`~watermark.config.watermark_config.WatermarkConfig.evolve` and ``of`` take, and
-    :func:`from_0_4` hands on): each field to its section, the rule's name (``scaling``) to
+    """Today's sections of fields by their own names (what ``WatermarkConfig.evolve`` and ``of``
+    take, and :func:`from_0_4` hands on): each field to its section, ``rule`` to
     ``scheme.rule``; another rule's strength is refused."""
     where, out = flat_names(), {name: {} for name in SECTIONS}
-    rule = flat.get(RULE_NAME, SCHEMES["tournament"].rule)
+    rule = flat.get("rule", Tournament.rule)
     if rule not in RULES:
         raise UserError(f"scheme.rule must be one of {RULES}, got {rule!r}")
     out["scheme"]["rule"] = rule
@@ -237,7 +237,7 @@ def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
     for key, value in flat.items():
         if key in STRENGTHS and key != own:
             raise UserError(other_strength_message(key, rule))
-        if key != RULE_NAME:
+        if key != "rule":
             if key not in where:
                 what = "section" if isinstance(value, dict) else "watermark config key"
                 raise UserError(f"unknown {what} {key!r}")
@@ -249,7 +249,7 @@ def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
 def build_scheme(part: dict[str, Any]) -> Scheme:
     """The scheme of a ``scheme`` section: its ``rule``'s class with the other fields."""
     part = dict(part)
-    rule = part.pop("rule", SCHEMES["tournament"].rule)
+    rule = part.pop("rule", Tournament.rule)
     if not isinstance(rule, str) or rule not in RULES:
         raise UserError(f"scheme.rule must be one of {RULES}, got {rule!r}")
     cls = SCHEMES[rule]

@@ -4,16 +4,17 @@ A scheme holds what every rule shares (the entropy gate, the sampling filters, h
 treated) and its own strength: :class:`Tournament` (``layers`` green lists, the shipped
 default), :class:`Additive` (``bias``, KGW's rule on the semantic list) and :class:`Paper`
 (``delta``, the paper's AWTS as written). A config's ``scheme`` section names its rule
-(``"rule": "tournament"``) and holds only that rule's strength, the way transformers' watermarking
-configs are one class per method. The scheme also says the score detection reports
-(:meth:`Scheme.score`); how each rule turns a step's logits and green values into the logits
-sampled from is :func:`watermark.core.rules.logits.mark`.
+(``"rule": "tournament"``) and holds only that rule's strength, one class per method. Each class
+says how its rule turns a step's logits and green values into the logits sampled from
+(:meth:`Scheme.mark`) and the score detection reports (:meth:`Scheme.score`);
+:func:`watermark.core.rules.logits.apply_rule` runs the rule on a batch with the temperature,
+the filters, the neutral and the repeated tokens.
 
 :class:`RepeatPolicy` is how a text's repeats are treated, shared by generation (which tokens are
 neutral, the context guard) and detection (which occurrences are tested).
 
-This module imports no torch, so a config is checked (and the command line reports a mistake)
-without loading it.
+This module imports no torch (the rules use tensor methods only), so a config is checked (and
+the command line reports a mistake) without loading it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Scheme(Section):
             ``bigram`` (its bit read at a dimension shifted per previous token).
         filter_first: Apply top-k / top-p before the rule (else after it, the paper's order).
         neutral: Tokens the rule must not favour: ``kept`` keeps their model probability,
-            ``half`` gives them v_hat = 1/2 (0.2-0.4).
+            ``half`` gives them v_hat = 1/2.
         loop_penalty: lambda: at a step the context guard closes, each token that would extend
             an earlier run loses lambda x (L - h + 1) in logit (generation only; 0: off).
     """
@@ -70,6 +71,18 @@ class Scheme(Section):
     def strength(self) -> float:
         """The value of the rule's strength field."""
         return getattr(self, self.strength_field)
+
+    @property
+    def keep_neutral(self) -> bool:
+        """Whether neutral tokens keep the model's probability (``neutral`` kept) instead of
+        reading v_hat = 1/2."""
+        return self.neutral == "kept"
+
+    @property
+    def bigram(self) -> bool:
+        """Whether a repeated token reads its bit at a dimension shifted by the previous token
+        (``fresh_only`` with ``repeats`` bigram)."""
+        return self.fresh_only and self.repeats == "bigram"
 
     def lists(self) -> int:
         """Green lists per step: ``layers`` for the tournament, 1 for the biasing rules."""
@@ -101,6 +114,11 @@ class Scheme(Section):
         named = {k: v for k, v in super().identity().items() if k != self.strength_field}
         return {**named, "green_lists": self.lists()}
 
+    def mark(self, logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
+        """The marked logits (B, N) of logits (B, N) given the green values (B, L, N) in [0, 1]
+        of the same tokens (bits, or 1/2 for neutral tokens)."""
+        raise NotImplementedError
+
     def score(self, green: torch.Tensor) -> float:
         """The reported score of the scored tokens' bits (N, L): ``strength`` times the share
         green in the first list (0 when N = 0)."""
@@ -124,6 +142,18 @@ class Tournament(Scheme):
     def validate_strength(self) -> list[str]:
         return [] if self.layers >= 1 else [f"scheme.layers must be >= 1, got {self.layers}"]
 
+    def mark(self, logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
+        """The tournament update ``p <- p * (1 + g_l - sum(p * g_l))`` for l = 1..L, as
+        log-probabilities: for a random key every token's probability is unchanged in
+        expectation, so the rule does not shift the model's distribution on average; it only
+        correlates the choice with the green bits."""
+        probs = logits.double().softmax(-1)
+        for layer in range(green.shape[1]):
+            g = green[:, layer].to(probs.dtype)
+            # clamp: rounding in the green mass can push a vanishing probability below zero
+            probs = (probs * (1.0 + g - (probs * g).sum(-1, keepdim=True))).clamp_min(0.0)
+        return probs.log().to(logits.dtype)
+
     def score(self, green: torch.Tensor) -> float:
         return 0.0 if green.shape[0] == 0 else int(green.sum()) / green.numel()
 
@@ -136,6 +166,9 @@ class Additive(Scheme):
     strength_field: ClassVar[str] = "bias"
     bias: float = setting(SAMPLING, 2.0)
 
+    def mark(self, logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
+        return logits + self.bias * green[:, 0].to(logits.dtype)
+
 
 @dataclass(frozen=True)
 class Paper(Scheme):
@@ -144,6 +177,10 @@ class Paper(Scheme):
     rule: ClassVar[str] = "paper"
     strength_field: ClassVar[str] = "delta"
     delta: float = setting(SAMPLING, 1.5)
+
+    def mark(self, logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
+        """A negative green logit becomes *more* negative, as the paper writes it."""
+        return logits * (1.0 + self.delta * green[:, 0].to(logits.dtype))
 
 
 SCHEMES: dict[str, type[Scheme]] = {cls.rule: cls for cls in (Tournament, Additive, Paper)}
@@ -185,7 +222,7 @@ class RepeatPolicy:
         return cls(
             guard=scheme.context_guard,
             fresh_only=scheme.fresh_only,
-            bigram=scheme.fresh_only and scheme.repeats == "bigram",
-            keep_neutral=scheme.neutral == "kept",
+            bigram=scheme.bigram,
+            keep_neutral=scheme.keep_neutral,
             unique_tokens=unique_tokens,
         )

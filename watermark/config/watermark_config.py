@@ -7,8 +7,8 @@
 earlier versions load through :func:`watermark.config.files.upgrade`.
 
 :meth:`WatermarkConfig.of` and :meth:`WatermarkConfig.evolve` name a field by its own name
-(``alpha``, ``bits``); the evaluation's names for its variants and cache keys are its own
-(:mod:`evaluation.config_fields`). Relative paths resolve by
+(``alpha``, ``bits``) and the rule ``rule``; the evaluation's names for its variants and cache
+keys are its own (:mod:`evaluation.config_fields`). Relative paths resolve by
 :func:`watermark.config.paths.resolve_path` (next to the config file, the current directory,
 the package, a clone's root). The secret key and opening sentence never appear in ``repr`` or
 logs.
@@ -25,7 +25,6 @@ from typing import Any
 from watermark.base import UserError
 from watermark.config.files import (
     PLAIN_SECTIONS,
-    RULE_NAME,
     SECTIONS,
     build_scheme,
     build_section,
@@ -122,13 +121,13 @@ class WatermarkConfig:
     def evolve(self, **changes: Any) -> WatermarkConfig:
         """A copy with ``changes`` to fields by name (``evolve(alpha=3.0, bits=32)``; where two
         sections share a name it is the first's: the sentence layer's own ``mapper`` is set by
-        :meth:`with_settings`; ``scaling`` switches the rule, whose strength then takes its
+        :meth:`with_settings`; ``rule`` switches the rule, whose strength then takes its
         default unless changed), checked again; a name the rule does not have is refused."""
         data = self.sections()
-        rule = changes.get(RULE_NAME, self.scheme.rule)
+        rule = changes.get("rule", self.scheme.rule)
         if rule != self.scheme.rule:
             del data["scheme"][self.scheme.strength_field]  # the old rule's strength goes with it
-        for section, part in from_flat({**changes, RULE_NAME: rule}).items():
+        for section, part in from_flat({**changes, "rule": rule}).items():
             data[section].update(part)
         return WatermarkConfig.build(data, self.source)
 
@@ -152,7 +151,7 @@ class WatermarkConfig:
     @classmethod
     def of(cls, **flat: Any) -> WatermarkConfig:
         """A config from field values by name, as :meth:`evolve` takes them
-        (``WatermarkConfig.of(scaling="additive")``);
+        (``WatermarkConfig.of(rule="additive")``);
         a name the rule does not have is refused."""
         return cls.build(from_flat(flat))
 

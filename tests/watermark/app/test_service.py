@@ -21,7 +21,7 @@ from watermark.app.service import Limits, create_app
 
 @pytest.fixture(scope="module")
 def wm(tiny: SimpleNamespace):
-    return tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
+    return tiny.make(window_sizes=[4, 8], fresh_only=True, rule="additive", bias=2.0)
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ def tokens_file(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 
 @pytest.fixture(scope="module")
 def wm(tiny: SimpleNamespace):
-    return tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
+    return tiny.make(window_sizes=[4, 8], fresh_only=True, rule="additive", bias=2.0)
 
 
 @pytest.fixture()

@@ -98,7 +98,7 @@ def check_page_matches(page: dict, result) -> None:
 
 
 def test_page_in_chromium_tiny(tiny, tmp_path: Path) -> None:
-    wm = tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
+    wm = tiny.make(window_sizes=[4, 8], fresh_only=True, rule="additive", bias=2.0)
     texts = [wm.generate(["the storm hit"], max_new_tokens=30, seed=0)[0].text]
     texts += sentences(1, seed=4, length=30)
     with serving(create_app(wm, Limits(max_batch=4))) as base, chromium() as driver:

@@ -113,7 +113,7 @@ def rss_mb() -> float:
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")
 def test_fuzzed_requests_never_get_a_server_error(tiny: SimpleNamespace, tmp_path: Path) -> None:
-    wm = tiny.make(window_sizes=[4, 8], fresh_only=True, scaling="additive", bias=2.0)
+    wm = tiny.make(window_sizes=[4, 8], fresh_only=True, rule="additive", bias=2.0)
     tokens = tmp_path / "tokens"
     tokens.write_text(f"fuzz {TOKEN} texts_per_minute=1000000 chars_per_day=1000000000\n")
     tokens.chmod(0o600)

@@ -23,9 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_config_json_roundtrip_and_secrets_hidden(tmp_path: Path) -> None:
-    cfg = WatermarkConfig.of(
-        key="s3cret", opening_sentence="hidden words", alpha=1.5, scaling="paper"
-    )
+    cfg = WatermarkConfig.of(key="s3cret", opening_sentence="hidden words", alpha=1.5, rule="paper")
     path = cfg.save(tmp_path / "wm.json")
     loaded = WatermarkConfig.load(path)
     assert loaded == cfg and loaded.source == str(path.resolve())
@@ -34,24 +32,24 @@ def test_config_json_roundtrip_and_secrets_hidden(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown watermark config key 'alhpa'"):
         WatermarkConfig.from_dict({**flat_fields(cfg), "alhpa": 2})
     with pytest.raises(ValueError, match="rule must be one of"):
-        WatermarkConfig.of(scaling="linear")
+        WatermarkConfig.of(rule="linear")
 
 
 def test_one_class_per_rule_with_its_own_strength_and_checks() -> None:
-    additive = WatermarkConfig.of(scaling="additive", bias=3.0, filter_first=True)
+    additive = WatermarkConfig.of(rule="additive", bias=3.0, filter_first=True)
     assert isinstance(additive.scheme, Additive) and additive.scheme.strength == 3.0
     assert additive.green_lists == 1  # a biasing rule reads one green list
-    tournament = WatermarkConfig.of(scaling="tournament", layers=4)
+    tournament = WatermarkConfig.of(rule="tournament", layers=4)
     assert isinstance(tournament.scheme, Tournament) and tournament.green_lists == 4
-    paper = WatermarkConfig.of(scaling="paper", delta=0.5)
+    paper = WatermarkConfig.of(rule="paper", delta=0.5)
     assert isinstance(paper.scheme, Paper) and paper.scheme.strength == 0.5
     assert not hasattr(paper.scheme, "layers") and not hasattr(additive.scheme, "delta")
     # only the rule's own strength is checked: a tournament holds no bias to be wrong
     assert Tournament().validate() == [] and Additive(bias=-1.0).validate() != []
     for bad, match in (
         ({"layers": 0}, "layers must be >= 1"),
-        ({"scaling": "additive", "bias": -1.0}, "bias must be > 0"),
-        ({"scaling": "paper", "delta": 0.0}, "delta must be > 0"),
+        ({"rule": "additive", "bias": -1.0}, "bias must be > 0"),
+        ({"rule": "paper", "delta": 0.0}, "delta must be > 0"),
         ({"context_guard": -1}, "context_guard must be >= 0"),
     ):
         with pytest.raises(ValueError, match=match):
@@ -163,6 +161,7 @@ def write(tmp_path: Path, text: str) -> Path:
         ('{"scheme": {"rule": "tournament", "bias": 3.0}}', "not a setting of rule 'tournament'"),
         ('{"scheme": {"rule": "floor"}}', "rule must be one of"),
         ('{"scaling": "floor"}', "removed in 0.8"),
+        ('{"rule": "additive"}', "unknown watermark config key 'rule'"),  # flat files: scaling
         ('{"null_model": "mm"}', "null_model='mm' is no longer supported"),
         ('{"token_map": "identity"}', "token_map='identity' is no longer supported"),
         (
@@ -257,9 +256,11 @@ def test_a_config_is_frozen_and_evolve_routes_flat_names_and_checks_again() -> N
     assert (changed.scheme.context_guard, changed.scheme.alpha) == (0, 3.0)
     assert (changed.sentences.bits, changed.detection.target_fpr) == (8, 0.05)
     assert cfg.scheme.context_guard == 4  # unchanged
-    assert isinstance(cfg.evolve(scaling="additive").scheme, Additive)  # a rule's default strength
+    assert isinstance(cfg.evolve(rule="additive").scheme, Additive)  # a rule's default strength
     with pytest.raises(ValueError, match="unknown watermark config key 'alhpa'"):
         cfg.evolve(alhpa=1.0)
+    with pytest.raises(ValueError, match="unknown watermark config key 'scaling'"):
+        cfg.evolve(scaling="additive")  # the rule is ``rule``; ``scaling`` only in old files
     with pytest.raises(ValueError, match="context_guard must be >= 0"):
         cfg.evolve(context_guard=-1)
     with pytest.raises(ValueError, match="layers"):
@@ -277,13 +278,13 @@ def test_no_api_drops_a_setting_the_rule_does_not_have(tmp_path: Path) -> None:
         (lambda: base.evolve(delta=9.0), "delta"),
         (lambda: WatermarkConfig.of(bias=5.0), "bias"),
         (lambda: base.with_settings({"scheme.delta": 2}), "delta"),
-        (lambda: base.evolve(scaling="additive", delta=1.0), "delta"),
+        (lambda: base.evolve(rule="additive", delta=1.0), "delta"),
         (lambda: base.with_settings({"scheme.rule": "paper", "scheme.layers": 2}), "layers"),
     ):
         with pytest.raises(UserError, match=f"scheme.{name} is not a setting of rule") as err:
             make()
         assert "\n" not in str(err.value)
-    assert base.evolve(scaling="paper").scheme == Paper()
+    assert base.evolve(rule="paper").scheme == Paper()
     assert base.with_settings({"scheme.rule": "paper"}).scheme == Paper()
     assert base.with_settings({"scheme.alpha": 3.0}) == base.evolve(alpha=3.0)
     complete = {"scaling": "additive", "bias": 3.0, "delta": 9.0, "layers": 4}

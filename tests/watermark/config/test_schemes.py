@@ -13,7 +13,7 @@ def test_each_rule_names_one_class_with_its_strength_field() -> None:
     fields = {name: scheme_class(name).strength_field for name in RULES}
     assert fields == {"paper": "delta", "additive": "bias", "tournament": "layers"}
     for name, strength in (("paper", 0.5), ("additive", 3.0), ("tournament", 4)):
-        cfg = WatermarkConfig.of(scaling=name, **{fields[name]: strength})
+        cfg = WatermarkConfig.of(rule=name, **{fields[name]: strength})
         assert type(cfg.scheme).rule == name and cfg.scheme.strength == strength
         assert cfg.scheme.lists() == (4 if name == "tournament" else 1)
     with pytest.raises(ValueError, match="unknown rule 'kgw'"):

@@ -56,7 +56,7 @@ def test_fingerprint_covers_shared_fields_and_parts_never_the_key(tiny: SimpleNa
     assert tiny.make(key="two", top_k=5, delta=0.5).fingerprint == base  # key, sampling, strength
     assert tiny.make(key="one", alpha=0.5).fingerprint != base  # the gate
     assert tiny.make(key="one", window_sizes=[]).fingerprint == base  # detection policy
-    assert tiny.make(key="one", scaling="tournament", layers=3).fingerprint != base
+    assert tiny.make(key="one", rule="tournament", layers=3).fingerprint != base
 
 
 def test_cli_refuses_a_config_whose_mapper_is_another(

@@ -10,12 +10,17 @@ import torch
 from transformers import TopKLogitsWarper, TopPLogitsWarper
 
 from tests.reference import repeated
-from watermark.config.schemes import scheme_class
-from watermark.core.repeats import repeated_context, repeated_steps
+from watermark.config.schemes import Tournament, scheme_class
+from watermark.core.repeats import earlier_runs, repeated_steps
 from watermark.core.rules.logits import apply_rule as marked_logits
-from watermark.core.rules.logits import filter_logits, mark, tournament
+from watermark.core.rules.logits import filter_logits
 
 INF = float("inf")
+
+
+def tournament(logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
+    """The tournament's update over all the layers of ``green`` (B, L, N)."""
+    return Tournament(layers=green.shape[1]).mark(logits, green)
 
 
 def apply_rule(
@@ -233,9 +238,7 @@ def test_context_guard_batched_and_per_text_match_reference(h: int) -> None:
             expected = repeated(prefix, h)
             assert per_text[t - 1] == expected
             assert (
-                bool(
-                    repeated_context(torch.tensor([prefix], dtype=torch.long).reshape(1, -1), h)[0]
-                )
+                bool(earlier_runs(torch.tensor([prefix], dtype=torch.long).reshape(1, -1), h).any())
                 == expected
             )
     assert repeated([5, 6, 7, 5, 6], 2) and not repeated([5, 6, 7, 6, 5], 2)
@@ -288,7 +291,7 @@ def test_temperature_divides_logits_before_filters_and_rule() -> None:
 def test_marks_against_hand_values() -> None:
     logits = torch.tensor([[2.0, -1.0, 0.5]])
     green = torch.tensor([[[1.0, 1.0, 0.0]]])  # (B, L, N)
-    assert mark(scheme_class("paper")(delta=1.0), logits, green).tolist() == [[4.0, -2.0, 0.5]]
-    assert mark(scheme_class("additive")(bias=2.0), logits, green).tolist() == [[4.0, 1.0, 0.5]]
-    probs = mark(scheme_class("tournament")(layers=1), logits, green).exp()
+    assert scheme_class("paper")(delta=1.0).mark(logits, green).tolist() == [[4.0, -2.0, 0.5]]
+    assert scheme_class("additive")(bias=2.0).mark(logits, green).tolist() == [[4.0, 1.0, 0.5]]
+    probs = scheme_class("tournament")(layers=1).mark(logits, green).exp()
     assert torch.allclose(probs.sum(), torch.tensor(1.0))

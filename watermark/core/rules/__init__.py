@@ -1,4 +1,4 @@
-"""The strength rules' tensor formulas (:mod:`watermark.core.rules.logits`).
+"""A scheme's strength rule run on a batch of logits (:mod:`watermark.core.rules.logits`).
 
-The schemes that use them, one class per rule, are in :mod:`watermark.config.schemes`.
+The rules themselves, one class each, are in :mod:`watermark.config.schemes`.
 """

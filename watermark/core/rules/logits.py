@@ -1,22 +1,11 @@
 """The strength rules on logits: how a step's green lists change the sampling distribution.
 
-Every rule turns next-token logits (B, V) into the logits that are sampled from, given each row's
-mapper signs (B, D), the keyed token maps (L, V) that turn them into ``L`` green lists (1 for the
-biasing rules, ``layers`` for the tournament) and the rows whose gate is open. The sampling
-filters of the config (top-k, then top-p) are part of the rule's output, so the processor returns
-exactly what is sampled:
-
-``paper``
-    ``l * (1 + delta * v_hat)``, then filters (the paper's AWTS, as written: a negative green
-    logit becomes *more* negative).
-``additive``
-    ``l + bias * v_hat`` (KGW's rule on the semantic green list, the paper's "KGW-0 + AWTI +
-    SLSVE" ablation).
-``tournament``
-    Tournament sampling over ``L`` layers of green bits g_l (SynthID-Text's update with binary
-    g-values): ``p <- p * (1 + g_l - sum(p * g_l))`` for l = 1..L. For a random key every
-    token's probability is unchanged in expectation, so the rule does not shift the model's
-    distribution on average; it only correlates the choice with the green bits.
+:func:`apply_rule` turns next-token logits (B, V) into the logits that are sampled from, given
+each row's mapper signs (B, D), the keyed token maps (L, V) that turn them into ``L`` green lists
+(1 for the biasing rules, ``layers`` for the tournament) and the rows whose gate is open. The
+rule itself is the scheme's (:meth:`watermark.config.schemes.Scheme.mark`: ``paper``, ``additive``
+or ``tournament``); this module runs it on a batch. The sampling filters of the config (top-k,
+then top-p) are part of the output, so the processor returns exactly what is sampled.
 
 ``repeated`` tokens (``repeats="bigram"``: tokens already in the generated text) read each list
 at their dimension shifted by the row's ``repeat_shift`` (the keyed shift of its previous
@@ -26,18 +15,19 @@ token), so their bits differ from their first occurrence's and follow the token 
 with the previous token is already in the generated text, and EOS) are handled by the config's
 ``neutral``:
 
-* ``"kept"`` (the default since 0.5.0): they keep the probability the model gives them, exactly;
-  the rule runs over the other tokens only, within the mass those leave. The chance of repeating
-  a pair is then the unwatermarked model's at every step, whatever the green lists, and the
-  tournament stays distribution-preserving.
-* ``"half"`` (0.2-0.4): v_hat = 1/2 in every list, the mean of a random green bit. On average
-  over keys the rule neither favours nor disfavours them, but at a given step the tournament
-  moves mass onto them when the fresh tokens are red, and a text whose context repeats meets
-  the same lists again: that is how 0.4's default fell into loops.
+* ``"kept"``: they keep the probability the model gives them, exactly; the rule runs over the
+  other tokens only, within the mass those leave. The chance of repeating a pair is then the
+  unwatermarked model's at every step, whatever the green lists, and the tournament stays
+  distribution-preserving.
+* ``"half"``: v_hat = 1/2 in every list, the mean of a random green bit. On average over keys
+  the rule neither favours nor disfavours them, but at a given step the tournament moves mass
+  onto them when the fresh tokens are red, and a text whose context repeats meets the same
+  lists again, so it can fall into loops.
 
 ``filter_first`` applies top-k / top-p before the rule instead of after it. The rule then only
-re-weights tokens the model itself would sample: a boost can no longer pull a tail token into
-the nucleus. The tournament is distribution-preserving only with ``filter_first``.
+re-weights tokens the model itself would sample: a boost cannot pull a tail token into
+the nucleus. The tournament is distribution-preserving only with ``filter_first``, and then runs
+on each row's top-k candidates only.
 
 The sampling temperature divides every row's logits first, as transformers' temperature warper
 does before top-k / top-p. Rows whose gate is closed get the temperature and the filters only;
@@ -90,31 +80,6 @@ def _past_nucleus(ordered: torch.Tensor, top_p: float) -> torch.Tensor:
     return drop
 
 
-def tournament(logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
-    """Tournament update over the layers of green values; returns log-probabilities (B, N).
-
-    Args:
-        logits: Float tensor (B, N) over N tokens (the vocabulary, or a row's candidates).
-        green: Tensor (B, L, N) of g_l(token) in [0, 1] (bits, or 1/2 for neutral tokens).
-    """
-    probs = torch.softmax(logits.double(), dim=-1)
-    for layer in range(green.shape[1]):
-        g = green[:, layer].to(probs.dtype)
-        # clamp: rounding in the green mass can push a vanishing probability below zero
-        probs = (probs * (1.0 + g - (probs * g).sum(-1, keepdim=True))).clamp_min(0.0)
-    return probs.log().to(logits.dtype)
-
-
-def mark(scheme: Scheme, logits: torch.Tensor, green: torch.Tensor) -> torch.Tensor:
-    """The marked logits (B, N) of logits (B, N) with green values (B, L, N) in [0, 1] under
-    ``scheme``'s rule (module docstring)."""
-    if scheme.rule == "tournament":
-        return tournament(logits, green)
-    if scheme.rule == "additive":
-        return logits + scheme.bias * green[:, 0].to(logits.dtype)
-    return logits * (1.0 + scheme.delta * green[:, 0].to(logits.dtype))  # the paper's
-
-
 def green_values(
     green_dims: torch.Tensor, maps: torch.Tensor, neutral: torch.Tensor | None
 ) -> torch.Tensor:
@@ -161,18 +126,17 @@ def _mark_candidates(
     repeat_shift: torch.Tensor | None,
 ) -> torch.Tensor:
     """The scheme on each row's top-k tokens only (the others are -inf after filtering)."""
-    k, keep_neutral = scheme.top_k, scheme.neutral == "kept"
-    cand = torch.topk(base, k, dim=-1).indices  # (B, k)
+    cand = torch.topk(base, scheme.top_k, dim=-1).indices  # (B, k)
     mask = None if neutral is None else neutral.gather(1, cand)
     again = None if repeated is None else repeated.gather(1, cand)
     maps = shift_repeats(token_maps[:, cand], again, repeat_shift, green_dims.shape[1])
     logits = base.gather(1, cand)
-    if keep_neutral and mask is not None:
+    if scheme.keep_neutral and mask is not None:
         free = logits.masked_fill(mask, float("-inf"))
-        marked = mark(scheme, free, green_values(green_dims, maps, None))
+        marked = scheme.mark(free, green_values(green_dims, maps, None))
         logp = keep_mass(logits, marked, mask)
     else:
-        logp = mark(scheme, logits, green_values(green_dims, maps, mask))
+        logp = scheme.mark(logits, green_values(green_dims, maps, mask))
     return torch.full_like(base, float("-inf")).scatter(1, cand, logp)
 
 
@@ -186,16 +150,15 @@ def _mark_vocabulary(
     repeat_shift: torch.Tensor | None,
 ) -> torch.Tensor:
     """The scheme on every token of each row."""
-    keep_neutral = scheme.neutral == "kept"
-    kept = neutral if keep_neutral else None
+    kept = neutral if scheme.keep_neutral else None
     free = base if kept is None else base.masked_fill(kept, float("-inf"))
-    neutral = None if keep_neutral else neutral
+    neutral = None if scheme.keep_neutral else neutral
     n_lists = token_maps.shape[0] if scheme.multi_list else 1
     maps = token_maps[:n_lists, None, :].expand(-1, base.shape[0], -1)
     shift = None if repeat_shift is None else repeat_shift[:n_lists]
     maps = shift_repeats(maps, repeated, shift, green_dims.shape[1])
     green = green_values(green_dims, maps, neutral)
-    marked = mark(scheme, free, green)
+    marked = scheme.mark(free, green)
     return marked if kept is None else keep_mass(base, marked, kept)
 
 
