@@ -13,6 +13,8 @@ made with the old one no longer tests as watermarked. So a config pins both by c
   against an explicit pin.
 * A mismatch is a :class:`~watermark.base.UserError` (exit 2 on the command line) that names
   the expected and found digests and the way out.
+* The sentence layer's own mapper and SE (``sentences.mapper``, ``sentences.embedder``) go
+  through the same check (:func:`check_pin`), against their explicit pins only.
 
 :func:`fingerprint` is a short digest of what generation and detection must share (the found
 digests among them, never a key or the opening sentence); ``generate`` writes it with each text
@@ -69,31 +71,44 @@ def expected_digest(cfg: WatermarkConfig, part: str, by_name: bool) -> str | Non
 def check_part(
     cfg: WatermarkConfig, part: str, found: str, by_name: bool, warn: bool = True
 ) -> None:
-    """Refuses a mapper or embedder whose digest is not the one ``cfg`` pins (UserError).
-
-    Warns (with ``warn``) when a part loaded by name is not pinned at all.
-    """
+    """:func:`check_pin` of the models' mapper or embedder (``part``) under ``cfg``."""
     expected = expected_digest(cfg, part, by_name)
-    name = getattr(cfg.models, part)
-    if expected is None:
+    check_pin(part, getattr(cfg.models, part), expected, found, by_name, warn)
+
+
+def check_pin(
+    field: str, name: str, expected: str | None, found: str, by_name: bool, warn: bool = True
+) -> None:
+    """Refuses a mapper or embedder whose digest ``found`` is not the ``expected`` one
+    (UserError); warns (with ``warn``) when one loaded by name is not pinned at all.
+
+    Args:
+        field: The config field that names it (``mapper``, ``sentences.embedder``, ...).
+        name: The value of that field.
+        expected: The digest it must have, or None where it is not pinned.
+        found: Its digest as loaded.
+        by_name: Whether it was loaded by name (not passed in as an object).
+    """
+    part = field.rpartition(".")[2]
+    if not expected:
         if by_name and warn:
             logger.warning(
                 "watermark config does not pin its %s %r: texts are scored with whatever it "
-                'holds now (%s); pin it with "%s_digest": "%s" (keygen writes it)',
-                part,
+                'holds now (%s); pin it with "%s_digest": "%s"',
+                field,
                 name,
                 short(found),
-                part,
+                field,
                 found,
             )
         return
     if expected != found:
         where = "the mapper folder" if part == "mapper" else "the embedder"
         raise UserError(
-            f"{part} {name!r} is not the one this config was made with: expected "
+            f"{field} {name!r} is not the one this config was made with: expected "
             f"{short(expected)}, found {short(found)}; a {part} is part of the key, so texts "
-            f'made with the other one do not test as watermarked: point "{part}" at '
-            f'{where} the config was made with (or set "{part}_digest" to {found} to adopt '
+            f'made with the other one do not test as watermarked: point "{field}" at '
+            f'{where} the config was made with (or set "{field}_digest" to {found} to adopt '
             "this one for new texts)"
         )
 

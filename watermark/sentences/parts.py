@@ -11,36 +11,17 @@ that a config without them keeps its fingerprint.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import torch
 
 from watermark.base import UserError
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.core.identity import short, tensor_digest
+from watermark.core.identity import check_pin, tensor_digest
 from watermark.core.semantic import MappedEmbedder
 from watermark.models.devices import torch_dtype
 from watermark.models.loaders import embedder_dim, load_embedder
 from watermark.models.semantic_mapper import SemanticMapper
-
-logger = logging.getLogger(__name__)
-
-
-def check_own_pin(cfg: WatermarkConfig, part: str, found: str, by_name: bool) -> None:
-    """Refuses the layer's own ``part`` (``"mapper"`` or ``"embedder"``) whose digest is not
-    the one ``sentences.<part>_digest`` pins (UserError); warns when one loaded by name is
-    unpinned."""
-    name, pinned = getattr(cfg.sentences, part), getattr(cfg.sentences, f"{part}_digest")
-    if pinned and pinned != found:
-        raise UserError(
-            f"sentences.{part} {name!r} is not the one this config was made with: expected "
-            f"{short(pinned)}, found {short(found)}; the sentence {part} is part of the key: "
-            f"point sentences.{part} at the folder the config was made with (or set "
-            f'"{part}_digest" to {found} in section sentences to adopt this one)'
-        )
-    if by_name and not pinned:
-        logger.warning("the sentence layer's %s %r is not pinned (%s)", part, name, short(found))
 
 
 def own_folder(cfg: WatermarkConfig, part: str) -> Path:
@@ -61,7 +42,8 @@ def own_embedder(
     if by_name:
         embedder = load_embedder(str(own_folder(cfg, "embedder")), device=str(device))
     found = tensor_digest(embedder)  # as loaded, before compute_dtype (as the token level's)
-    check_own_pin(cfg, "embedder", found, by_name)
+    pin = cfg.sentences.embedder_digest
+    check_pin("sentences.embedder", cfg.sentences.embedder, pin, found, by_name)
     dtype = torch_dtype(cfg.runtime.compute_dtype)
     return embedder.to(device=device, dtype=dtype), found
 
@@ -89,7 +71,8 @@ def load_sentence_parts(
         if by_name:
             mapper = SemanticMapper.from_pretrained(own_folder(cfg, "mapper"))
         digests["mapper"] = tensor_digest(mapper)
-        check_own_pin(cfg, "mapper", digests["mapper"], by_name)
+        pin = settings.mapper_digest
+        check_pin("sentences.mapper", settings.mapper, pin, digests["mapper"], by_name)
         mapper = mapper.to(device=device, dtype=torch.float32)
     else:
         mapper = semantic.mapper
