@@ -8,26 +8,26 @@ Typical use::
     texts = [g.text for g in wm.generate(["The storm hit the coast on Monday."])]
     result = wm.detect(texts)[0]                    # DetectionResult: score, z_score, p_value, ...
     ids = model.generate(**inputs, **wm.generation_kwargs())   # your own generate call
+
 See ``docs/research/design.md`` for the design decisions and measurements.
 
-Layout: each folder is a layer that imports only the layers above it in this list (checked by
+Layout, bottom up: each layer imports only itself and the layers below it (checked by
 ``tests/test_layers.py``):
 
-1. ``watermark/core/``: the config (``config``, its ``config_sections``, ``config_files`` and the
-   rule classes of ``schemes``), the strength rules' formulas (``rules``), the scoring core
-   (``scoring``, ``measurement``, ``semantic``, ``green_lists``, ``token_map``, ``stats``,
-   ``units``, ``sentences``), the mapper model (``semantic_mapper``), models, devices, keys,
-   identity and paths;
-2. ``watermark/``: ``api`` (:class:`Watermark`) and ``loading``; ``generate/`` (the processor, the
-   one token-level decode path, generation), ``sentences/`` (the sentence layer) and ``detect/``
-   (the detector, assembly, results);
-3. ``watermark/app/``: the command line (``cli``, ``cli_parser``; ``python -m watermark``), the
-   HTTP service (``service``, ``batcher``, ``access``, ``page``), ``calibrate`` and bulk
-   detection (``bulk``).
+1. ``base``: the user's error and the vocabularies every layer shares;
+2. ``config/``: the config in typed sections (the scheme classes hold their strength rules),
+   its files and their upgrade, keys and paths;
+3. ``models/``: loading the models, the semantic mapper model;
+4. ``core/``: the one scoring core of generation and detection (the gate, the green lists, the
+   rules run on a batch of logits, the statistical tests, the fingerprint);
+5. ``api`` (:class:`Watermark`) and ``loading``, with ``generate/`` (the logits processor and
+   generation), ``sentences/`` (the sentence layer) and ``detect/`` (the detector, the verdict,
+   the results);
+6. ``app/``: the command line (``python -m watermark``), the HTTP service, calibration and bulk
+   detection.
 
-Mapper training (``mapper/``) imports the core only. The evaluation harness (``evaluation/``,
-``python -m evaluation``), ``benchmarks/`` and ``research/`` are repository tools beside
-``data/``, not part of the wheel; so is the step-by-step reference oracle (``tests/reference.py``).
+Mapper training (``mapper/``), the evaluation harness (``evaluation/``), ``benchmarks/`` and
+``research/`` are repository tools beside ``data/``, not part of the wheel.
 """
 
 from __future__ import annotations

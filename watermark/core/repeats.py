@@ -1,8 +1,8 @@
 """Repeats in the generated text that the scoring core treats specially.
 
 * the context guard (h > 0): a step whose last h generated tokens already occurred as a
-  contiguous run earlier in the text is not watermarked, in a batch during generation
-  (:func:`repeated_context`) and at every step of a text during detection
+  contiguous run earlier in the text is not watermarked, in a batch during generation (where
+  :func:`earlier_runs` has any) and at every step of a text during detection
   (:func:`repeated_steps`);
 * the loop penalty (``loop_penalty`` > 0): at a guarded step, the tokens that would extend the
   repeated run lose logit in proportion to the run's length (:func:`loop_penalties`), so a text
@@ -31,12 +31,6 @@ def earlier_runs(gen: torch.Tensor, h: int) -> torch.Tensor:
         return torch.zeros(gen.shape[0], 0, dtype=torch.bool, device=gen.device)
     windows = gen.unfold(1, h, 1)  # (B, n - h + 1, h)
     return (windows[:, :-1] == windows[:, -1:]).all(-1)
-
-
-def repeated_context(gen: torch.Tensor, h: int) -> torch.Tensor:
-    """Context guard for the next step of a batch: bool (B,), whether each row's last h ids
-    already occurred as a contiguous run starting earlier (:func:`earlier_runs`)."""
-    return earlier_runs(gen, h).any(-1)
 
 
 LOOP_RUN_CAP = 32  # the longest common run the loop penalty grows with

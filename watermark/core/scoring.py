@@ -11,7 +11,7 @@ For generated step t (1-based; the token s_t is drawn after the prefix S_{0:t-1}
   tokens (:meth:`WatermarkCore.prefix_span`; see :mod:`watermark.core.text`);
 * v_hat: mapper signs of the embedding, expanded over the full LM-head width V by the keyed token
   maps, one per layer (see :mod:`watermark.core.semantic`);
-* sampling logits: the strength rule and sampling filters (:mod:`watermark.core.rules`).
+* sampling logits: the loop penalty, the scheme's rule and filters (:mod:`watermark.core.rules`).
 
 The processor calls :meth:`WatermarkCore.generation_step` once per decoding step for the whole
 batch; the detector :meth:`WatermarkCore.text_gates` and :meth:`WatermarkCore.green_lists`. Both
@@ -41,7 +41,7 @@ class WatermarkCore:
     """Gate, embedding input and v_hat for generated prefixes.
 
     Args:
-        config: The watermark config (alpha, delta, M, scaling, ...).
+        config: The watermark config (its scheme: the gate's alpha and M, the rule, repeats).
         tokenizer: Generator tokenizer.
         measurement: The measurement model.
         semantic: SE + mapper + token map.

@@ -9,8 +9,8 @@ The map is ``perm(V) % D`` with ``perm`` a random permutation of ``range(V)`` dr
 ``V // D + 1`` tokens, and the map is identical on any device and process (it is always drawn on
 the CPU; torch documents ``randperm`` as reproducible for a fixed seed and version).
 
-(The paper's own setting, D == V with token i on dimension i, is the special case a mapper
-with D = V would need; no shipped mapper has it, and 0.8 dropped that map.)
+(The paper's own setting, token i on dimension i, would need a mapper with D = V; no shipped
+mapper has one.)
 
 Rules that read several green lists per step (the tournament's layers) use one keyed map per
 layer: layer 0 is the map above, layer l > 0 the same construction keyed by (key, l), so a token's

@@ -69,8 +69,8 @@ class SentenceLayer:
         under :attr:`key` (:meth:`~watermark.sentences.key.SentenceKey.order`), each read after
         ``previous``, the outputs of the sentence before it (``None``: none, a text's first
         sentence; (D,): one for them all; (N, D) or a sequence with ``None``: one each).
-        Research calls this over outputs it already has, so that it measures the product's
-        choice, not a copy of it."""
+        :meth:`rank` calls it per prompt; it serves on its own where the outputs are already
+        computed."""
         return self.key.order(outputs, previous, self.choice)
 
     def rank(self, continuations: Sequence[Sequence[str]]) -> list[list[int]]:
