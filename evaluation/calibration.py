@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from watermark.core.stats import green_test, window_spans, windowed_test
-from watermark.core.units import tested_indices
 from watermark.detect.result import DetectionResult
+from watermark.detect.stats import green_test, window_spans, windowed_test
+from watermark.detect.units import tested_indices
 
 PER_TOKEN = ("token_ids", "scored", "tested", "green", "green_bits", "gamma", "vocab_green")
 

@@ -14,7 +14,7 @@ experiment, the true green list of a context.
 * ``synthid``: SynthID-Text through transformers, in :mod:`evaluation.synthid`.
 
 KGW statistics: z = (G - gamma T) / sqrt(T gamma (1 - gamma)) over the T scored units, one-sided
-normal p-value (:func:`watermark.core.stats.z_score`, :func:`watermark.core.stats.normal_sf`).
+normal p-value (:func:`watermark.detect.stats.z_score`, :func:`watermark.detect.stats.normal_sf`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import torch
 from transformers import LogitsProcessor
 
 from evaluation.detection import MethodDetection
-from watermark.core.stats import normal_sf, z_score
 from watermark.core.text import encode_text
+from watermark.detect.stats import normal_sf, z_score
 
 
 class KGWGreenLists:

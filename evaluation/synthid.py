@@ -18,8 +18,8 @@ from transformers import LogitsProcessor
 from evaluation.detection import MethodDetection
 from evaluation.methods import Method, kgw_result
 from watermark.core.rules.logits import filter_logits
-from watermark.core.stats import z_score
 from watermark.core.text import encode_text
+from watermark.detect.stats import z_score
 
 
 class FilteredProcessor(LogitsProcessor):

@@ -40,7 +40,7 @@ import numpy as np
 
 from research.common import Load, load_with_generator
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.core.stats import green_test
+from watermark.detect.stats import green_test
 
 CUTOFFS = (0.001, 0.01, 0.05)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from watermark.core.measurement import window_start
-from watermark.core.stats import green_test, window_spans, windowed_test
+from watermark.detect.stats import green_test, window_spans, windowed_test
 
 
 @dataclass
@@ -375,7 +375,7 @@ def detect(wm: object, text: str) -> RefDetection:
 
 def tail_table(probs: list[float]) -> list[float]:
     """``P(X >= k)`` for k = 0..n+1, X a sum of independent Bernoulli(probs): the recursion one
-    Bernoulli at a time (the oracle of :func:`watermark.core.stats.tail_table`)."""
+    Bernoulli at a time (the oracle of :func:`watermark.detect.stats.tail_table`)."""
     dist = [1.0] + [0.0] * len(probs)
     for i, p in enumerate(probs):
         for k in range(i + 1, 0, -1):

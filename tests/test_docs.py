@@ -97,7 +97,7 @@ def test_the_check_finds_a_stale_name(source_text: str) -> None:
     assert IDENTIFIER.match("green_dims_for") and "green_dims_for" not in source_text
     assert "green_test" in source_text
     assert not module_exists("watermark.core.scoring.no_such_function")
-    assert module_exists("watermark.core.stats.green_test") and module_exists("evaluation")
+    assert module_exists("watermark.detect.stats.green_test") and module_exists("evaluation")
 
 
 def test_the_guide_names_every_field_a_user_sets() -> None:

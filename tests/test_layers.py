@@ -6,10 +6,11 @@ Each layer is a folder (or, at the bottom, a module):
                       imports nothing of the project
     watermark/config/ the config, its files, keys, paths
     watermark/models/ loading models, the mapper model
-    watermark/core/   the one scoring core: rules, green lists, tests, the fingerprint
+    watermark/core/   the one scoring core: rules, green lists, the fingerprint
     watermark/        generation and detection: api and loading, and the folders generate/
                       (the processor, the one decode path, generation), sentences/ (the
-                      sentence layer) and detect/ (the detector, assembly, the verdict, results)
+                      sentence layer) and detect/ (the detector, its reads, the tests, assembly,
+                      the verdict, results)
     watermark/app/    applications: CLI, HTTP service, calibration, bulk detection
     mapper/           mapper training (imports the core, and the sentence layer's rules:
                       SENTENCE_RULES, modules of watermark/sentences/ that import only the core)

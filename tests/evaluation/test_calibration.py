@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.calibration import calibration_report, variant_p_value
-from watermark.core.stats import green_test, windowed_test
+from watermark.detect.stats import green_test, windowed_test
 
 
 def record(greens: list[bool], tested: list[bool], gamma: float = 0.5) -> dict:

@@ -267,7 +267,7 @@ def test_window_start_rule() -> None:
 
 
 def test_windowed_detection_matches_reference(tiny: SimpleNamespace) -> None:
-    from watermark.core.stats import window_spans
+    from watermark.detect.stats import window_spans
 
     wm = tiny.make(window_sizes=[4, 8], fresh_only=True, rule="additive", bias=2.0)
     texts = sentences(3, seed=9, length=30)
@@ -330,7 +330,7 @@ def test_outputs_once_matches_reference(tiny: SimpleNamespace, rule: dict) -> No
 
 
 def test_first_reads() -> None:
-    from watermark.core.units import first_reads
+    from watermark.detect.units import first_reads
 
     dims = [[1, 2], [2, 3], [4, 1]]  # the outputs 3 units read in 2 lists
     assert first_reads(dims, [0, 1, 2], once=True) == [0, 1, 3, 4]
@@ -340,7 +340,7 @@ def test_first_reads() -> None:
 
 
 def test_repeat_units() -> None:
-    from watermark.core.units import repeat_indices
+    from watermark.detect.units import repeat_indices
 
     ids = [5, 6, 5, 6, 5, 6, 7, 5, 6]
     steps = list(range(1, 10))
@@ -363,7 +363,7 @@ def test_followers_are_the_pairs_already_in_the_text() -> None:
 
 
 def test_a_window_is_tested_as_a_text_of_its_own() -> None:
-    from watermark.core.units import tested_indices
+    from watermark.detect.units import tested_indices
 
     ids = [5, 6, 7, 5, 8, 6, 9, 5]
     steps = [1, 2, 4, 5, 6, 7, 8]  # step 3 (token 7) is not scored
@@ -425,3 +425,42 @@ def test_per_key_results_are_the_ones_the_verdict_picks_from(tiny: SimpleNamespa
     alone = tiny.make(key="a-third-key", window_sizes=[8]).detect(texts[:3])
     assert [k[2].p_value for k in per_key[:3]] == [r.p_value for r in alone]
     assert all(r.fingerprint == wm.fingerprint for k in per_key for r in k)
+
+
+@pytest.mark.parametrize("batched,workers", [(False, 0), (True, 2)])
+def test_the_verdict_step_runs_once_per_text(
+    tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, batched: bool, workers: int
+) -> None:
+    """Each text read goes through the verdict step exactly once (its keys' results joined with
+    its sentence test, which reads the text as given), in this process or with its results
+    assembled in worker processes; a text that cannot be read has none."""
+    import watermark.detect.detector as detector
+
+    wm = tiny.make(sentence_bits=8, old_keys=["an-earlier-key"], window_sizes=[8])
+    wm.detector.batched = batched
+    texts = sentences(5, seed=3, length=20) + ["12345"]
+    verdicts, tested = [], []
+
+    def counted(verdict: object) -> object:
+        def run(per_key: list, *args: object) -> object:
+            verdicts.append(tuple(per_key[0].token_ids))
+            return verdict(per_key, *args)
+
+        return run
+
+    def test_of(text: str) -> list:
+        tested.append(text)
+        return wm.sentences.tests(text)
+
+    monkeypatch.setattr(detector, "best_key", counted(detector.best_key))
+    monkeypatch.setattr(detector, "with_sentences", counted(detector.with_sentences))
+    monkeypatch.setattr(wm.detector, "sentence_tests", test_of)
+    try:
+        found = wm.detect(texts, batch_size=2, workers=workers)
+    finally:
+        wm.detector.close()
+    read = [tuple(r.token_ids) for r in found[:5]]
+    assert sorted(verdicts) == sorted(read) and len(set(read)) == 5
+    assert sorted(tested) == sorted(texts[:5])
+    assert found[5].reason == "no letters" and found[5].key_p_values == []
+    assert all(r.sentence_p_value is not None for r in found[:5])

@@ -252,7 +252,7 @@ class Detection(Section):
     Attributes:
         target_fpr: ``is_watermarked`` is the verdict's p-value below it.
         window_sizes: Windowed test sizes in tokens (e.g. ``[128, 256]``) for partly watermarked
-            text (:func:`watermark.core.stats.windowed_test`). Empty: the whole text only.
+            text (:func:`watermark.detect.stats.windowed_test`). Empty: the whole text only.
         unique_tokens: Count each token id once (its first scored occurrence).
         outputs_once: Count each mapper output once per tested span.
         allowed_scripts: Unicode scripts the detector scores; texts mostly in others are not.

@@ -19,10 +19,10 @@ import torch
 
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.core.green_lists import TokenReads
-from watermark.core.stats import green_test, window_spans, windowed_test
 from watermark.core.text import decode_ids, decode_many
-from watermark.core.units import first_reads, repeat_indices, tested_indices
 from watermark.detect.result import DetectionResult, verdict_p_value
+from watermark.detect.stats import green_test, window_spans, windowed_test
+from watermark.detect.units import first_reads, repeat_indices, tested_indices
 
 
 def token_pieces(tokenizer: object, ids: Sequence[int], context: int = 16) -> list[str]:
@@ -50,7 +50,8 @@ class Units:
     """The candidate test units of one text: each scored step as a first occurrence, and under
     the bigram repeat policy each step t >= 2 as a repeat too, in the (step, repeat) order of
     the reference. ``bits``, ``gammas`` and ``dims`` are (U, L); the ``shown_*`` values (N, L)
-    are each scored step's own read, the one the per-token flags show."""
+    are each scored step's own read, the one the per-token flags show (at the shifted outputs
+    where its token is already in the text, under the bigram policy)."""
 
     rows: dict[tuple[int, bool], int]
     bits: torch.Tensor
@@ -58,7 +59,6 @@ class Units:
     dims: torch.Tensor
     shown_bits: torch.Tensor
     shown_gammas: torch.Tensor
-    shown_vocab: torch.Tensor
 
     @classmethod
     def of(
@@ -70,10 +70,9 @@ class Units:
     ) -> Units:
         """The units of a text's reads."""
         green, gammas = reads.green, reads.vocab
-        vocab = gammas
         rows = {(i, False): i for i in range(len(steps))}
         if not (cfg.repeat_policy.bigram and steps):
-            return cls(rows, green, gammas, reads.dims, green, gammas, vocab)
+            return cls(rows, green, gammas, reads.dims, green, gammas)
         again_bits, again_gammas = reads.repeat_green, reads.repeat_null
         order = sorted(
             [(i, False) for i in range(len(steps))]
@@ -85,15 +84,13 @@ class Units:
         for pos, token in enumerate(ids):
             first_at.setdefault(token, pos)
         seen = torch.tensor([first_at[ids[t - 1]] < t - 1 for t in steps])[:, None]
-        shown_vocab = torch.where(seen, again_gammas, vocab)  # the vocab null
         return cls(
             rows={u: r for r, u in enumerate(order)},
             bits=torch.where(again, again_bits[pick], green[pick]),
             gammas=torch.where(again, again_gammas[pick], gammas[pick]),
             dims=torch.where(again, reads.repeat_dims[pick], reads.dims[pick]),
             shown_bits=torch.where(seen, again_bits, green),
-            shown_gammas=shown_vocab,
-            shown_vocab=shown_vocab,
+            shown_gammas=torch.where(seen, again_gammas, gammas),
         )
 
     def tested(
@@ -109,7 +106,8 @@ class Units:
 
 
 def token_flags(length: int, steps: list[int], units: Units) -> dict[str, list]:
-    """The per-token lists of a result: scored, green, green_bits, gamma and vocab_green."""
+    """The per-token lists of a result: scored, green, green_bits, gamma and vocab_green (the
+    same null as gamma)."""
     flags: dict[str, list] = {
         "scored": [False] * length,
         "green": [False] * length,
@@ -122,14 +120,13 @@ def token_flags(length: int, steps: list[int], units: Units) -> dict[str, list]:
         units.shown_bits.sum(1).tolist(),
         units.shown_bits[:, 0].tolist(),
         units.shown_gammas[:, 0].tolist(),
-        units.shown_vocab[:, 0].tolist(),
     )
-    for t, count, first_bit, step_gamma, step_vocab in shown:
+    for t, count, first_bit, step_gamma in shown:
         flags["scored"][t - 1] = True
         flags["green"][t - 1] = bool(first_bit)
         flags["green_bits"][t - 1] = int(count)
         flags["gamma"][t - 1] = float(step_gamma)
-        flags["vocab_green"][t - 1] = float(step_vocab)
+        flags["vocab_green"][t - 1] = float(step_gamma)
     return flags
 
 

@@ -1,42 +1,46 @@
-"""Detection from text alone: scored set W, the paper's score, and a calibrated p-value.
+"""Detection from text alone: the scored set W, the paper's score, calibrated p-values and one
+verdict per text.
 
-For each text: tokenize with the generator tokenizer (no special tokens), run the measurement
-model once to get every step's gate (:meth:`WatermarkCore.text_gate`), embed the prefixes of all
-scored steps in batches (:meth:`WatermarkCore.green_lists`), and read whether each scored
-token is green under its v_hat (:meth:`GreenLists.read`). The tests and per-token flags below
-are then assembled from those reads on the CPU (:mod:`watermark.detect.assembly`), in this
-process or in worker processes (``workers``).
+:class:`Detector` reads texts chunk by chunk. Each text is tokenized with the generator tokenizer
+(no special tokens); the measurement model runs once to get every step's gate
+(:meth:`WatermarkCore.text_gate`), the prefixes of all scored steps are embedded in batches
+(:meth:`WatermarkCore.green_lists`), and each scored token is read green or not under its v_hat,
+under every key the config tests (:mod:`watermark.detect.reading`). Each key's result is assembled
+from those reads on the CPU (:mod:`watermark.detect.assembly`), in this process or in worker
+processes (``workers``). Once every chunk is read, one verdict step per text picks its key and,
+where the watermark has the sentence layer, joins the text's sentence tests
+(:mod:`watermark.detect.verdict`).
 
 * ``score`` is the paper's ``sum_{t in W} strength * v_hat_t[s_t] / |W|`` with the strength of
-  the configured rule (``delta`` for ``paper`` / ``floor``, ``bias`` for ``additive``). The
-  tournament has no logit scale (its strength, ``layers``, is a count of green lists): its score
-  is the mean green bit over its ``layers`` lists, SynthID-Text's mean g-value, in [0, 1]
-  (:meth:`watermark.config.schemes.Scheme.score`). ``green_fraction`` is the share of scored tokens
-  green in the first list; ``awr`` = |W| / T.
+  the configured rule (``delta`` for ``paper``, ``bias`` for ``additive``). The tournament has no
+  logit scale (its strength, ``layers``, is a count of green lists): its score is the mean green
+  bit over its ``layers`` lists, SynthID-Text's mean g-value, in [0, 1]
+  (:meth:`watermark.config.schemes.Scheme.score`). ``green_fraction`` is the share of scored
+  tokens green in the first list; ``awr`` = |W| / T.
 * The z-test uses the scored tokens' green bits (one per green list: L = ``layers`` bits per
   token for the tournament, else 1), each token id counted once (its first scored occurrence)
   when ``unique_tokens`` is set: consecutive prefixes have nearly the same embedding, hence
   nearly the same green list, so repeats of a token are not independent evidence (the first M
   steps even share one green list). With ``fresh_only`` a token is tested at its first
   occurrence in the text only, and only if that step is scored: generation leaves tokens that
-  are already in the text neutral. gamma_t is the vocabulary's green fraction under v_hat_t
-  (``vocab``) or the MM's probability mass on green tokens (``mm``). See
-  :mod:`watermark.core.stats`.
+  are already in the text neutral. gamma_t, a bit's null probability, is the vocabulary's green
+  fraction under v_hat_t. See :mod:`watermark.detect.stats`.
 * With ``window_sizes``, every span of the text (the whole text, and spans of each size at a
   quarter stride) is also tested as a text of its own
-  (:func:`watermark.core.units.tested_indices`: a passage pasted after text that used its words
+  (:func:`watermark.detect.units.tested_indices`: a passage pasted after text that used its words
   keeps them), and the best span's p-value is corrected for their number (``window_p_value``).
 * With ``repeats="bigram"`` a token that already occurs in the text (or span) reads its bits at
   its shifted outputs (:meth:`GreenLists.contains_repeat`, null probability the share of
   positive outputs), and a repeat is tested at the first occurrence of its (previous token,
-  token) pair, if that step is scored (:func:`watermark.core.units.repeat_indices`), besides the
-  first occurrences.
+  token) pair, if that step is scored (:func:`watermark.detect.units.repeat_indices`), besides
+  the first occurrences.
 
-Texts that cannot be scored (empty, whitespace, no letters, another script, no tokens) get
-``num_scored = 0``, ``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
+Texts that cannot be read (empty, whitespace, no letters, another script, no tokens) have no
+keys to choose among: their result, without a verdict step, has ``num_scored = 0``,
+``p_value = 1``, ``is_watermarked = False`` and a ``reason``.
 
-:meth:`Detector.detect_per_key` gives each text's token-level result under every key the config
-tests, the results the verdict picks from (:mod:`watermark.detect.verdict`).
+:meth:`Detector.detect_per_key` gives each text's token-level results under every key the config
+tests, the results the verdict picks from.
 """
 
 from __future__ import annotations
@@ -44,12 +48,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-import torch
-
 from watermark.core.scoring import WatermarkCore
 from watermark.core.text import decode_many, encode_text, unsupported_reason
-from watermark.core.threads import one_thread, spread
+from watermark.core.threads import spread
 from watermark.detect.assembly import AssemblyPool, assemble_keys
+from watermark.detect.reading import TextReads, read_texts
 from watermark.detect.result import DetectionResult
 from watermark.detect.verdict import best_key, with_sentences
 from watermark.sentences.significance import SentenceTest
@@ -117,37 +120,10 @@ class Detector:
         chunk_size: int | None = None,
         workers: int = 0,
     ) -> list[DetectionResult]:
-        """Detects the watermark in each text (results in input order); see :meth:`detect_ids`."""
-        return self.detect_ids(*self._encode(texts), progress, chunk_size, workers)
-
-    def detect_per_key(
-        self, texts: Sequence[str], progress: bool = False, chunk_size: int | None = None
-    ) -> list[list[DetectionResult]]:
-        """Each text's token-level results under every key the config tests, in the config's
-        order (its ``key``, then its ``old_keys``), before the verdict picks one
-        (:func:`~watermark.detect.verdict.best_key`; no sentence test): what a key's own
-        false-positive rate is measured on. The results are the ones :meth:`detect` chooses
-        from, computed the same way; a text that cannot be scored gets one result, with its
-        ``reason``."""
+        """Detects the watermark in each text (results in input order); see :meth:`detect_ids`.
+        The sentence test, where the layer is on, reads each text as given."""
         ids_list, reasons = self._encode(texts)
-        found = self._results(ids_list, reasons, progress, chunk_size, None, None)
-        found = [[item] if isinstance(item, DetectionResult) else item for item in found]
-        for result in (r for per_key in found for r in per_key):
-            result.fingerprint = self.fingerprint
-        return found
-
-    def _encode(self, texts: Sequence[str]) -> tuple[list[list[int]], list[str | None]]:
-        """Each text's generator token ids and the reason it cannot be scored (or ``None``)."""
-        ids_list: list[list[int]] = []
-        reasons: list[str | None] = []
-        for text in texts:
-            reason = unsupported_reason(text, self.config.detection.allowed_scripts)
-            ids = [] if reason else encode_text(self.core.tokenizer, text)
-            if reason is None and not ids:
-                reason = "no tokens"
-            ids_list.append(ids)
-            reasons.append(reason)
-        return ids_list, reasons
+        return self._detect(ids_list, reasons, list(texts), progress, chunk_size, workers)
 
     def detect_ids(
         self,
@@ -157,9 +133,10 @@ class Detector:
         chunk_size: int | None = None,
         workers: int = 0,
     ) -> list[DetectionResult]:
-        """Detects the watermark in texts given as generator token ids.
+        """Detects the watermark in texts given as generator token ids (``reasons``: why a text
+        cannot be read, or ``None``); the sentence test reads the text the ids spell.
 
-        With ``workers`` > 0, each text's result is assembled from its reads (the tests and
+        With ``workers`` > 0, each text's results are assembled from its reads (the tests and
         the per-token flags, :mod:`watermark.detect.assembly`) in that many worker processes
         while this one goes on with the next chunk's models: on an accelerator that work, not
         the GPU, bounds the throughput. The results are the same; the workers start on the
@@ -175,122 +152,125 @@ class Detector:
         text's own length chooses (:mod:`watermark.core.fixed_shapes`). The mapper always runs
         on blocks of a fixed shape (:mod:`watermark.core.semantic`).
         """
+        ids_list = [list(ids) for ids in ids_list]
         reasons = list(reasons) if reasons is not None else [None] * len(ids_list)
-        texts = [None] * len(ids_list)
-        if self.sentence_tests is not None:  # the sentence test reads the text the ids spell
-            texts = decode_many(self.core.tokenizer, [list(ids) for ids in ids_list])
+        texts = None
+        if self.sentence_tests is not None:
+            texts = decode_many(self.core.tokenizer, ids_list)
+        return self._detect(ids_list, reasons, texts, progress, chunk_size, workers)
+
+    def detect_per_key(
+        self, texts: Sequence[str], progress: bool = False, chunk_size: int | None = None
+    ) -> list[list[DetectionResult]]:
+        """Each text's token-level results under every key the config tests, in the config's
+        order (its ``key``, then its ``old_keys``), before the verdict picks one
+        (:func:`~watermark.detect.verdict.best_key`; no sentence test): what a key's own
+        false-positive rate is measured on. The results are the ones :meth:`detect` chooses
+        from, computed the same way; a text that cannot be read gets one result, with its
+        ``reason``."""
+        ids_list, reasons = self._encode(texts)
+        found = self._read(ids_list, reasons, progress, chunk_size, None)
+        per_key = [
+            found[n] if n in found else [self._unread(ids_list[n], reasons[n])]
+            for n in range(len(ids_list))
+        ]
+        for result in (r for results in per_key for r in results):
+            result.fingerprint = self.fingerprint
+        return per_key
+
+    def _encode(self, texts: Sequence[str]) -> tuple[list[list[int]], list[str | None]]:
+        """Each text's generator token ids and the reason it cannot be read (or ``None``)."""
+        ids_list: list[list[int]] = []
+        reasons: list[str | None] = []
+        for text in texts:
+            reason = unsupported_reason(text, self.config.detection.allowed_scripts)
+            ids = [] if reason else encode_text(self.core.tokenizer, text)
+            if reason is None and not ids:
+                reason = "no tokens"
+            ids_list.append(ids)
+            reasons.append(reason)
+        return ids_list, reasons
+
+    def _detect(
+        self,
+        ids_list: list[list[int]],
+        reasons: list[str | None],
+        texts: list[str] | None,
+        progress: bool,
+        chunk_size: int | None,
+        workers: int,
+    ) -> list[DetectionResult]:
+        """Reads every text (:meth:`_read`), then runs the verdict step once per text that was
+        read (:meth:`_verdict`), texts side by side on a CPU. ``texts``: what the sentence
+        test reads (``None`` where the watermark has no sentence layer)."""
         pool = self._workers(workers) if workers > 0 else None
-        results = self._results(ids_list, reasons, progress, chunk_size, pool, texts)
-        on_cpu = self.core.device.type == "cpu"
-        with one_thread(on_cpu):  # the sentence tests of texts assembled in worker processes
-            results = [self._finish(item, text) for item, text in zip(results, texts)]
+        found = self._read(ids_list, reasons, progress, chunk_size, pool)
+
+        def verdict(n: int) -> DetectionResult:
+            if n not in found:
+                return self._unread(ids_list[n], reasons[n])
+            return self._verdict(found[n], None if texts is None else texts[n])
+
+        results = spread(verdict, range(len(ids_list)), self.core.device.type == "cpu")
         for result in results:
             result.fingerprint = self.fingerprint
         return results
 
-    def _results(
+    def _verdict(self, per_key: list[DetectionResult], text: str | None) -> DetectionResult:
+        """The verdict step of a text read under every key: the best key's result
+        (:func:`~watermark.detect.verdict.best_key`), or, where the sentence layer is on and
+        the text has scored tokens, the verdict joined with the sentence tests of ``text``
+        (:func:`~watermark.detect.verdict.with_sentences`)."""
+        target_fpr = self.config.detection.target_fpr
+        if self.sentence_tests is None or per_key[0].reason is not None:
+            return best_key(per_key, target_fpr)
+        return with_sentences(per_key, self.sentence_tests(text), target_fpr)
+
+    def _unread(self, ids: list[int], reason: str | None) -> DetectionResult:
+        """The result of a text that is not read (``reason``, or no tokens)."""
+        window_p = 1.0 if self.config.detection.window_sizes else None
+        return DetectionResult(reason=reason or "no tokens", token_ids=ids, window_p_value=window_p)
+
+    def _read(
         self,
-        ids_list: Sequence[Sequence[int]],
+        ids_list: list[list[int]],
         reasons: list[str | None],
         progress: bool,
         chunk_size: int | None,
         pool: AssemblyPool | None,
-        texts: list[str | None] | None,
-    ) -> list:
-        """Per text, its result where it was finished here (:meth:`_finish` with its text of
-        ``texts``), else its results per key or a future of them; with ``texts`` ``None``,
-        every text's results per key (or its one unscored result), none finished."""
+    ) -> dict[int, list[DetectionResult]]:
+        """The results under every key of each text that can be read (no reason, some tokens),
+        by its index: ``chunk_size`` texts at a time, read with the models
+        (:func:`~watermark.detect.reading.read_texts`, with progress within texts where a chunk
+        is long), each key's result assembled from the reads, in ``pool``'s worker processes
+        while the next chunk is read where it is given."""
         from tqdm.auto import tqdm
 
         if chunk_size is None:
             chunk_size = self.default_chunk_size
         on_cpu = self.core.device.type == "cpu"
 
-        def run(chunk: range) -> list:  # per text: a result, or a future of its results per key
-            ids, why = [list(ids_list[i]) for i in chunk], [reasons[i] for i in chunk]
-            found = self._chunk(ids, why, progress, pool)
-            if texts is None:  # every key's results, no verdict
-                return found
-            return [self._finish(item, texts[i], wait=False) for i, item in zip(chunk, found)]
+        def assemble(text: TextReads) -> list[DetectionResult] | Future:
+            job = (text.ids, text.entropy, text.steps, text.reads)
+            if pool is not None:
+                return pool.submit(*job)
+            return assemble_keys(self.config, self.core.tokenizer, *job)
 
-        results: list = []
+        def run(chunk: range) -> dict[int, list[DetectionResult] | Future]:
+            todo = [n for n in chunk if reasons[n] is None and ids_list[n]]
+            long = progress and sum(len(ids_list[n]) for n in chunk) >= LONG_TEXT
+            read = read_texts(self.core, [ids_list[n] for n in todo], self.fixed, long)
+            return dict(zip(todo, map(assemble, read)))
+
+        found: dict[int, list[DetectionResult] | Future] = {}
         bar = tqdm(total=len(ids_list), desc="detect", unit="text", disable=not progress)
         for start in range(0, len(ids_list), chunk_size):
             chunk = range(start, min(start + chunk_size, len(ids_list)))
             # each text on its own thread at one intra-op thread (watermark.core.threads),
             # unless the chunk's texts share fixed-shape forwards
             jobs = [chunk] if self.fixed else [range(i, i + 1) for i in chunk]
-            results.extend(item for done in spread(run, jobs, on_cpu) for item in done)
+            for done in spread(run, jobs, on_cpu):
+                found.update(done)
             bar.update(len(chunk))
         bar.close()
-        return results
-
-    def _finish(
-        self, item: DetectionResult | list | Future, text: str | None, wait: bool = True
-    ) -> DetectionResult | Future:
-        """A text's result from what :meth:`_chunk` left for it: one verdict over its keys,
-        with the sentence test of ``text`` where the layer is on and the text was scored (a
-        future of them is returned as it is unless ``wait``)."""
-        if isinstance(item, DetectionResult) or (isinstance(item, Future) and not wait):
-            return item
-        per_key = item.result() if isinstance(item, Future) else item
-        target_fpr = self.config.detection.target_fpr
-        if self.sentence_tests is None or per_key[0].reason is not None:
-            return best_key(per_key, target_fpr)
-        return with_sentences(per_key, self.sentence_tests(text), target_fpr)
-
-    def _chunk(
-        self,
-        ids_list: list[list[int]],
-        reasons: list[str | None],
-        progress: bool,
-        pool: AssemblyPool | None = None,
-    ) -> list[DetectionResult | list[DetectionResult] | Future]:
-        core = self.core
-        fixed = self.fixed
-        long = progress and sum(map(len, ids_list)) >= LONG_TEXT  # show progress within texts
-        todo = [n for n, ids in enumerate(ids_list) if reasons[n] is None and ids]
-        if long and not fixed:  # progress within each text
-            gates = {n: core.text_gate(ids_list[n], progress=True) for n in todo}
-        else:
-            gates = dict(zip(todo, core.text_gates([ids_list[n] for n in todo], fixed)))
-        steps = {n: torch.nonzero(gates[n].gated).flatten().add(1).tolist() for n in todo}
-        reads = {}  # per text: its steps' reads per key
-        # Batched, the chunk's spans share fixed-shape SE forwards; otherwise each text's spans
-        # are embedded alone: either way its bits cannot depend on the other texts.
-        groups = [todo] if fixed else [[n] for n in todo]
-        for group in groups:
-            found = core.green_lists(
-                [t for n in group for t in steps[n]],
-                [ids_list[n] for n in group for _ in steps[n]],
-                progress=long and not fixed,
-                fixed=fixed,
-            )
-            drawn = [
-                (ids_list[n][t - 1], ids_list[n][t - 2] if t >= 2 else 0)
-                for n in group
-                for t in steps[n]
-            ]
-            tokens, previous = torch.tensor(drawn, dtype=torch.long).reshape(-1, 2).T
-            per_key = core.reads(found, tokens, previous)
-            at = 0
-            for n in group:
-                rows = slice(at, at + len(steps[n]))
-                reads[n] = [key_reads.select(rows) for key_reads in per_key]
-                at += len(steps[n])
-        results = []
-        for n, ids in enumerate(ids_list):
-            if n not in gates:
-                window_p = 1.0 if self.config.detection.window_sizes else None
-                results.append(
-                    DetectionResult(
-                        reason=reasons[n] or "no tokens", token_ids=ids, window_p_value=window_p
-                    )
-                )
-                continue
-            job = (ids, gates[n].entropy, steps[n], reads[n])
-            if pool is not None:
-                results.append(pool.submit(*job))
-            else:
-                results.append(assemble_keys(self.config, core.tokenizer, *job))
-        return results
+        return {n: r.result() if isinstance(r, Future) else r for n, r in found.items()}

@@ -49,21 +49,24 @@ class DetectionResult:
         num_scored: |W|, the number of scored tokens.
         num_tokens: T, the number of generator tokens of the text.
         awr: Adaptive watermark rate |W| / T.
-        num_tested: Tokens entering the z-test (scored, each id once if ``unique_tokens``).
+        num_tested: Tokens entering the z-test (scored ones, each id once with
+            ``unique_tokens``, repeats as the config's ``fresh_only`` and ``repeats`` say).
         num_green_tested: Green bits among them (G; one bit per token and green list).
         expected_green: sum of gamma over the tested bits (E[G] under H0).
         z_score: (G - E[G]) / sd(G) under H0.
         p_value: Exact one-sided p-value P(G' >= G) under H0.
-        is_watermarked: ``p_value < target_fpr`` (``window_p_value`` with ``window_sizes``).
+        is_watermarked: :attr:`verdict_p_value` ``< target_fpr``: ``p_value``, or
+            ``window_p_value`` with ``window_sizes``, or ``combined_p_value`` with the sentence
+            layer.
         window_p_value: With ``window_sizes``: the best window's p-value, corrected for the
-            number of windows (see :func:`watermark.core.stats.windowed_test`; 1 when nothing is
+            number of windows (see :func:`watermark.detect.stats.windowed_test`; 1 when nothing is
             scored); else ``None``.
         window: With ``window_sizes``: first and last step of the best window.
         key_index: The key that matched best (0: the config's ``key``, k: ``old_keys[k-1]``).
             With several keys, ``p_value`` and ``window_p_value`` are that key's, multiplied by
             the number of keys (Bonferroni, capped at 1).
-        key_p_values: Per key tried, its own uncorrected p-value (window p-value with
-            ``window_sizes``).
+        key_p_values: Per key tried, its own uncorrected token-level verdict p-value
+            (:attr:`token_verdict_p_value`); empty for a text that was not read.
         reason: Why the text was not scored, else ``None``.
         fingerprint: The detecting config's fingerprint (``"wm-..."``, see
             :func:`watermark.core.identity.fingerprint`): texts are tested under what it names.
@@ -77,8 +80,8 @@ class DetectionResult:
         gamma: Per scored token, its null probability of being green in the first green list
             (None if not scored).
         vocab_green: Per scored token, the green fraction of the vocabulary at its step in the
-            first green list (the ``vocab`` null; equals ``gamma`` unless ``null_model == "mm"``).
-        sentence_p_value: With the sentence layer (``sentence_bits`` > 0): the exact p-value
+            first green list: the same values as ``gamma``, the one null.
+        sentence_p_value: With the sentence layer (``sentences.bits`` > 0): the exact p-value
             of the sentence test (:mod:`watermark.sentences.significance`), else ``None``.
         sentence_hits, sentence_expected: Its hits T and their null mean.
         num_sentences: The distinct complete sentences it tested.
@@ -138,7 +141,7 @@ class DetectionResult:
     def to_dict(self, per_token: bool = False) -> dict:
         """JSON-able dict: the summary fields, plus per-token lists if ``per_token``."""
         data = asdict(self)
-        if self.sentence_p_value is None:  # no sentence layer: the summary of earlier versions
+        if self.sentence_p_value is None:  # no sentence layer: no sentence fields
             for name in (*SENTENCE_FIELDS, "sentence_hits", "sentence_expected", "sentences"):
                 data.pop(name)
         if per_token:

@@ -1,5 +1,5 @@
 """One verdict per text from its results under each key, and its sentence tests where the
-watermark has the sentence layer.
+watermark has the sentence layer (the detector's verdict step runs one of these once per text).
 
 * Token level only (:func:`best_key`): the best-matching key's result, its p-values corrected
   for the keys tried (Bonferroni, capped at 1).

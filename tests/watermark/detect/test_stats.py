@@ -1,4 +1,4 @@
-"""Tests for the Poisson-binomial tail and the green-token test (watermark.core.stats)."""
+"""Tests for the Poisson-binomial tail and the green-token test (watermark.detect.stats)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from watermark.core.stats import green_test, normal_sf, poisson_binomial_sf, z_score
+from watermark.detect.stats import green_test, normal_sf, poisson_binomial_sf, z_score
 
 
 def test_poisson_binomial_matches_brute_force() -> None:
@@ -40,7 +40,7 @@ def test_z_score_and_normal_tail() -> None:
 
 
 def test_window_spans_cover_the_text_with_a_quarter_stride() -> None:
-    from watermark.core.stats import window_spans
+    from watermark.detect.stats import window_spans
 
     assert window_spans(10, []) == [(0, 10)]
     assert window_spans(10, [4]) == [
@@ -66,7 +66,7 @@ def stretch() -> tuple[list[list[bool]], list[list[int]]]:
 
 
 def test_windowed_test_finds_the_marked_stretch_and_corrects() -> None:
-    from watermark.core.stats import windowed_test
+    from watermark.detect.stats import windowed_test
 
     bits, members = stretch()
     gammas = [[0.5]] * len(bits)
@@ -89,7 +89,7 @@ def test_windowed_test_finds_the_marked_stretch_and_corrects() -> None:
 
 
 def test_windowed_test_is_calibrated_under_the_null() -> None:
-    from watermark.core.stats import windowed_test
+    from watermark.detect.stats import windowed_test
 
     rng = np.random.default_rng(0)
     ps = []
@@ -107,7 +107,7 @@ def test_windowed_test_is_calibrated_under_the_null() -> None:
 
 def test_tail_table_matches_the_one_at_a_time_recursion() -> None:
     from tests.reference import tail_table as reference
-    from watermark.core.stats import tail_table
+    from watermark.detect.stats import tail_table
 
     rng = np.random.default_rng(3)
     for n in (0, 1, 5, 31, 32, 33, 64, 97, 400):
@@ -127,7 +127,7 @@ def test_windowed_test_matches_the_exact_null() -> None:
     corrected p-value, found by enumerating every outcome: overlapping windows, a row read by
     no window, two lists per row, and a window that reads a row twice."""
     from tests.reference import window_null_exact
-    from watermark.core.stats import windowed_test
+    from watermark.detect.stats import windowed_test
 
     rng = np.random.default_rng(5)
     cases = [
@@ -151,7 +151,7 @@ def test_windowed_test_matches_the_exact_null() -> None:
 def test_atoms_match_the_dense_read_table() -> None:
     """The windowed test's atoms, built row by row, are the unique rows of the dense
     rows x windows read table, in its order (so the seeded draws land on the same atoms)."""
-    from watermark.core.stats import atoms
+    from watermark.detect.stats import atoms
 
     rng = np.random.default_rng(3)
     for _ in range(40):
