@@ -6,7 +6,7 @@ Subcommands (each prints JSON lines on stdout; progress on stderr):
   (unwatermarked), of the token-level watermark, and of the sentence layer at each N of
   ``--candidates``, all at ``--batch`` prompts per call, with the ratios to plain generation;
   with ``--reference`` also the sentence layer's reference path (a ``generate`` call per prompt
-  and sentence, :func:`~watermark.sentences.per_prompt.sample_by_sentences`) beside its decode
+  and sentence, :func:`~watermark.generate.per_prompt.sample_by_sentences`) beside its decode
   loop.
 * ``memory``: one call of ``--prompts`` prompts (the robust config's keying at ``--bits``,
   ``--candidates`` and ``--resample-every``): the process's peak resident set and tokens/s.
@@ -37,12 +37,12 @@ import torch
 from evaluation.heldout import units
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.generate.generation import eos_ids
+from watermark.generate.generation import eos_ids, generation_of, warpers_off
+from watermark.generate.keep import MAX_SENTENCE_TOKENS
 from watermark.generate.loop import Limits
+from watermark.generate.per_prompt import sample_by_sentences
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentences.keep import MAX_SENTENCE_TOKENS
 from watermark.sentences.key import SentenceKey
-from watermark.sentences.per_prompt import sample_by_sentences
 from watermark.sentences.significance import text_test
 from watermark.sentences.spans import sentence_spans
 
@@ -68,11 +68,14 @@ def held_out(n: int) -> list[dict]:
 
 def reference_path(wm: Watermark, prompts: list[str], tokens: int, seed: int) -> list:
     """The sentence layer's reference path: one ``model.generate`` call per prompt and round."""
-    model = wm.generator
-    processor = AdaptiveWatermarkLogitsProcessor(wm.core, eos_ids(model, wm.tokenizer), True)
+    model, stop = wm.generator, eos_ids(wm.generator, wm.tokenizer)
+    processor = AdaptiveWatermarkLogitsProcessor(wm.core, stop, True)
     torch.manual_seed(seed)
-    limits = Limits(tokens, MAX_SENTENCE_TOKENS)
-    return sample_by_sentences(model, wm.tokenizer, prompts, processor, wm.sentences, limits)
+    limits, layer = Limits(tokens, MAX_SENTENCE_TOKENS), wm.sentences
+    found = sample_by_sentences(
+        model, wm.tokenizer, prompts, processor, layer, limits, stop, warpers_off()
+    )
+    return [generation_of(wm.tokenizer, *each) for each in found]
 
 
 def speed(args: argparse.Namespace) -> None:

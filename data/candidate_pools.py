@@ -6,7 +6,7 @@ little. A pool is what the layer sees: a prefix (the opening sentences of a docu
 of them) and N continuations sampled by a config's generator with that config's sampling settings
 (the shipped config's unless another is named), each cut where the layer cuts a candidate
 (:class:`~watermark.sentences.spans.SentenceEnds`, at most
-:data:`~watermark.sentences.keep.MAX_SENTENCE_TOKENS`). They are drawn by the product
+:data:`~watermark.generate.keep.MAX_SENTENCE_TOKENS`). They are drawn by the product
 itself: one unwatermarked ``Watermark.generate`` call over the N copies of each prefix of a
 batch (no watermark is needed: the pool is about how the candidates spread, not about which one
 a key keeps). Pools committed before 0.9 were drawn with the same settings by a loop of this
@@ -32,7 +32,7 @@ from data.sources import split_sentences
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.generate.generation import eos_ids
-from watermark.sentences.keep import MAX_SENTENCE_TOKENS
+from watermark.generate.keep import MAX_SENTENCE_TOKENS
 from watermark.sentences.spans import SentenceEnds, sentence_spans
 
 PREFIX_SENTENCES = (2, 3, 4, 5, 6)
@@ -82,7 +82,7 @@ def first_sentence(text: str) -> str | None:
 
 def sample_pools(wm: Watermark, batch: Sequence[dict], candidates: int, seed: int) -> list[list]:
     """Per prefix, ``candidates`` sampled first sentences (``None`` where a row did not end one
-    within :data:`~watermark.sentences.keep.MAX_SENTENCE_TOKENS`), from one unwatermarked
+    within :data:`~watermark.generate.keep.MAX_SENTENCE_TOKENS`), from one unwatermarked
     ``wm.generate`` call over each prefix's copies, seeded by the batch's ids and ``seed``."""
     digest = hashlib.sha256("".join(p["id"] for p in batch).encode()).hexdigest()
     ends = SentenceEnds(wm.tokenizer, eos_ids(wm.generator, wm.tokenizer))

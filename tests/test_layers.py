@@ -8,9 +8,9 @@ Each layer is a folder (or, at the bottom, a module):
     watermark/models/ loading models, the mapper model
     watermark/core/   the one scoring core: rules, green lists, the fingerprint
     watermark/        generation and detection: api and loading, and the folders generate/
-                      (the processor, the one decode path, generation), sentences/ (the
-                      sentence layer) and detect/ (the detector, its reads, the tests, assembly,
-                      the verdict, results)
+                      (the processor, the one decode path and its plugs, generation),
+                      detect/ (the detector, its reads, the tests, assembly, the verdict,
+                      results) and, below both, sentences/ (the sentence layer's rules)
     watermark/app/    applications: CLI, HTTP service, calibration, bulk detection
     mapper/           mapper training (imports the core, and the sentence layer's rules:
                       SENTENCE_RULES, modules of watermark/sentences/ that import only the core)
@@ -23,7 +23,8 @@ Each layer is a folder (or, at the bottom, a module):
 
 A module may import modules of its own layer or of the layers below it, never the other way;
 imports inside functions and under ``if TYPE_CHECKING:`` count too. Within the runtime, the
-sentence layer imports nothing from detection: detection reads its tests and owns the verdict.
+sentence layer imports nothing from generation or detection: generation plugs the layer into its
+decode loop, detection reads its tests and owns the verdict.
 A new module at the top of ``watermark/`` must be named in ``RUNTIME`` below, so that it is
 placed on purpose.
 """
@@ -141,14 +142,14 @@ def test_nothing_imports_against_the_direction() -> None:
     assert not backwards, "\n".join(backwards)
 
 
-def test_the_sentence_layer_does_not_import_detection() -> None:
-    """Detection reads the layer's tests and owns the one verdict; the scoring core holds no
-    sentence mapper."""
+def test_the_sentence_layer_sits_below_generation_and_detection() -> None:
+    """The layer holds its rules; generation plugs them into its decode loop, detection reads
+    its tests and owns the one verdict; the scoring core holds no sentence mapper."""
     found = [
         f"{module_name(p)} imports {t}"
         for p in sorted((ROOT / "watermark" / "sentences").rglob("*.py"))
         for t in imported(p)
-        if t.startswith("watermark.detect")
+        if t.startswith(("watermark.detect", "watermark.generate"))
     ]
     assert not found, "\n".join(found)
     scoring = ROOT / "watermark" / "core" / "scoring.py"

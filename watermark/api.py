@@ -40,7 +40,6 @@ from watermark.models.devices import dtype_name, resolve_device
 from watermark.models.semantic_mapper import SemanticMapper
 from watermark.sentences.layer import SentenceLayer
 from watermark.sentences.parts import load_sentence_parts, own_digests
-from watermark.sentences.rounds import generate_by_sentences
 
 
 class Watermark:
@@ -236,7 +235,7 @@ class Watermark:
 
         With the sentence layer (``sentences.bits`` > 0) a watermarked generation samples
         ``sentences.candidates`` candidates per sentence and keeps the best
-        (:mod:`watermark.sentences.rounds`); without it, generation does not pass there.
+        (:mod:`watermark.generate.rounds`); without it, generation does not pass there.
 
         Raises ``ValueError`` for an empty or blank prompt, ``max_new_tokens < 1``, a model
         other than the held one, or sampling arguments the config sets, before any work.
@@ -254,20 +253,16 @@ class Watermark:
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         check_prompts(prompts)
         check_generate_args(self.config, max_new_tokens, kwargs)
-        processor = None
+        processor = layer = None
         if watermark:
             processor = self._processor(record, eos_ids(model, self.tokenizer))
+            layer = self.sentences  # None where the config has the layer off
         with one_thread(self.core.device.type == "cpu"):  # same draws at every thread count
-            if processor is not None and self.sentences is not None:
-                return generate_by_sentences(
-                    model, self.tokenizer, prompts, processor, self.sentences,
-                    max_new_tokens=max_new_tokens, seed=seed, **kwargs,
-                )  # fmt: skip
             scheme = self.config.scheme  # the sampling settings, with or without the watermark
             return generate(
                 model, self.tokenizer, prompts, processor, max_new_tokens=max_new_tokens,
                 top_k=scheme.top_k, top_p=scheme.top_p, temperature=scheme.temperature,
-                seed=seed, **kwargs,
+                seed=seed, layer=layer, **kwargs,
             )  # fmt: skip
 
     def detect(

@@ -18,7 +18,7 @@ from data.candidate_pools import build_pools, first_sentence, prefixes
 from data.sentence_rewrites import add_meaning_checks, corpus_passages, select
 from tests.helpers import make_records, word_tokenizer
 from watermark.generate.generation import eos_ids
-from watermark.sentences.keep import MAX_SENTENCE_TOKENS
+from watermark.generate.keep import MAX_SENTENCE_TOKENS
 from watermark.sentences.spans import SentenceEnds
 
 

@@ -1,15 +1,17 @@
-"""Watermarked generation at the token level: prompts in, continuations out.
+"""Watermarked generation: prompts in, continuations out.
 
 :func:`generate` tokenizes a batch of prompts with left padding, samples the continuations and
 returns them decoded with :func:`watermark.core.text.decode_ids`, cut at the first EOS
-(:func:`~watermark.generate.loop.cut_at_eos`). With our processor, whose measurement model is
-the generator, it runs the one decode loop (:func:`watermark.generate.loop.decode`, the MM's
-rows in the generator's forward); otherwise, or with other ``model.generate`` arguments, it
-calls ``model.generate``, the loop's reference. Our watermark processor applies the temperature
-and the sampling filters itself (in its rule's order); any other processor (a baseline), or
-none, runs first and the temperature, top-k and top-p are passed after it as explicit warpers,
-in transformers' order. The built-in warpers are switched off either way, so the order does not
-depend on the transformers version.
+(:func:`~watermark.generate.loop.cut_at_eos`). It is the one place that chooses among the four
+paths: the token level, or with a sentence layer N candidates per sentence and the best kept
+(:mod:`watermark.generate.rounds`); each in the one decode loop
+(:func:`watermark.generate.loop.decode`) where :func:`loops` says so, else through
+``model.generate``, the loop's reference (at the sentence layer,
+:func:`~watermark.generate.per_prompt.sample_by_sentences`). Our watermark processor applies the
+temperature and the sampling filters itself (in its rule's order); any other processor (a
+baseline), or none, runs first and the temperature, top-k and top-p are passed after it as
+explicit warpers, in transformers' order. The built-in warpers are switched off either way, so
+the order does not depend on the transformers version.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ from transformers import (
 
 from watermark.base import UserError
 from watermark.core.text import decode_ids
-from watermark.generate.loop import Group, Limits, adds_no_processors, cut_at_eos, decode
-from watermark.generate.streams import Rows
+from watermark.generate.keep import MAX_SENTENCE_TOKENS
+from watermark.generate.loop import Limits, adds_no_processors, cut_at_eos, decode_by_tokens
+from watermark.generate.per_prompt import sample_by_sentences
+from watermark.generate.rounds import decode_by_sentences
+from watermark.sentences.layer import SentenceLayer
 
 logger = logging.getLogger(__name__)
 
@@ -110,9 +115,12 @@ def generate(
     temperature: float = 1.0,
     do_sample: bool = True,
     seed: int | None = None,
+    layer: SentenceLayer | None = None,
+    max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
     **generate_kwargs: object,
 ) -> list[Generation]:
-    """One :class:`Generation` per prompt, in order, generated in one left-padded batch.
+    """One :class:`Generation` per prompt, in order, generated in one left-padded batch, on the
+    path this function chooses (module docstring).
 
     Args:
         model: A causal LM.
@@ -125,66 +133,86 @@ def generate(
         top_p: Nucleus mass after a baseline processor (1 disables; ours applies its config's).
         temperature: Divides the logits after a baseline processor, before top-k / top-p (1
             disables; ours applies its config's).
-        do_sample: Sample (True) or greedy.
+        do_sample: Sample (True) or greedy (the token level only).
         seed: Seed of torch's global RNG before sampling.
-        generate_kwargs: Passed to ``model.generate``.
+        layer: The sentence layer, with our processor: the text is chosen sentence by sentence
+            among ``layer.candidates`` samples (``None``: the token level).
+        max_sentence_tokens: With ``layer``, a sentence's token budget.
+        generate_kwargs: Passed to ``model.generate`` (``min_new_tokens`` is kept on every
+            path).
     """
     enc, pad_id = encode_prompts(tokenizer, prompts, next(model.parameters()).device)
     processors = sampling_processors(processor, do_sample, temperature, top_k, top_p)
     if seed is not None:
         torch.manual_seed(seed)
     stop = eos_ids(model, tokenizer)
-    if processor is not None and loops(model, processor, max_new_tokens, generate_kwargs):
-        least = int(generate_kwargs.get("min_new_tokens", 0))
-        ids, mask = enc["input_ids"], enc["attention_mask"]
-        group = Group(list(prompts), ids.tolist(), processor, per_row=True)
-        rows = Rows(model, ids, mask, processor.core.measurement, fuse=True)
-        limits = Limits(max_new_tokens, max_new_tokens, least)
-        decode(rows, [group], limits, stop, pad_id, do_sample=do_sample)
-        return generations(tokenizer, [group], stop)
-    if do_sample:  # switch off the built-in warpers: ours run after the watermark
-        generate_kwargs = {**warpers_off(), **generate_kwargs}
-    out = model.generate(
-        **enc,
-        logits_processor=processors,
-        do_sample=do_sample,
-        max_new_tokens=max_new_tokens,
-        pad_token_id=pad_id,
-        **generate_kwargs,
+    least = int(generate_kwargs.get("min_new_tokens", 0))
+    limits = Limits(max_new_tokens, max_new_tokens if layer is None else max_sentence_tokens, least)
+    in_loop = loops(model, processor, layer, max_new_tokens, generate_kwargs)
+    if layer is not None and in_loop:
+        found = decode_by_sentences(model, tokenizer, prompts, enc, processor, layer, limits, stop)
+    elif layer is not None:
+        settings = {**warpers_off(), **generate_kwargs}
+        found = sample_by_sentences(
+            model, tokenizer, prompts, processor, layer, limits, stop, settings
+        )
+    elif in_loop:
+        found = decode_by_tokens(model, prompts, enc, pad_id, processor, limits, stop, do_sample)
+    else:
+        settings = dict(max_new_tokens=max_new_tokens, pad_token_id=pad_id, **generate_kwargs)
+        found = sample_by_tokens(
+            model, prompts, enc, processor, processors, do_sample, stop, settings
+        )
+    return [generation_of(tokenizer, *each) for each in found]
+
+
+def loops(
+    model: torch.nn.Module,
+    processor: object,
+    layer: SentenceLayer | None,
+    max_new_tokens: int,
+    extra: dict,
+) -> bool:
+    """Whether a generation runs in the decode loop (else ``model.generate``): our processor,
+    no ``model.generate`` argument but ``min_new_tokens`` and no processor of the model's own;
+    at the token level also an MM that is the generator itself, with its tokenizer and a window
+    longer than the text (its rows ride in the generator's forward)."""
+    core = getattr(processor, "core", None)
+    if core is None or set(extra) - {"min_new_tokens"} or not adds_no_processors(model):
+        return False
+    mm = core.measurement
+    return layer is not None or (
+        mm.model is model and mm.same_tokenizer and max_new_tokens < mm.window
     )
+
+
+def sample_by_tokens(
+    model: torch.nn.Module,
+    prompts: Sequence[str],
+    enc: dict[str, torch.Tensor],
+    processor: LogitsProcessor | None,
+    processors: LogitsProcessorList,
+    do_sample: bool,
+    stop: list[int],
+    settings: dict,
+) -> list[tuple[str, list[int], list[int]]]:
+    """``(prompt, ids, watermarked steps)`` per prompt from one ``model.generate`` call with
+    ``processors`` (``processor`` and the warpers after it) and ``settings`` (the token limit,
+    the pad id and the caller's arguments)."""
+    if do_sample:  # switch off the built-in warpers: ours run after the watermark
+        settings = {**warpers_off(), **settings}
+    out = model.generate(**enc, logits_processor=processors, do_sample=do_sample, **settings)
     rows = [cut_at_eos(row, stop) for row in out[:, enc["input_ids"].shape[1] :].tolist()]
     record = processor.record if getattr(processor, "keep_record", False) else None
     return [
-        generation_of(tokenizer, prompt, ids, record.steps_within(row, len(ids)) if record else [])
+        (prompt, ids, record.steps_within(row, len(ids)) if record else [])
         for row, (prompt, ids) in enumerate(zip(prompts, rows))
     ]
-
-
-def loops(model: torch.nn.Module, processor: object, max_new_tokens: int, extra: dict) -> bool:
-    """Whether a token-level generation runs in the decode loop (else ``model.generate``): our
-    processor, whose MM is the generator itself with its tokenizer and a window longer than the
-    text, no ``model.generate`` argument but ``min_new_tokens``, and no processor of the model's
-    own."""
-    core = getattr(processor, "core", None)
-    if core is None or set(extra) - {"min_new_tokens"}:
-        return False
-    mm = core.measurement
-    return (
-        mm.model is model
-        and mm.same_tokenizer
-        and max_new_tokens < mm.window
-        and adds_no_processors(model)
-    )
 
 
 def generation_of(tokenizer: object, prompt: str, ids: list[int], steps: list[int]) -> Generation:
     """The :class:`Generation` of a prompt's continuation ``ids`` (cut at its first EOS)."""
     return Generation(prompt, decode_ids(tokenizer, ids), ids, steps)
-
-
-def generations(tokenizer: object, groups: list[Group], stop: list[int]) -> list[Generation]:
-    """The outputs of decoded groups (:meth:`~watermark.generate.loop.Group.outputs`), in order."""
-    return [generation_of(tokenizer, *found) for g in groups for found in g.outputs(stop)]
 
 
 def encode_prompts(

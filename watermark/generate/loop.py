@@ -1,20 +1,21 @@
 """The one decode loop of ``Watermark.generate``: watermarked sampling step by step, outside
-``model.generate``, for the token level and, with the sentence layer's rounds plugged in, for
-the sentence layer.
+``model.generate``, with a plug (:class:`Rounds`) that says where a row ends and what a group
+keeps.
 
 Rows are decoded in *groups*; each group has its own processor
 (:class:`~watermark.generate.processor.AdaptiveWatermarkLogitsProcessor` on the same core),
 called on the group's ids (prompt, text kept so far, this round's tokens) exactly as
 ``model.generate`` would call it, so step counts, gates and green lists are those of the
-reference paths:
+reference paths. The loop runs the same steps for every plug:
 
-* **token level** (no plug): one group holding every prompt's row, one round of
-  ``max_new_tokens``; a row ends at an EOS. The measurement model's rows ride in the
-  generator's forward (``fuse``, :class:`~watermark.generate.streams.Rows`).
-* **sentence layer** (``rounds``: :class:`~watermark.sentences.rounds.SentenceRounds`): one
-  group per prompt of N candidate rows; a row ends at the token that ends a sentence, an EOS or
-  the round's budget; the plug may resample rows while they write; when every row of a group
-  has ended the plug keeps one, and all the group's rows continue from it (the kept row's cache,
+* **token level** (:class:`TokenRounds`, :func:`decode_by_tokens`): one group holding every
+  prompt's row, one round of ``max_new_tokens``; a row ends at an EOS. The measurement model's
+  rows ride in the generator's forward (``fuse``, :class:`~watermark.generate.streams.Rows`).
+* **sentence layer** (:class:`~watermark.generate.rounds.SentenceRounds`,
+  :func:`~watermark.generate.rounds.decode_by_sentences`): one group per prompt of N candidate
+  rows; a row ends at the token that ends a sentence, an EOS or the round's budget; the plug
+  may resample rows while they write; when every row of a group has ended the plug keeps one,
+  and all the group's rows continue from it (the kept row's cache,
   :meth:`~watermark.generate.streams.Rows.select`: no prefill); a group that is done leaves the
   batch. The measurement model runs in a stream of its own. On an accelerator the windows of
   all groups are embedded in one call a step (:func:`prefetch`).
@@ -23,14 +24,15 @@ After its end a row is fed the pad id, masked out of attention, and keeps the lo
 followed its last real token. Tokens are drawn from the whole batch at once with torch's global
 RNG. Every limit is :class:`Limits`' (one budget) and every text is cut at its first EOS by
 :func:`cut_at_eos` (one cut). The references are ``model.generate`` with the processor (token
-level) and the plug's own (:func:`~watermark.sentences.rounds.sample_by_sentences`); the tests
-check the loop against them token for token.
+level) and the sentence layer's own (:func:`~watermark.generate.per_prompt.sample_by_sentences`);
+the tests check the loop against them token for token.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -83,21 +85,18 @@ class Limits:
 
 @dataclass
 class Group:
-    """Rows decoded under one processor: every prompt's row (token level, ``per_row``) or one
-    prompt's N candidates (sentence layer).
+    """Rows decoded under one processor: every prompt's row (token level) or one prompt's N
+    candidates (sentence layer).
 
     Attributes:
         prompts: The prompt of each output (one per row, or the group's one prompt).
         prompt_rows: Per row, its prompt's ids (left-padded at the token level).
         processor: The group's processor.
-        per_row: Each row is an output of its own (token level); else the group keeps one
-            row per round into ``chosen``.
     """
 
     prompts: list[str]
     prompt_rows: list[list[int]]
     processor: object
-    per_row: bool = False
     chosen: list[int] = field(default_factory=list)  # the text kept so far (sentence layer)
     marked: list[int] = field(default_factory=list)  # its watermarked steps
     new: list[list[int]] = field(default_factory=list)  # this round's ids per row (pads after end)
@@ -148,17 +147,69 @@ class Group:
             self._ids = torch.cat([self._ids, last[:, None]], dim=1)
         return real
 
-    def outputs(self, stop: Sequence[int]) -> list[tuple[str, list[int], list[int]]]:
-        """``(prompt, ids up to the first EOS, watermarked steps among them)`` per output."""
-        if not self.per_row:
-            ids = cut_at_eos(self.chosen, stop)
-            return [(self.prompts[0], ids, [s for s in self.marked if s <= len(ids)])]
+
+class Rounds(Protocol):
+    """What the decode loop asks of the way it generates (module docstring)."""
+
+    def ends(self, token: int) -> bool:
+        """Whether a row ends at ``token``."""
+
+    def resample(self, live: list[Group]) -> dict[int, list[int]]:
+        """After a step, rows copied within groups: per moved group (its index in ``live``),
+        each row's source row (:meth:`Group.follow` done)."""
+
+    def keep(self, g: Group, limits: Limits) -> int | None:
+        """Ends the round of ``g``, whose rows have all ended: sets ``g.done``, or returns the
+        row every row of ``g`` continues from."""
+
+    def outputs(self, g: Group) -> list[tuple[str, list[int], list[int]]]:
+        """``(prompt, ids up to the first EOS, watermarked steps among them)`` per output of
+        the decoded group ``g``."""
+
+
+class TokenRounds:
+    """The token level: a row ends at an EOS, no row moves, and a group's one round is its
+    text; each row is an output of its own."""
+
+    def __init__(self, stop: Sequence[int]) -> None:
+        self.stop = list(stop)
+
+    def ends(self, token: int) -> bool:
+        return token in self.stop
+
+    def resample(self, live: list[Group]) -> dict[int, list[int]]:
+        return {}
+
+    def keep(self, g: Group, limits: Limits) -> None:
+        g.done = True
+
+    def outputs(self, g: Group) -> list[tuple[str, list[int], list[int]]]:
         found = []
-        for row, prompt in enumerate(self.prompts):
-            ids = cut_at_eos(self.new[row], stop)
-            record = self.processor.record if self.processor.keep_record else None
+        for row, prompt in enumerate(g.prompts):
+            ids = cut_at_eos(g.new[row], self.stop)
+            record = g.processor.record if g.processor.keep_record else None
             found.append((prompt, ids, record.steps_within(row, len(ids)) if record else []))
         return found
+
+
+def decode_by_tokens(
+    model: torch.nn.Module,
+    prompts: Sequence[str],
+    enc: dict[str, torch.Tensor],
+    pad_id: int,
+    processor: object,
+    limits: Limits,
+    stop: list[int],
+    do_sample: bool,
+) -> list[tuple[str, list[int], list[int]]]:
+    """``(prompt, ids, watermarked steps)`` per prompt from the decode loop at the token level:
+    one group of every prompt's row, the MM's rows in the generator's forward."""
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    group = Group(list(prompts), ids.tolist(), processor)
+    rows = Rows(model, ids, mask, processor.core.measurement, fuse=True)
+    rounds = TokenRounds(stop)
+    decode(rows, [group], limits, stop, pad_id, rounds, do_sample=do_sample)
+    return rounds.outputs(group)
 
 
 @torch.inference_mode()
@@ -168,17 +219,14 @@ def decode(
     limits: Limits,
     stop: Sequence[int],
     pad_id: int,
-    rounds: object | None = None,
+    rounds: Rounds,
     do_sample: bool = True,
 ) -> None:
     """Decodes ``groups`` (their rows in order, as ``rows`` holds them) until each is done
-    (module docstring); the caller seeds torch's RNG and reads :meth:`Group.outputs`.
-
-    ``rounds``: the sentence layer's plug (``ends(token)``, ``resample(live)``,
-    ``keep(group, limits)``), or ``None`` for the token level (a row ends at an EOS)."""
+    (module docstring), with ``rounds`` plugged in; the caller seeds torch's RNG and reads
+    ``rounds.outputs``."""
     device = rows.stream.mask.device
     eos = torch.tensor(list(stop), dtype=torch.long, device=device)
-    ends = rounds.ends if rounds is not None else set(stop).__contains__
     live = list(groups)
     for g in live:
         g.start_round(limits)
@@ -194,7 +242,7 @@ def decode(
             at += len(g.new)
         tokens, real, at = draw(torch.cat(scores), do_sample).tolist(), [], 0
         for g in live:
-            real += g.take(tokens[at : at + len(g.new)], pad_id, ends)
+            real += g.take(tokens[at : at + len(g.new)], pad_id, rounds.ends)
             at += len(g.new)
         fed = torch.tensor([row[-1] for g in live for row in g.new], device=device)
         rows.advance(fed, torch.tensor(real, device=device))
@@ -213,21 +261,17 @@ def prefetch(live: list[Group]) -> None:
     core.prefetch([len(ids) + 1 for ids in texts], texts)
 
 
-def next_round(live: list[Group], rows: Rows, limits: Limits, rounds: object | None) -> list[Group]:
-    """Ends the rounds whose rows have all ended (the token level's group is then done; the
-    plug keeps a row of a sentence group, every row of the group continuing it), drops the
-    groups that are done; the groups still live."""
-    moved = rounds.resample(live) if rounds is not None else {}
+def next_round(live: list[Group], rows: Rows, limits: Limits, rounds: Rounds) -> list[Group]:
+    """Ends the rounds whose rows have all ended (the plug ends the group or keeps a row, which
+    every row of the group continues), drops the groups that are done; the groups still live."""
+    moved = rounds.resample(live)
     index, at = [], 0
     for k, g in enumerate(live):
         width, best = len(g.new), None
         if all(g.ended):
-            if rounds is None:
-                g.done = True
-            else:
-                best = rounds.keep(g, limits)
-                if not g.done:
-                    g.start_round(limits)
+            best = rounds.keep(g, limits)
+            if not g.done:
+                g.start_round(limits)
         if not g.done:  # every row continues the kept one (or its source); a finished one leaves
             source = moved.get(k, range(width))
             index += [at + (source[j] if best is None else best) for j in range(width)]

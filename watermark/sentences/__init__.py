@@ -1,7 +1,8 @@
-"""The sentence layer: a mark in the meaning of each sentence, chosen among candidates.
+"""The sentence layer's rules: a mark in the meaning of each sentence, chosen among candidates.
 
 To change how a candidate is chosen, read :meth:`~watermark.sentences.layer.SentenceLayer.rank`:
-it is the one choice, used by the round's pick, by resampling and by the reference path.
+it is the one choice, used by the round's pick, by resampling and by the reference path
+(:mod:`watermark.generate`).
 
 * ``spans``: where a sentence ends, in text (detection) and in tokens (generation);
 * ``key``: :class:`~watermark.sentences.key.SentenceKey`, the keyed outputs and signs, the
@@ -11,10 +12,8 @@ it is the one choice, used by the round's pick, by resampling and by the referen
   of candidates and the sentence tests of a text under every key (detection's verdict over them
   is :mod:`watermark.detect.verdict`);
 * ``parts``: the layer's own mapper and sentence embedder, where the config names them
-  (``sentences.mapper``, ``sentences.embedder``), loaded and checked against their pins;
-* ``keep``: which candidate a round keeps (through the layer's choice);
-* ``rounds``: sentence-by-sentence generation, every prompt's candidates in the one decode loop
-  (:mod:`watermark.generate.loop`) with the layer's rounds plugged in;
-* ``per_prompt``: the same through ``model.generate``, one call per prompt and sentence (the
-  loop's oracle).
+  (``sentences.mapper``, ``sentences.embedder``), loaded and checked against their pins.
+
+Generation with the layer (its candidates in the decode loop, and the reference path) is
+:mod:`watermark.generate`'s; this package imports nothing from it.
 """

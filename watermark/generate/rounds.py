@@ -1,20 +1,20 @@
-"""Generation with the sentence layer: N candidate sentences per round, the best one kept.
+"""The sentence layer plugged into the decode loop: N candidate sentences per round, the best one
+kept.
 
 For each prompt, sentence after sentence, N candidates of the next sentence are sampled in one
 group of N rows, each with the token-level watermark on; a row stops at the token that ends a
-sentence (:class:`~watermark.sentences.spans.SentenceEnds`), at an EOS, or after
-:data:`~watermark.sentences.keep.MAX_SENTENCE_TOKENS`; the layer's choice (its ``rank``, through
-:func:`~watermark.sentences.keep.kept_rows`) keeps one, and the next round continues from it,
-until ``max_new_tokens`` or an EOS.
+sentence (:class:`~watermark.sentences.spans.SentenceEnds`), at an EOS, or after the round's
+budget (:data:`~watermark.generate.keep.MAX_SENTENCE_TOKENS` unless given); the layer's choice
+(its ``rank``, through :func:`~watermark.generate.keep.kept_rows`) keeps one, and the next round
+continues from it, until ``max_new_tokens`` or an EOS.
 
-:func:`generate_by_sentences` runs every prompt's rounds in the one decode loop
-(:func:`watermark.generate.loop.decode`) with :class:`SentenceRounds` plugged in: where a row
+:class:`SentenceRounds` is the plug (:class:`~watermark.generate.loop.Rounds`): where a row
 ends, the resampling of partial sentences every ``resample_every`` tokens (:meth:`SentenceRounds
-.resample`) and the kept row of a round (:meth:`SentenceRounds.keep`). With ``model.generate``
-arguments, or a model whose ``generation_config`` adds processors of its own, it takes the
-reference path instead (:func:`watermark.sentences.per_prompt.sample_by_sentences`: one
-``model.generate`` call per prompt and sentence), which draws, for a single prompt, the same
-tokens as the loop.
+.resample`) and the kept row of a round (:meth:`SentenceRounds.keep`).
+:func:`decode_by_sentences` runs every prompt's rounds in the one decode loop
+(:func:`watermark.generate.loop.decode`) with it; its reference, through ``model.generate``, is
+:func:`watermark.generate.per_prompt.sample_by_sentences`, which draws, for a single prompt,
+the same tokens.
 """
 
 from __future__ import annotations
@@ -25,18 +25,17 @@ import torch
 
 from watermark.base import UserError
 from watermark.core.text import decode_ids
-from watermark.generate.generation import Generation, encode_prompts, eos_ids, generations
-from watermark.generate.loop import Group, Limits, adds_no_processors, decode
+from watermark.generate.keep import kept_rows
+from watermark.generate.loop import Group, Limits, cut_at_eos, decode
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.generate.streams import Rows
-from watermark.sentences.keep import MAX_SENTENCE_TOKENS, kept_rows
 from watermark.sentences.layer import SentenceLayer
-from watermark.sentences.per_prompt import sample_by_sentences
 from watermark.sentences.spans import SentenceEnds
 
 
 class SentenceRounds:
-    """The sentence layer plugged into the decode loop (module docstring)."""
+    """The sentence layer plugged into the decode loop (module docstring): a
+    :class:`~watermark.generate.loop.Rounds`."""
 
     def __init__(self, layer: SentenceLayer, tokenizer: object, stop: Sequence[int]) -> None:
         self.layer, self.tokenizer, self.stop = layer, tokenizer, list(stop)
@@ -85,6 +84,11 @@ class SentenceRounds:
         g.done = not kept or kept[-1] in self.stop or len(g.chosen) >= limits.max_new_tokens
         return best
 
+    def outputs(self, g: Group) -> list[tuple[str, list[int], list[int]]]:
+        """The kept text of ``g`` up to its first EOS, with its watermarked steps."""
+        ids = cut_at_eos(g.chosen, self.stop)
+        return [(g.prompts[0], ids, [s for s in g.marked if s <= len(ids)])]
+
 
 def fresh_processor(
     processor: AdaptiveWatermarkLogitsProcessor,
@@ -95,39 +99,21 @@ def fresh_processor(
     )
 
 
-@torch.inference_mode()
-def generate_by_sentences(
+def decode_by_sentences(
     model: torch.nn.Module,
     tokenizer: object,
     prompts: Sequence[str],
+    enc: dict[str, torch.Tensor],
     processor: AdaptiveWatermarkLogitsProcessor,
     layer: SentenceLayer,
-    max_new_tokens: int = 200,
-    seed: int | None = None,
-    max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
-    min_new_tokens: int = 0,
-    **generate_kwargs: object,
-) -> list[Generation]:
-    """One :class:`~watermark.generate.generation.Generation` per prompt, chosen sentence by
-    sentence among ``layer.candidates`` samples (module docstring); no EOS before
-    ``min_new_tokens``. The decode loop runs it, unless ``generate_kwargs`` (for every
-    ``model.generate`` call) or the model's own processors select the reference path."""
-    limits = Limits(max_new_tokens, max_sentence_tokens, min_new_tokens)
-    if seed is not None:
-        torch.manual_seed(seed)
-    if not (adds_no_processors(model) and not generate_kwargs):
-        if layer.resample_every:
-            raise UserError(
-                "sentences.resample_every runs in the decode loop only: leave out the "
-                "model.generate arguments and clear the generation_config's own processors"
-            )
-        return sample_by_sentences(
-            model, tokenizer, prompts, processor, layer, limits, generate_kwargs
-        )
-    stop, n = eos_ids(model, tokenizer), layer.candidates
-    device = next(model.parameters()).device
-    enc, _ = encode_prompts(tokenizer, prompts, device)
-    ids, mask = enc["input_ids"], enc["attention_mask"]  # left-padded, one row per prompt
+    limits: Limits,
+    stop: Sequence[int],
+) -> list[tuple[str, list[int], list[int]]]:
+    """``(prompt, ids, watermarked steps)`` per prompt, chosen sentence by sentence among
+    ``layer.candidates`` samples in the decode loop (module docstring); ``enc``: the prompts
+    left-padded (``input_ids``, ``attention_mask``, both (B, P)). The caller seeds torch's
+    RNG."""
+    n, ids, mask = layer.candidates, enc["input_ids"], enc["attention_mask"]
     mm = processor.core.measurement
     own_stream = mm.same_tokenizer and limits.max_new_tokens < mm.window
     if layer.resample_every and not own_stream:
@@ -144,4 +130,4 @@ def generate_by_sentences(
     )
     rounds = SentenceRounds(layer, tokenizer, stop)
     decode(rows, groups, limits, stop, rounds.sentence_ends.pad_id, rounds)
-    return generations(tokenizer, groups, stop)
+    return [found for g in groups for found in rounds.outputs(g)]

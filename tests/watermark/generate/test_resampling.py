@@ -11,10 +11,10 @@ import torch
 
 from tests.helpers import PROMPTS
 from watermark.base import UserError
-from watermark.generate.generation import eos_ids
+from watermark.generate.generation import eos_ids, generate
 from watermark.generate.loop import Group
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
-from watermark.sentences.rounds import SentenceRounds, generate_by_sentences
+from watermark.generate.rounds import SentenceRounds
 
 LAYER = {"sentence_bits": 8, "sentence_candidates": 4, "resample_every": 3}
 
@@ -59,7 +59,7 @@ def test_the_lower_half_of_the_rows_still_writing_copy_the_upper_half(tiny) -> N
 
 def by_sentences(tiny, wm, prompts: list[str], **kwargs) -> list:
     processor = AdaptiveWatermarkLogitsProcessor(wm.core, eos_ids(tiny.gen, tiny.gtok), record=True)
-    return generate_by_sentences(tiny.gen, tiny.gtok, prompts, processor, wm.sentences, **kwargs)
+    return generate(tiny.gen, tiny.gtok, prompts, processor, layer=wm.sentences, **kwargs)
 
 
 def test_after_a_copy_every_row_reads_its_own_text(
@@ -114,7 +114,7 @@ def test_resampling_that_is_never_due_draws_what_best_of_n_draws(tiny: SimpleNam
 
 def test_resampling_is_refused_where_the_loop_cannot_run_it(tiny: SimpleNamespace) -> None:
     with pytest.raises(UserError, match="decode loop only"):
-        by_sentences(tiny, tiny.make(**LAYER), PROMPTS[:1], max_new_tokens=10, top_k=0)
+        by_sentences(tiny, tiny.make(**LAYER), PROMPTS[:1], max_new_tokens=10, num_beams=1)
     with pytest.raises(UserError, match="generator's tokenizer"):
         tiny.make(cross=True, **LAYER).generate(PROMPTS[:1], max_new_tokens=10)
     with pytest.raises(ValueError, match="resample_every"):

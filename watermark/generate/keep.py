@@ -1,6 +1,6 @@
 """Which candidate a sentence round keeps, through the layer's one choice
 (:meth:`~watermark.sentences.layer.SentenceLayer.rank`): the decode loop's rounds
-(:mod:`watermark.sentences.rounds`) and the reference path (:mod:`watermark.sentences.per_prompt`)
+(:mod:`watermark.generate.rounds`) and the reference path (:mod:`watermark.generate.per_prompt`)
 both keep the row :func:`kept_rows` gives.
 """
 

@@ -1,11 +1,11 @@
-"""Which candidate a round keeps (watermark.sentences.keep.kept_rows): a candidate that only
+"""Which candidate a round keeps (watermark.generate.keep.kept_rows): a candidate that only
 ends the text is never ranked against sentences, so the layer does not end texts early."""
 
 from __future__ import annotations
 
 import torch
 
-from watermark.sentences.keep import kept_rows
+from watermark.generate.keep import kept_rows
 
 EOS = 0
 WORDS = {1: " The", 2: " storm", 3: " hit.", 4: " A", 5: " bridge", 6: " fell.", 7: "\n", 8: '"'}
@@ -69,38 +69,3 @@ def test_row_0_ends_the_text_as_often_as_a_plain_draw() -> None:
         ends += candidates[row] == [EOS]
     assert abs(ends / rounds - q) < 0.02
     assert 1 - (1 - q) ** n > 0.5  # what ranking bare rows with the kept sentence's score gave
-
-
-def test_in_fixed_shapes_every_group_reads_one_embedder_call_a_step(tiny, monkeypatch) -> None:
-    """On an accelerator (forced here on the CPU) the windows of all prompts' rows are embedded
-    in one call a step (watermark.generate.loop.prefetch) and each group's processor reads
-    them: the same tokens as one call per group, in the same fixed shapes."""
-    from tests.helpers import PROMPTS
-    from watermark.generate import loop
-
-    wm = tiny.make(sentence_bits=8, sentence_candidates=3)
-    wm.core.force_fixed_shapes = True
-    events, embed, real = [], wm.core.semantic.embed, loop.prefetch
-
-    def counting(texts, progress=False, fixed=False):
-        events.append("embed" if fixed else "layer")
-        return embed(texts, progress=progress, fixed=fixed)
-
-    def prefetch(live):
-        events.append(len(live))
-        real(live)
-
-    monkeypatch.setattr(wm.core.semantic, "embed", counting)
-    monkeypatch.setattr(loop, "prefetch", prefetch)
-    shared = wm.generate(PROMPTS, max_new_tokens=24, seed=7)
-    shared_steps = [i for i, e in enumerate(events) if isinstance(e, int) and e > 1]
-    assert len(shared_steps) > 10
-    for i in shared_steps:  # the prefetch's own call, then nothing until the next step
-        after = events[i + 1 : next((j for j in range(i + 1, len(events)) if
-                                    isinstance(events[j], int)), len(events))]  # fmt: skip
-        assert after.count("embed") <= 1
-    monkeypatch.setattr(loop, "prefetch", lambda live: events.append(len(live)))
-    events.clear()
-    alone = wm.generate(PROMPTS, max_new_tokens=24, seed=7)
-    assert events.count("embed") > len(shared_steps)  # one call per group and step
-    assert [o.token_ids for o in shared] == [o.token_ids for o in alone]

@@ -78,13 +78,15 @@ def test_fused_generation_matches_reference_and_model_generate(
     from watermark.generate.generation import generate, loops
 
     calls = []
-    decode = generation.decode
-    monkeypatch.setattr(generation, "decode", lambda *a, **k: calls.append(1) or decode(*a, **k))
+    decode = generation.decode_by_tokens
+    monkeypatch.setattr(
+        generation, "decode_by_tokens", lambda *a, **k: calls.append(1) or decode(*a, **k)
+    )
     wm = fused_watermark(tiny, **rule)
     proc = wm.logits_processor(record=True)
-    assert loops(tiny.gen, proc, 24, {}) and not loops(tiny.mm, proc, 24, {})
-    assert not loops(tiny.gen, proc, 24, {"num_beams": 2})
-    assert not loops(tiny.gen, proc, wm.config.models.mm_window, {})
+    assert loops(tiny.gen, proc, None, 24, {}) and not loops(tiny.mm, proc, None, 24, {})
+    assert not loops(tiny.gen, proc, None, 24, {"num_beams": 2})
+    assert not loops(tiny.gen, proc, None, wm.config.models.mm_window, {})
     outs = generate(tiny.gen, tiny.gtok, PROMPTS, proc, max_new_tokens=24, do_sample=False)
     assert len(calls) == 1  # the decode loop ran
     for prompt, out in zip(PROMPTS, outs):
