@@ -51,7 +51,7 @@ HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
 
 
 # the robust config's keying and test (configs/watermark-robust.json), at the bits given
-ROBUST_KEYING = {"sentence_context_bits": 2, "sentence_keying": "own", "sentence_test": "margin"}
+ROBUST_KEYING = {"context_bits": 2, "keying": "own", "test": "margin"}
 
 
 def log(*parts: object) -> None:
@@ -86,8 +86,8 @@ def speed(args: argparse.Namespace) -> None:
     for n in args.candidates:
         for every in args.resample_every:
             cfg = base.evolve(
-                sentence_bits=args.bits,
-                sentence_candidates=n,
+                bits=args.bits,
+                candidates=n,
                 resample_every=every,
                 **ROBUST_KEYING,
             )
@@ -117,8 +117,8 @@ def memory(args: argparse.Namespace) -> None:
     (no EOS before): the process's peak resident set (models included) and tokens per second."""
     prompts = [u["prompt"] for u in held_out(args.prompts)]
     cfg = WatermarkConfig.default().evolve(
-        sentence_bits=args.bits,
-        sentence_candidates=args.candidates,
+        bits=args.bits,
+        candidates=args.candidates,
         resample_every=args.resample_every,
         **ROBUST_KEYING,
     )

@@ -116,7 +116,7 @@ def generate(
     do_sample: bool = True,
     seed: int | None = None,
     layer: SentenceLayer | None = None,
-    max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
+    max_sentence_tokens: int | None = None,
     **generate_kwargs: object,
 ) -> list[Generation]:
     """One :class:`Generation` per prompt, in order, generated in one left-padded batch, on the
@@ -137,17 +137,21 @@ def generate(
         seed: Seed of torch's global RNG before sampling.
         layer: The sentence layer, with our processor: the text is chosen sentence by sentence
             among ``layer.candidates`` samples (``None``: the token level).
-        max_sentence_tokens: With ``layer``, a sentence's token budget.
+        max_sentence_tokens: With ``layer``, a sentence's token budget (default
+            ``MAX_SENTENCE_TOKENS``); refused without a layer.
         generate_kwargs: Passed to ``model.generate`` (``min_new_tokens`` is kept on every
             path).
     """
+    if layer is None and max_sentence_tokens is not None:
+        raise UserError("max_sentence_tokens applies to the sentence layer, which is off here")
     enc, pad_id = encode_prompts(tokenizer, prompts, next(model.parameters()).device)
     processors = sampling_processors(processor, do_sample, temperature, top_k, top_p)
     if seed is not None:
         torch.manual_seed(seed)
     stop = eos_ids(model, tokenizer)
     least = int(generate_kwargs.get("min_new_tokens", 0))
-    limits = Limits(max_new_tokens, max_new_tokens if layer is None else max_sentence_tokens, least)
+    sentence_budget = max_sentence_tokens or MAX_SENTENCE_TOKENS
+    limits = Limits(max_new_tokens, max_new_tokens if layer is None else sentence_budget, least)
     in_loop = loops(model, processor, layer, max_new_tokens, generate_kwargs)
     if layer is not None and in_loop:
         found = decode_by_sentences(model, tokenizer, prompts, enc, processor, layer, limits, stop)

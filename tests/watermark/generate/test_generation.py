@@ -153,3 +153,11 @@ def test_prompts_are_left_padded_without_changing_the_tokenizer(tiny: SimpleName
     kept = want["attention_mask"].bool()
     assert torch.equal(enc["input_ids"][kept], want["input_ids"][kept])
     assert (enc["input_ids"][~kept] == pad).all() and (~kept).any()
+
+
+def test_a_sentence_budget_without_the_sentence_layer_is_refused(tiny: SimpleNamespace) -> None:
+    from watermark.base import UserError
+
+    wm = tiny.make(**RULE_CASES[1])
+    with pytest.raises(UserError, match="max_sentence_tokens applies to the sentence layer"):
+        wm.generate(PROMPTS[:1], max_new_tokens=4, max_sentence_tokens=12)
