@@ -69,8 +69,10 @@ def make(args: argparse.Namespace) -> dict:
     REFERENCE.parent.mkdir(parents=True, exist_ok=True)
     with open(REFERENCE, "wb") as raw, gzip.GzipFile("", "wb", 9, raw, mtime=0) as gz:
         gz.write("".join(json.dumps(r) + "\n" for r in rows).encode())
-    return {kind: sum(r["is_watermarked"] for r in rows if r["kind"] == kind) for kind in
-            ("human", "watermarked")}  # fmt: skip
+    return {
+        kind: sum(r["is_watermarked"] for r in rows if r["kind"] == kind)
+        for kind in ("human", "watermarked")
+    }
 
 
 def check(args: argparse.Namespace) -> dict:
@@ -89,7 +91,7 @@ def check(args: argparse.Namespace) -> dict:
         "texts": len(rows),
         "same_decisions": sum(
             a["is_watermarked"] == b["is_watermarked"] for a, b in zip(rows, found)
-        ),  # fmt: skip
+        ),
         "same_green_counts": sum(
             (a["num_tested"], a["num_green_tested"]) == (b["num_tested"], b["num_green_tested"])
             for a, b in zip(rows, found)
@@ -99,11 +101,11 @@ def check(args: argparse.Namespace) -> dict:
         "flagged_cpu": {
             k: sum(r["is_watermarked"] for r in rows if r["kind"] == k)
             for k in ("human", "watermarked")
-        },  # fmt: skip
+        },
         "flagged_here": {
             k: sum(f["is_watermarked"] for r, f in zip(rows, found) if r["kind"] == k)
             for k in ("human", "watermarked")
-        },  # fmt: skip
+        },
     }
 
 

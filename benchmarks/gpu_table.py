@@ -82,8 +82,9 @@ def lines(rows: list[dict]) -> list[tuple[str, str, str, bool | None]]:
     shown = "not run" if tests is None else f"rc {tests['rc']} in {tests['seconds']} s"
     met = None if tests is None else tests["rc"] == 0
     out.append(("CUDA tests (fast == reference, batch mates)", shown, "pass", met))
-    out.append(("plain generate per dtype, batch 64 (why bfloat16 is slower)", dtypes(rows), "read",
-                None))  # fmt: skip
+    out.append(
+        ("plain generate per dtype, batch 64 (why bfloat16 is slower)", dtypes(rows), "read", None)
+    )
     return out
 
 

@@ -45,16 +45,23 @@ def timed_generate(
             enc, pad_id = encode_prompts(wm.tokenizer, list(prompts), model.device)
             torch.manual_seed(0)
             out = model.generate(
-                **enc, **wm.generation_kwargs(), max_new_tokens=new_tokens,
-                min_new_tokens=new_tokens, pad_token_id=pad_id,
-            )  # fmt: skip
+                **enc,
+                **wm.generation_kwargs(),
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                pad_token_id=pad_id,
+            )
             outs = out[:, enc["input_ids"].shape[1] :].tolist()
             tokens = sum(map(len, outs))
         else:
             outs = wm.generate(
-                model, list(prompts), max_new_tokens=new_tokens, seed=0, watermark=marked,
+                model,
+                list(prompts),
+                max_new_tokens=new_tokens,
+                seed=0,
+                watermark=marked,
                 min_new_tokens=new_tokens,
-            )  # fmt: skip
+            )
             tokens = sum(len(o.token_ids) for o in outs)
         total = time.perf_counter() - start
     parts = {f"{k}_s": v for k, v in stages.totals().items()}

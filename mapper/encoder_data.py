@@ -79,8 +79,11 @@ class EncoderDataModule(SentenceDataModule):
         train = self.splits["train"]
         train.pools = [p[: self.max_pool_candidates] for p in train.pools]
         if self.train_kinds is not None:
-            kept = [(p, k) for p, k in zip(train.pairs, train.kinds)
-                    if k in self.train_kinds or k.startswith("corpus_")]  # fmt: skip
+            kept = [
+                (p, k)
+                for p, k in zip(train.pairs, train.kinds)
+                if k in self.train_kinds or k.startswith("corpus_")
+            ]
             if not kept:
                 raise ValueError(f"no training pairs of kinds {self.train_kinds}")
             out = sorted(set(train.kinds) - set(self.train_kinds))

@@ -80,8 +80,13 @@ class EncoderSystem(SentenceMapperSystem):
         distinct, where = torch.cat([batch[n] for n in names]).unique(return_inverse=True)
         emb = self.embed([texts[i] for i in distinct.tolist()])[where]
         parts = emb.split([len(batch[n]) for n in names])
-        return {"u_pool": parts[0], "u_a": parts[1], "u_b": parts[2], "u": parts[3],
-                "pool": batch["pool"]}  # fmt: skip
+        return {
+            "u_pool": parts[0],
+            "u_a": parts[1],
+            "u_b": parts[2],
+            "u": parts[3],
+            "pool": batch["pool"],
+        }
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return super().training_step(self._embedded(batch), batch_idx)

@@ -239,8 +239,12 @@ class SentenceDataModule(L.LightningDataModule):
             candidates = sum(map(len, split.pools))
             log.info(
                 "sentence data %s: %d pairs, %d pools (%d candidates), %d sentences",
-                name, len(split.pairs), len(split.pools), candidates, len(split.sentences),
-            )  # fmt: skip
+                name,
+                len(split.pairs),
+                len(split.pools),
+                candidates,
+                len(split.sentences),
+            )
 
     def eval_set(self, split: str = "val", unrelated: int = 2000) -> dict:
         """What the epoch-end metrics read of a split: its pairs' embeddings by kind, its pools'

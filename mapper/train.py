@@ -41,9 +41,11 @@ class MapperCLI(LightningCLI):
 
     def add_arguments_to_parser(self, parser) -> None:
         parser.set_defaults(  # the token-level mapper unless a config names other classes
-            {"model": {"class_path": "mapper.system.MapperSystem"},
-             "data": {"class_path": "mapper.datamodule.MapperDataModule"}}
-        )  # fmt: skip
+            {
+                "model": {"class_path": "mapper.system.MapperSystem"},
+                "data": {"class_path": "mapper.datamodule.MapperDataModule"},
+            }
+        )
         parser.link_arguments("data.init_args.embedder", "model.init_args.embedder")
         parser.link_arguments(
             "data.embedding_dim", "model.init_args.input_dim", apply_on="instantiate"

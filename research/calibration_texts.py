@@ -93,9 +93,11 @@ def main(argv: list[str] | None = None, load: Load = load_with_generator) -> Non
     start = time.time()
     for b in range(done, len(prompts), args.batch):
         outs = wm.generate(
-            prompts[b : b + args.batch], max_new_tokens=args.tokens, seed=b,
+            prompts[b : b + args.batch],
+            max_new_tokens=args.tokens,
+            seed=b,
             min_new_tokens=args.tokens,
-        )  # fmt: skip
+        )
         with path.open("a", encoding="utf-8") as f:
             for o in outs:
                 f.write(json.dumps({"text": o.text}) + "\n")

@@ -109,9 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--forged", type=int, default=200, help="forged and baseline texts")
     parser.add_argument(
-        "--redraw", type=float, default=1.0,
+        "--redraw",
+        type=float,
+        default=1.0,
         help="share of each group's targets drawn anew from group 0's (1: independent groups)",
-    )  # fmt: skip
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--heldout", type=Path, default=HELDOUT, help="held-out corpus")
     return parser

@@ -113,11 +113,19 @@ def sentence_p(
         per_text.append(outputs[at : at + len(s)])
         at += len(s)
     for keying, context, bits, test, power in settings:
-        section = replace(cfg.sentences, keying=keying, context_bits=context, bits=bits,
-                          test=test, weight_power=power)  # fmt: skip
+        section = replace(
+            cfg.sentences,
+            keying=keying,
+            context_bits=context,
+            bits=bits,
+            test=test,
+            weight_power=power,
+        )
         keys = SentenceKey.of_section(section, secrets, outputs.shape[1])
-        sent = [[text_test(key, s, t, v).p_value for key in keys]
-                for t, s, v in zip(texts, spans, per_text)]  # fmt: skip
+        sent = [
+            [text_test(key, s, t, v).p_value for key in keys]
+            for t, s, v in zip(texts, spans, per_text)
+        ]
         yield np.array(sent), len(flat) / len(texts)
 
 
@@ -141,11 +149,20 @@ def main(argv: list[str] | None = None, load: Load = Watermark.load) -> None:
     layer = load(cfg.evolve(bits=1)).sentences  # its SE and SM
     found = sentence_p(cfg, secrets, texts, layer, args.settings)
     for (keying, context, bits, test, power), (sent, per_passage) in zip(args.settings, found):
-        setting_ = {"keying": keying, "context_bits": context, "bits": bits, "test": test,
-                    "power": power}  # fmt: skip
-        out = {"setting": setting_, "passages": len(texts), "keys": len(secrets),
-               "sentences_per_passage": round(per_passage, 2),
-               **table(token_p, window_p, sent)}  # fmt: skip
+        setting_ = {
+            "keying": keying,
+            "context_bits": context,
+            "bits": bits,
+            "test": test,
+            "power": power,
+        }
+        out = {
+            "setting": setting_,
+            "passages": len(texts),
+            "keys": len(secrets),
+            "sentences_per_passage": round(per_passage, 2),
+            **table(token_p, window_p, sent),
+        }
         print(json.dumps(out))
 
 

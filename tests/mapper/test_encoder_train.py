@@ -21,10 +21,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_data_keeps_a_rewrite_kind_out_of_training(tmp_path, tiny_corpus, tiny_embedder_dir):
     rewrites, pools = write_seeds(tmp_path)
-    dm = EncoderDataModule(train_kinds=["forced"], rewrites=str(rewrites), pools=str(pools),
-                           corpus=str(tiny_corpus), embedder=str(tiny_embedder_dir),
-                           cache_dir=str(tmp_path / "cache"), pools_per_batch=2,
-                           pairs_per_batch=4, sentences_per_batch=4)  # fmt: skip
+    dm = EncoderDataModule(
+        train_kinds=["forced"],
+        rewrites=str(rewrites),
+        pools=str(pools),
+        corpus=str(tiny_corpus),
+        embedder=str(tiny_embedder_dir),
+        cache_dir=str(tmp_path / "cache"),
+        pools_per_batch=2,
+        pairs_per_batch=4,
+        sentences_per_batch=4,
+    )
     dm.setup("fit")
     assert set(dm.splits["train"].kinds) == {"forced"}
     assert {"forced", "round_trip"} <= set(dm.splits["val"].kinds)  # validation reads both
@@ -44,17 +51,35 @@ def test_a_tiny_encoder_run_trains_the_top_layers_and_exports_both_parts(
         f"  default_root_dir: '{tmp_path}'\n"  # where the CLI saves its config.yaml
     )
     main(
-        ["--config", str(ROOT / "configs" / "mapper" / "encoder.yaml"), "--config", str(override),
-         f"--data.rewrites={rewrites}", f"--data.pools={pools}", f"--data.corpus={tiny_corpus}",
-         f"--data.embedder={tiny_embedder_dir}", f"--data.cache_dir={tmp_path / 'cache'}",
-         f"--model.encoder={tiny_embedder_dir}", "--model.train_layers=1",
-         "--model.encoder_lr=0.01", "--data.train_kinds=[forced]",
-         "--data.pools_per_batch=2", "--data.pairs_per_batch=8", "--data.sentences_per_batch=8",
-         "--data.steps_per_epoch=4", "--model.hidden_dim=32", "--model.output_dim=48",
-         "--model.warmup_steps=1", "--model.metric_keys=2", "--trainer.max_epochs=1",
-         "--model.init_from=null", "--model.fom_candidates=4",
-         "--trainer.enable_progress_bar=false", f"--export_dir={tmp_path / 'export'}"]
-    )  # fmt: skip
+        [
+            "--config",
+            str(ROOT / "configs" / "mapper" / "encoder.yaml"),
+            "--config",
+            str(override),
+            f"--data.rewrites={rewrites}",
+            f"--data.pools={pools}",
+            f"--data.corpus={tiny_corpus}",
+            f"--data.embedder={tiny_embedder_dir}",
+            f"--data.cache_dir={tmp_path / 'cache'}",
+            f"--model.encoder={tiny_embedder_dir}",
+            "--model.train_layers=1",
+            "--model.encoder_lr=0.01",
+            "--data.train_kinds=[forced]",
+            "--data.pools_per_batch=2",
+            "--data.pairs_per_batch=8",
+            "--data.sentences_per_batch=8",
+            "--data.steps_per_epoch=4",
+            "--model.hidden_dim=32",
+            "--model.output_dim=48",
+            "--model.warmup_steps=1",
+            "--model.metric_keys=2",
+            "--trainer.max_epochs=1",
+            "--model.init_from=null",
+            "--model.fom_candidates=4",
+            "--trainer.enable_progress_bar=false",
+            f"--export_dir={tmp_path / 'export'}",
+        ]
+    )
     assert '"exported"' in capsys.readouterr().out
     mapper = SemanticMapper.from_pretrained(tmp_path / "export")
     metrics = json.loads((tmp_path / "export" / "config.json").read_text())["extra"]["metrics"]

@@ -40,9 +40,11 @@ def test_the_survival_choice_keeps_the_candidate_whose_evidence_lasts() -> None:
     survival choice keeps 1, whose z after a rewrite is higher, and is never below the score's
     choice when the measured flips are the product's."""
     key = SentenceKey(
-        torch.tensor([0, 1]), torch.tensor([], dtype=torch.long), torch.ones(1, 2).bool(),
+        torch.tensor([0, 1]),
+        torch.tensor([], dtype=torch.long),
+        torch.ones(1, 2).bool(),
         margin=True,
-    )  # fmt: skip
+    )
     pool = torch.tensor([[4.0, -0.2, 1.0, 1.0], [0.5, 0.5, 1.0, 1.0]])
     groups = key.groups(pool, None)
     assert int(torch.argmax(key.scores(pool, groups))) == 0
@@ -79,9 +81,12 @@ def test_a_power_of_the_margin_weights_leans_on_the_signs_far_from_zero() -> Non
     for power, table in ((1, [5, 12, 20, 31]), (3, [0, 2, 9, 31])):
         assert weight_table(power).tolist() == table
         key = SentenceKey(
-            torch.tensor([0, 1]), torch.tensor([], dtype=torch.long), torch.ones(1, 2).bool(),
-            margin=True, power=power,
-        )  # fmt: skip
+            torch.tensor([0, 1]),
+            torch.tensor([], dtype=torch.long),
+            torch.ones(1, 2).bool(),
+            margin=True,
+            power=power,
+        )
         w = torch.tensor([31.0, float(table[0])])
         found[power] = surviving_evidence([pool], [key], kept, 1)
         assert math.isclose(found[power]["z"], float(w.sum() / w.norm()), rel_tol=1e-6)

@@ -70,8 +70,16 @@ def write_seeds(root: Path) -> tuple[Path, Path]:
             candidates = [
                 " ".join(rng.sample(RECORD_WORDS, 8)).capitalize() + "." for _ in range(6)
             ]
-            pools.append({"id": f"{doc}:{k}", "doc": doc, "split": split, "prefix": rows[0]["text"],
-                          "next": rows[1]["text"], "candidates": candidates + [None]})  # fmt: skip
+            pools.append(
+                {
+                    "id": f"{doc}:{k}",
+                    "doc": doc,
+                    "split": split,
+                    "prefix": rows[0]["text"],
+                    "next": rows[1]["text"],
+                    "candidates": candidates + [None],
+                }
+            )
     rewrites.append({**rewrites[0], "split": "heldout", "text": "Never. Read.", "rewrite": "No."})
     paths = (root / "rewrites.jsonl.gz", root / "pools.jsonl.gz")
     for path, rows in zip(paths, (rewrites, pools)):
@@ -91,15 +99,30 @@ def test_a_tiny_sentence_run_logs_every_term_and_metric_and_exports(
         "  callbacks: []\n  enable_checkpointing: false\n"
     )
     main(
-        ["--config", str(ROOT / "configs" / "mapper" / "sentence.yaml"), "--config", str(override),
-         f"--data.rewrites={rewrites}", f"--data.pools={pools}", f"--data.corpus={tiny_corpus}",
-         f"--data.embedder={tiny_embedder_dir}", f"--data.cache_dir={tmp_path / 'cache'}",
-         "--data.pools_per_batch=2", "--data.pairs_per_batch=8", "--data.sentences_per_batch=16",
-         "--data.steps_per_epoch=10", "--model.hidden_dim=32", "--model.output_dim=48",
-         "--model.warmup_steps=2", "--model.metric_keys=2", "--trainer.max_epochs=2",
-         "--model.init_from=null",
-         "--trainer.enable_progress_bar=false", f"--export_dir={tmp_path / 'export'}"]
-    )  # fmt: skip
+        [
+            "--config",
+            str(ROOT / "configs" / "mapper" / "sentence.yaml"),
+            "--config",
+            str(override),
+            f"--data.rewrites={rewrites}",
+            f"--data.pools={pools}",
+            f"--data.corpus={tiny_corpus}",
+            f"--data.embedder={tiny_embedder_dir}",
+            f"--data.cache_dir={tmp_path / 'cache'}",
+            "--data.pools_per_batch=2",
+            "--data.pairs_per_batch=8",
+            "--data.sentences_per_batch=16",
+            "--data.steps_per_epoch=10",
+            "--model.hidden_dim=32",
+            "--model.output_dim=48",
+            "--model.warmup_steps=2",
+            "--model.metric_keys=2",
+            "--trainer.max_epochs=2",
+            "--model.init_from=null",
+            "--trainer.enable_progress_bar=false",
+            f"--export_dir={tmp_path / 'export'}",
+        ]
+    )
     mapper = SemanticMapper.from_pretrained(tmp_path / "export")
     config = json.loads((tmp_path / "export" / "config.json").read_text())
     assert mapper.config.input_dim == 16 and config["extra"]["training"]["w_spread"] == 0.5

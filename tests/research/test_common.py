@@ -55,9 +55,11 @@ def test_what_research_chooses_is_what_the_layer_ranks_first(
     read after the sentence before them) is the one ``SentenceLayer.rank`` puts first, and the
     keys of the section are the layer's."""
     wm = tiny.make(
-        sentence_bits=8, sentence_context_bits=context_bits, sentence_keying=keying,
+        sentence_bits=8,
+        sentence_context_bits=context_bits,
+        sentence_keying=keying,
         settings={"sentences.choice": choice},
-    )  # fmt: skip
+    )
     layer = wm.sentences
     order = layer.rank([CANDIDATES])[0]
     spans = [sentence_spans(t) for t in CANDIDATES]

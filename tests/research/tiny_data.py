@@ -37,11 +37,15 @@ def write_pools(folder: Path, docs: int = 4, per_doc: int = 3, candidates: int =
     for split in ("heldout", "train"):
         for d in range(docs):
             for k in range(per_doc):
-                rows.append({
-                    "id": f"{split}-d{d}:{k + 2}", "doc": f"{split}-d{d}", "split": split,
-                    "prefix": " ".join(sentence(rng) for _ in range(k + 2)),
-                    "candidates": [sentence(rng) for _ in range(candidates)] + [""],
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "id": f"{split}-d{d}:{k + 2}",
+                        "doc": f"{split}-d{d}",
+                        "split": split,
+                        "prefix": " ".join(sentence(rng) for _ in range(k + 2)),
+                        "candidates": [sentence(rng) for _ in range(candidates)] + [""],
+                    }
+                )
     return _write(Path(folder) / "pools.jsonl.gz", rows)
 
 
@@ -52,10 +56,18 @@ def write_rewrites(folder: Path, passages: int = 6) -> Path:
     for split in ("heldout", "val"):
         for n in range(passages):
             text = [sentence(rng) for _ in range(3)]
-            rewrite = [" ".join(rng.sample(s[:-1].lower().split(), 6)).capitalize() + "."
-                       for s in text[:2]] + [sentence(rng)]  # fmt: skip
-            rows.append({"id": f"{split}-{n}", "split": split, "kind": "forced",
-                         "text": " ".join(text), "rewrite": " ".join(rewrite)})  # fmt: skip
+            rewrite = [
+                " ".join(rng.sample(s[:-1].lower().split(), 6)).capitalize() + "." for s in text[:2]
+            ] + [sentence(rng)]
+            rows.append(
+                {
+                    "id": f"{split}-{n}",
+                    "split": split,
+                    "kind": "forced",
+                    "text": " ".join(text),
+                    "rewrite": " ".join(rewrite),
+                }
+            )
     return _write(Path(folder) / "rewrites.jsonl.gz", rows)
 
 
@@ -87,8 +99,14 @@ def write_store(folder: Path, method: str, texts: list[str], attack: str = FORCE
 def tiny_loader(tiny: SimpleNamespace, wm: Watermark, paths: list[Path]):
     """A ``load`` for the research modules: a config (or a file of ``paths``) loads with the
     tiny models; anything else (the shipped default, a shipped config) is ``wm``."""
-    parts = dict(tokenizer=tiny.gtok, generator=tiny.gen, measurement_model=tiny.mm,
-                 mm_tokenizer=tiny.gtok, embedder=tiny.emb, mapper=tiny.mapper)  # fmt: skip
+    parts = dict(
+        tokenizer=tiny.gtok,
+        generator=tiny.gen,
+        measurement_model=tiny.mm,
+        mm_tokenizer=tiny.gtok,
+        embedder=tiny.emb,
+        mapper=tiny.mapper,
+    )
 
     def load(config: object) -> Watermark:
         if isinstance(config, WatermarkConfig):

@@ -173,8 +173,9 @@ def test_generation_draws_the_same_tokens_at_one_and_two_threads() -> None:
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            outs = wm.generate(["The storm hit the coast.", "Prices rose again."], seed=3,
-                               max_new_tokens=24)  # fmt: skip
+            outs = wm.generate(
+                ["The storm hit the coast.", "Prices rose again."], seed=3, max_new_tokens=24
+            )
             found.append([o.token_ids for o in outs])
     finally:
         torch.set_num_threads(before)

@@ -27,8 +27,16 @@ WINDOWS = [
 
 def test_padded_length() -> None:
     assert [padded_length(n) for n in (0, 1, 16, 17, 32, 33, 200, 256, 257)] == [
-        MIN_LENGTH, MIN_LENGTH, 16, 32, 32, 64, 256, 256, 512,
-    ]  # fmt: skip
+        MIN_LENGTH,
+        MIN_LENGTH,
+        16,
+        32,
+        32,
+        64,
+        256,
+        256,
+        512,
+    ]
 
 
 def test_pre_tokenised_inputs_are_sentence_transformers_own(tiny: SimpleNamespace) -> None:

@@ -36,8 +36,14 @@ def test_a_bare_end_is_never_ranked_and_ends_the_text_only_in_row_0() -> None:
     bare, newline_bare = [EOS], [7, 8, EOS]
     sentence_a, sentence_b = [4, 5, 6], [4, 6]
     # the bare candidate would read as the kept sentence: a high score it must not collect
-    layer = Layer({" The storm hit.": 9.0, " The storm hit. A bridge fell.": 1.0,
-                   " The storm hit. A fell.": 2.0, " A fell.": 3.0})  # fmt: skip
+    layer = Layer(
+        {
+            " The storm hit.": 9.0,
+            " The storm hit. A bridge fell.": 1.0,
+            " The storm hit. A fell.": 2.0,
+            " A fell.": 3.0,
+        }
+    )
     tok = Tokenizer()
     rows = kept_rows(layer, tok, [head], [[sentence_a, bare, sentence_b, newline_bare]], [EOS])
     assert rows == [2]  # the best of the two sentences; neither bare row was ranked

@@ -104,9 +104,14 @@ def reference_scores(layer, candidates: list[str]) -> torch.Tensor:
 
 @pytest.mark.parametrize(
     "context_bits, keying, choice",
-    [(0, "previous", "score"), (2, "previous", "score"), (2, "own", "score"),
-     (0, "own", "survival"), (2, "own", "survival")],
-)  # fmt: skip
+    [
+        (0, "previous", "score"),
+        (2, "previous", "score"),
+        (2, "own", "score"),
+        (0, "own", "survival"),
+        (2, "own", "survival"),
+    ],
+)
 def test_the_kept_candidate_scores_best(
     tiny: SimpleNamespace,
     monkeypatch: pytest.MonkeyPatch,
@@ -168,8 +173,11 @@ def test_in_fixed_shapes_every_group_reads_one_embedder_call_a_step(tiny, monkey
     shared_steps = [i for i, e in enumerate(events) if isinstance(e, int) and e > 1]
     assert len(shared_steps) > 10
     for i in shared_steps:  # the prefetch's own call, then nothing until the next step
-        after = events[i + 1 : next((j for j in range(i + 1, len(events)) if
-                                    isinstance(events[j], int)), len(events))]  # fmt: skip
+        after = events[
+            i + 1 : next(
+                (j for j in range(i + 1, len(events)) if isinstance(events[j], int)), len(events)
+            )
+        ]
         assert after.count("embed") <= 1
     monkeypatch.setattr(loop, "prefetch", lambda live: events.append(len(live)))
     events.clear()

@@ -42,13 +42,16 @@ def test_choose_over_outputs_is_what_rank_keeps(
     for candidates, order in zip(CANDIDATES, ranked):
         spans = [sentence_spans(t) for t in candidates]
         v = layer.outputs([t[s[-1][0] : s[-1][1]] for t, s in zip(candidates, spans)])
-        before = [layer.outputs([t[s[-2][0] : s[-2][1]]])[0] if len(s) > 1 else None
-                  for t, s in zip(candidates, spans)]  # fmt: skip
+        before = [
+            layer.outputs([t[s[-2][0] : s[-2][1]]])[0] if len(s) > 1 else None
+            for t, s in zip(candidates, spans)
+        ]
         assert layer.choose(v, before) == order
         if all(b is not None for b in before):  # one sentence before them all
             assert layer.choose(v, before[0]) == order == layer.choose(v, torch.stack(before))
-        assert order[0] == int(torch.argmax(layer.key.rate(
-            v, layer.key.candidate_groups(v, before), choice)))  # fmt: skip
+        assert order[0] == int(
+            torch.argmax(layer.key.rate(v, layer.key.candidate_groups(v, before), choice))
+        )
 
 
 def test_ties_keep_the_given_order_and_no_previous_is_group_zero() -> None:
