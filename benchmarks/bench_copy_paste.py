@@ -10,7 +10,7 @@ Example::
 
     python -m benchmarks.bench_copy_paste --wm runs/wm/gen150.jsonl --limit 32 --share 0.25
     python -m benchmarks.bench_copy_paste --wm runs/wm/gen150.jsonl --placements middle
-    python -m benchmarks.bench_copy_paste --config configs/watermark-robust.json \
+    python -m benchmarks.bench_copy_paste --config robust \
         --wm data/eval-cache/sentence-rewrites/generations.jsonl.gz --placements middle
 """
 

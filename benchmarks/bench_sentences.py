@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HELDOUT = ROOT / "data" / "corpus" / "heldout.jsonl.gz"
 
 
-# the robust config's keying and test (configs/watermark-robust.json), at the bits given
+# the robust config's keying and test (watermark/robust_config.json), at the bits given
 ROBUST_KEYING = {"context_bits": 2, "keying": "own", "test": "margin"}
 
 

@@ -118,7 +118,7 @@ step quick-tiny 150 env WM_TEST_DEVICE=cuda $PY -m pytest -q -p no:cacheprovider
 step reference 90 reference
 step quick-generate 150 bench_as generate generate --batches 64 --dtypes float32,bfloat16 \
     --new-tokens 128 --modes plain,fused
-step robust 120 bench_as robust generate --config configs/watermark-robust.json --batches 64 \
+step robust 120 bench_as robust generate --config robust --batches 64 \
     --dtypes float32 --new-tokens 32 --modes plain,fused
 step quick-detect 100 bench detect --texts 256 --detect-batches 256 --embed-batches 256 --workers 0,8
 step dtypes 90 dtypes

@@ -14,7 +14,7 @@ exports to a run folder (``runs/mapper-minilm``), and only this command touches 
 
 With ``--sentence`` it ships a sentence mapper (``configs/mapper/sentence.yaml``) instead: the
 new mapper goes to ``watermark/checkpoints/sentence-minilm/`` and the config given by
-``--config`` (default ``configs/watermark-robust.json``) names it and its digest in section
+``--config`` (default ``watermark/robust_config.json``) names it and its digest in section
 ``sentences``. It keeps no copy of the replaced mapper or config: keep them yourself (git) where
 texts were made under them.
 
@@ -33,6 +33,7 @@ from pathlib import Path
 from mapper.compare import evaluate, sign_agreement, validation_set
 from watermark.config.files import read_config_file
 from watermark.config.paths import DEFAULT_MAPPER, PACKAGE_DIR
+from watermark.config.shipped import shipped_path
 from watermark.config.watermark_config import DEFAULT_CONFIG_PATH
 from watermark.core.identity import short, tensor_digest
 from watermark.models.semantic_mapper import CONFIG_NAME, WEIGHTS_NAME, SemanticMapper
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         "--retired-root", default="runs", help="where the replaced mapper is kept (default: runs/)"
     )
     parser.add_argument("--sentence", action="store_true", help="ship a sentence mapper")
-    parser.add_argument("--config", default="configs/watermark-robust.json", help="with --sentence")
+    parser.add_argument("--config", default=str(shipped_path("robust")), help="with --sentence")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     try:

@@ -21,7 +21,7 @@ sentence). Printed per choice:
   token of the sentence after its prefix), each minus the pool's mean over its N candidates
   (``*_gap``: 0 for a choice that ignores them).
 
-    python -m research.choice_tilt --config configs/watermark-robust.json
+    python -m research.choice_tilt --config robust
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from pathlib import Path
 
 import torch
 
-from research.common import DATA, ROOT, Pool, choose, read_pools, section_keys
+from research.common import DATA, Pool, choose, read_pools, section_keys
 from watermark.api import Watermark
 from watermark.base import SENTENCE_CHOICES as CHOICES
+from watermark.config.shipped import shipped_path
 
 
 def kept_counts(picks: torch.Tensor, candidates: int) -> torch.Tensor:
@@ -89,7 +90,7 @@ def nll(model, tokenizer, prefix: str, sentences: list[str]) -> list[float]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", type=Path, default=ROOT / "configs/watermark-robust.json")
+    parser.add_argument("--config", type=Path, default=shipped_path("robust"))
     parser.add_argument("--keys", type=int, default=32)
     parser.add_argument("--candidates", type=int, default=8)
     parser.add_argument("--pool-split", default="heldout")

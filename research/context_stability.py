@@ -14,7 +14,7 @@ train rewrites flipped least; and what that is worth, the replay's z of the kept
 rewrite (:mod:`research.replay`) under keys whose context outputs are drawn among those, against
 the config's keys. Intervals: bootstrap over held-out pools, the differences paired.
 
-    python -m research.context_stability --config configs/watermark-robust.json --top 8,32,128
+    python -m research.context_stability --config robust --top 8,32,128
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     """Prints one JSON line per ``--top``: the flip rates, the groups kept and the z after the
     rewrite, stable context outputs against random ones."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "watermark-robust.json"))
+    parser.add_argument("--config", default="robust")
     parser.add_argument("--top", default="32", help="the outputs flipped least, kept (a list)")
     parser.add_argument("--keys", type=int, default=32, help="random keys of the replay")
     parser.add_argument("--draws", type=int, default=2000, help="random context sets")

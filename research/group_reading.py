@@ -17,7 +17,7 @@ score is their Stouffer sum over its sentences:
 
 Bootstrap 95% intervals over pools, each reading paired against ``own``.
 
-    python -m research.group_reading --config configs/watermark-robust.json --keys 32
+    python -m research.group_reading --config robust --keys 32
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def pool_scores(keys, choice: str, pool: dict, outputs: Outputs, null, lams) -> 
 def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     """Prints one JSON line per reading: its mean score and the paired difference to ``own``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "watermark-robust.json"))
+    parser.add_argument("--config", default="robust")
     parser.add_argument("--keys", type=int, default=32, help="random keys")
     parser.add_argument("--seeds", type=Path, default=DATA, help="pools and pool rewrites")
     parser.add_argument("--candidates", type=int, default=8, help="per pool, as rewritten")

@@ -16,7 +16,7 @@ margins), the kept share of the tested signs by margin bin, and
 rewrite left as they were are skipped. Each sentence is read in its group as detection reads it
 (under a key read from the previous sentence, the sentence before it in its own text).
 
-    python -m research.kept_rewrites --config configs/watermark-robust.json \
+    python -m research.kept_rewrites --config robust \
         --method ours-1a1e92dd7bbd8611
 """
 

@@ -1,5 +1,11 @@
 """What a text is read with, before and after a change of the code: fingerprints, detections and
-generations under the shipped default and every ``configs/watermark-*.json`` (a script).
+generations under every shipped config and every ``configs/watermark-*.json`` (a script).
+
+Configs are keyed by name wherever a tree keeps them (:func:`config_name`): ``default``,
+``robust``, ``paper`` and ``additive`` are the package's ``watermark/<name>_config.json`` (until
+0.10 the last three were ``configs/watermark-<name>.json``), the others are
+``configs/watermark-<name>.json``; so snapshots of trees of either layout compare, and so do
+snapshots keyed by the old paths.
 
 ``snap OUT.json`` writes, per config, its fingerprint and the full detection result (per-token
 fields included) of 20 held-out passages (the first 170 words of the first 20 held-out records
@@ -8,7 +14,7 @@ the tokens and watermarked steps of 4 prompts generated together (seed 0; 200 ne
 default, 100 for the paper's and the additive, 48 for the robust config) and of one prompt alone
 (seed 1). ``--texts`` and ``--tokens`` make a smaller snapshot (fewer passages, the same
 number of new tokens for every config); ``--configs-at REV`` reads the configs as they were at
-a git revision (the default and every ``configs/watermark-*.json`` of that tree), so that a
+a git revision (the shipped configs and every ``configs/watermark-*.json`` of that tree), so that a
 change of a shipped config between the two snapshots does not count as a change of the code.
 ``compare A.json B.json`` prints one line per config and
 whether all of it is identical (detections byte for byte as JSON). It is the one regression
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,12 +47,31 @@ PROMPTS = [
     "Scientists have found a new species of frog in the rainforest.",
     "The match ended in a draw after extra time.",
 ]
-GENERATED = {  # config -> new tokens
-    "default": 200,
-    "configs/watermark-paper.json": 100,
-    "configs/watermark-additive.json": 100,
-    "configs/watermark-robust.json": 48,
-}
+GENERATED = {"default": 200, "paper": 100, "additive": 100, "robust": 48}  # config -> new tokens
+SHIPPED_FILE = re.compile(r"^watermark/(\w+)_config\.json$")
+REPOSITORY_FILE = re.compile(r"^configs/watermark-(.+)\.json$")
+
+
+def config_name(path: str) -> str | None:
+    """A config's name in a snapshot, from its path in either layout (or a snapshot's key):
+    ``watermark/robust_config.json`` and ``configs/watermark-robust.json`` are both
+    ``robust``; None for a path that holds no watermark config."""
+    if path in ("default", *GENERATED):
+        return path
+    found = SHIPPED_FILE.match(path) or REPOSITORY_FILE.match(path)
+    return found.group(1) if found else None
+
+
+def tree_configs() -> dict[str, Path]:
+    """``{name: file}`` of every config of the working tree."""
+    files = [*ROOT.glob("watermark/*_config.json"), *ROOT.glob("configs/watermark-*.json")]
+    found = {config_name(str(p.relative_to(ROOT))): p for p in sorted(files)}
+    return {name: found[name] for name in sorted(found, key=order)}
+
+
+def order(name: str) -> tuple[bool, str]:
+    """The default first, then by name."""
+    return (name != "default", name)
 
 
 def passages(n: int = 20) -> list[str]:
@@ -67,16 +93,16 @@ def shared_generator() -> Load:
 
 
 def configs_at(revision: str, folder: Path) -> dict[str, Path]:
-    """The default config and every ``configs/watermark-*.json`` as they were at git
-    ``revision``, written under ``folder``: ``{name: file}`` (the default as ``default``)."""
+    """Every config of the tree at git ``revision`` (the package's and ``configs/``'s), written
+    under ``folder``: ``{name: file}`` (:func:`config_name`)."""
     listed = subprocess.run(
-        ["git", "ls-tree", "--name-only", revision, "configs/"],
+        ["git", "ls-tree", "--name-only", revision, "configs/", "watermark/"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
-    names = {"default": "watermark/default_config.json"}
-    names.update({p: p for p in sorted(listed) if Path(p).name.startswith("watermark-")})
+    names = {config_name(p): p for p in sorted(listed) if config_name(p)}
     found = {}
-    for name, path in names.items():
+    for name in sorted(names, key=order):
+        path = names[name]
         text = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT,
                               capture_output=True, text=True, check=True).stdout  # fmt: skip
         found[name] = folder / path
@@ -93,10 +119,7 @@ def snap(
     the configs of that git revision, :func:`configs_at`)."""
     load = load or shared_generator()
     passages_, found = passages(texts), {}
-    files = {"default": None}
-    files.update(
-        {str(p.relative_to(ROOT)): p for p in sorted(ROOT.glob("configs/watermark-*.json"))}
-    )
+    files = tree_configs()
     with tempfile.TemporaryDirectory() as folder:
         if at:
             files = configs_at(at, Path(folder))
@@ -120,8 +143,13 @@ def snap_config(wm: Watermark, name: str, passages_: list[str], tokens: int) -> 
     return row
 
 
+def by_name(path: Path) -> dict:
+    """A snapshot's rows keyed by :func:`config_name` (snapshots of 0.10 keyed them by path)."""
+    return {config_name(key) or key: row for key, row in json.loads(path.read_text()).items()}
+
+
 def compare(a: Path, b: Path) -> int:
-    before, after, differ = json.loads(a.read_text()), json.loads(b.read_text()), 0
+    before, after, differ = by_name(a), by_name(b), 0
     for name, x in before.items():
         y = after.get(name, {})
         det = [json.dumps(p, sort_keys=True) == json.dumps(q, sort_keys=True)

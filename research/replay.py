@@ -21,7 +21,7 @@ section), the product's choice keeps a candidate (:meth:`~watermark.sentences.ke
 Each figure is a mean over pools of the mean over keys, with a bootstrap 95% interval over
 pools. The outputs of every sentence are computed once, by the config's sentence SE and mapper.
 
-    python -m research.replay --config configs/watermark-robust.json --keys 32
+    python -m research.replay --config robust --keys 32
 
 Levers the product does not have (:data:`KEY_LEVERS`): context groups that share most of
 their targets (:func:`research.common.shared_targets`) and each sentence weighed by the chance
@@ -263,7 +263,7 @@ def fit_table(keys: list[SentenceKey], choice: str, pools: list[dict], outputs: 
 def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     """``wm``: the watermark whose layer reads the sentences (default: the config's)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "watermark-robust.json"))
+    parser.add_argument("--config", default="robust")
     parser.add_argument("--keys", type=int, default=32, help="random keys per lever")
     parser.add_argument("--seeds", type=Path, default=SEEDS, help="pools and pool rewrites")
     parser.add_argument("--candidates", type=int, default=8, help="per pool, as rewritten")

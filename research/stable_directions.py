@@ -15,7 +15,7 @@ read on the held-out pools' real rewrites (the replay's seed): the sign of d . (
 Printed per family: the held-out flip rate of its first ``--top`` directions, each one's, the
 train flip rate (how much the fit learnt by heart) and how evenly each splits the sentences.
 
-    python -m research.stable_directions --config configs/watermark-robust.json --top 8
+    python -m research.stable_directions --config robust --top 8
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def flip_rates(u: torch.Tensor, w: torch.Tensor, mean: torch.Tensor, dirs: torch
 def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     """Prints one JSON line per family of directions."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "watermark-robust.json"))
+    parser.add_argument("--config", default="robust")
     parser.add_argument("--top", type=int, default=8, help="directions of each family read")
     parser.add_argument("--shrinks", default="0.01,1,10", help="the LDA's shrinkages")
     parser.add_argument("--seeds", type=Path, default=DATA, help="rewrites, pools, their rewrites")

@@ -25,7 +25,7 @@ The kept candidate is the layer's choice (:meth:`~watermark.sentences.key.Senten
 each pool's candidates read after the prefix's last sentence, as generation reads a next
 sentence.
 
-    python -m research.surviving_evidence --config configs/watermark-robust.json
+    python -m research.surviving_evidence --config robust
 """
 
 from __future__ import annotations
@@ -43,13 +43,14 @@ from mapper.sentence_metrics import (
     surviving_evidence,
     unrelated_agreement,
 )
-from research.common import DATA, ROOT, read_pools, rewrite_pairs, section_keys
+from research.common import DATA, read_pools, rewrite_pairs, section_keys
 from watermark.api import Watermark
+from watermark.config.shipped import shipped_path
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", type=Path, default=ROOT / "configs/watermark-robust.json")
+    parser.add_argument("--config", type=Path, default=shipped_path("robust"))
     parser.add_argument("--keys", type=int, default=32)
     parser.add_argument("--candidates", default="4,8,16")
     parser.add_argument("--kind", default="forced", help="the rewrites' kind")

@@ -20,7 +20,7 @@ p < 0.01.
 The texts are 3-4 sentences where generated texts have 8-10, so the shared sign costs less
 here than in generation; the figure ranks settings, it does not predict ROC-AUC.
 
-    python -m research.text_evidence --config configs/watermark-robust.json
+    python -m research.text_evidence --config robust
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from pathlib import Path
 import torch
 
 from data.sentence_rewrites import read_jsonl_gz
-from research.common import DATA, ROOT, choose, flip_model, rewrite_pairs, rewritten, section_keys
+from research.common import DATA, choose, flip_model, rewrite_pairs, rewritten, section_keys
 from watermark.api import Watermark
+from watermark.config.shipped import shipped_path
 from watermark.config.watermark_config import WatermarkConfig
 from watermark.sentences.key import SentenceKey
 from watermark.sentences.layer import SentenceLayer
@@ -116,7 +117,7 @@ def measure(
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, nargs="+",
-                        default=[ROOT / "configs/watermark-robust.json"])  # fmt: skip
+                        default=[shipped_path("robust")])  # fmt: skip
     parser.add_argument("--keys", type=int, default=32)
     parser.add_argument("--candidates", type=int, default=8)
     parser.add_argument("--pool-split", default="train")

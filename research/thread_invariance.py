@@ -34,6 +34,7 @@ import torch
 from benchmarks.inputs import human_texts
 from research.common import ROOT, Load, load_with_generator
 from watermark.api import Watermark
+from watermark.config.shipped import shipped_path
 
 CACHED = ROOT / "data/eval-cache/sentence-rewrites/generations.jsonl.gz"
 PROMPTS = [
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None, load: Load | None = None) -> None:
     }
     if args.generate:
         prompts = PROMPTS[: args.generate]
-        robust = ROOT / "configs/watermark-robust.json"
+        robust = shipped_path("robust")
         out["generation"] = {
             "default": same_tokens((load or load_with_generator)(None), prompts, args.tokens),
             "robust": same_tokens((load or load_with_generator)(robust), prompts, 24),

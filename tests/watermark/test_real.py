@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -23,7 +22,7 @@ PROMPTS = [
     "of debate.",
     "Heavy rain flooded several roads in the north of the state. Emergency crews worked overnight.",
 ]
-ADDITIVE = Path(__file__).resolve().parents[2] / "configs" / "watermark-additive.json"
+ADDITIVE = "additive"  # the shipped config by name
 # the shipped default (the tournament since 0.2.0) and the default of 0.1 (additive, bias 2)
 CONFIGS = {"shipped": WatermarkConfig.default, "additive": lambda: WatermarkConfig.load(ADDITIVE)}
 
@@ -149,7 +148,7 @@ def test_default_mapper_is_committed_and_trained() -> None:
 
 def test_text_of_the_old_default_is_detected_with_its_config(lm) -> None:
     """Upgrading from 0.1: text made under the additive default is detected with
-    ``configs/watermark-additive.json``; the new default reads it far more weakly (its first list
+    ``watermark/additive_config.json``; the new default reads it far more weakly (its first list
     is 0.1's list, the other five are noise to it). At 60 tokens: z 4.5 and 5.1 with the old
     config, 1.0 and 0.6 with the new one."""
     from watermark.api import Watermark

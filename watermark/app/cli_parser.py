@@ -50,6 +50,12 @@ def _subparser(sub, name: str, helptext: str, func) -> argparse.ArgumentParser:
     return p
 
 
+CONFIG_HELP = (
+    "watermark config: a shipped one by name (default, robust, paper, additive) or a JSON file; "
+    "an existing file of that name wins (default: default)"
+)
+
+
 def _config_options(p: argparse.ArgumentParser, helptext: str) -> None:
     p.add_argument("--config", help=helptext)
     p.add_argument(
@@ -108,7 +114,7 @@ def _generate(sub: argparse._SubParsersAction, commands: dict[str, Callable]) ->
     gen.add_argument("--seed", type=int, default=0, help="sampling seed (batch b uses seed + b)")
     gen.add_argument("--batch-size", type=positive_int, default=8, help="prompts per batch")
     gen.add_argument("--no-watermark", action="store_true", help="generate without watermark")
-    _config_options(gen, "watermark config JSON (default: the shipped one)")
+    _config_options(gen, CONFIG_HELP)
     _key_option(gen)
     _device_options(gen)
 
@@ -121,7 +127,7 @@ def _detect_and_show(sub: argparse._SubParsersAction, commands: dict[str, Callab
         p = _subparser(sub, name, helptext, func)
         p.add_argument("--text", action="append", help="a text (repeatable)")
         p.add_argument("--file", help="JSONL file with a 'text' field per line ('-' = stdin)")
-        _config_options(p, "watermark config JSON (default: the shipped one)")
+        _config_options(p, CONFIG_HELP)
         _key_option(p)
         _device_options(p)
         if name == "detect":
@@ -147,7 +153,7 @@ def _detect_corpus(sub: argparse._SubParsersAction, commands: dict[str, Callable
     bulk.add_argument("--input", required=True, help="JSONL or Parquet file")
     bulk.add_argument("--output", required=True, help="JSONL file, one result per input row")
     bulk.add_argument("--field", default="text", help="column holding the texts")
-    _config_options(bulk, "watermark config JSON (default: the shipped one)")
+    _config_options(bulk, CONFIG_HELP)
     bulk.add_argument("--accelerator", default="auto", choices=["auto", "cpu", "gpu"])
     bulk.add_argument("--devices", type=positive_int, default=1, help="processes per node")
     bulk.add_argument("--num-nodes", type=positive_int, default=1, help="nodes")
@@ -176,7 +182,7 @@ def _keygen(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> N
         sub, "keygen", "write a config with a fresh secret key (mode 0600)", commands["keygen"]
     )
     keygen.add_argument("--out", required=True, help="config JSON to write")
-    _config_options(keygen, "config to start from (default: the shipped one)")
+    _config_options(keygen, "config to start from: " + CONFIG_HELP)
     keygen.add_argument(
         "--key-file",
         help="write the key to this file (mode 0600) and name it "
@@ -212,7 +218,7 @@ def _calibrate(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -
     cal.add_argument(
         "--human-by-length", action="store_true", help="also cut the human texts to each length bin"
     )
-    _config_options(cal, "watermark config JSON (default: the shipped one)")
+    _config_options(cal, CONFIG_HELP)
     _key_option(cal)
     _device_options(cal)
 
@@ -224,7 +230,7 @@ def _serve(sub: argparse._SubParsersAction, commands: dict[str, Callable]) -> No
         "detection over HTTP: a JSON API and a page (needs the serve extra)",
         commands["serve"],
     )
-    _config_options(srv, "watermark config JSON (default: the shipped one)")
+    _config_options(srv, CONFIG_HELP)
     _key_option(srv)
     _device_options(srv)
     srv.add_argument(

@@ -5,6 +5,7 @@
 * ``sections``: the sections other than the scheme, each field with its kind;
 * ``schemes``: the strength rules, one class each, with the gate and the sampling settings;
 * ``files``: reading a config file and the one upgrade of the earlier formats;
-* ``keys``: secret keys and references to them (``env:``, ``file:``);
+* ``shipped``: the configs shipped by name (``default``, ``robust``, ``paper``, ``additive``);
+* ``keys``: secret keys and references to them (``env:``, ``file:``), and their public ids;
 * ``paths``: where relative paths resolve.
 """

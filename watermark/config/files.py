@@ -93,7 +93,7 @@ def read_config_file(path: Path) -> dict:
     if not path.is_file():
         raise FileNotFoundError(
             f"watermark config {path} not found; give a JSON file written by "
-            "WatermarkConfig.save (watermark/default_config.json is the shipped one)"
+            "WatermarkConfig.save, or a shipped config by name (default, robust, paper, additive)"
         )
     try:
         data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicates)
@@ -238,9 +238,10 @@ def from_flat(flat: dict[str, Any]) -> dict[str, Any]:
         if key in STRENGTHS and key != own:
             raise UserError(other_strength_message(key, rule))
         if key != "rule":
+            if key not in where and isinstance(value, dict):
+                raise UserError(f"unknown section {key!r}; known: {', '.join(SECTIONS)}")
             if key not in where:
-                what = "section" if isinstance(value, dict) else "watermark config key"
-                raise UserError(f"unknown {what} {key!r}")
+                raise UserError(f"unknown watermark config key {key!r}")
             section, name = where[key]
             out[section][name] = value
     return {k: v for k, v in out.items() if v}

@@ -34,11 +34,12 @@ from watermark.config.files import (
     warn_if_0_1,
 )
 from watermark.config.keys import resolve_key
-from watermark.config.paths import PACKAGE_DIR, resolve_path, search_dirs
+from watermark.config.paths import resolve_path, search_dirs
 from watermark.config.schemes import SCHEMES, RepeatPolicy, Scheme, Tournament
 from watermark.config.sections import Detection, Keys, Models, Runtime, Sentences
+from watermark.config.shipped import find_config, shipped_path
 
-DEFAULT_CONFIG_PATH = PACKAGE_DIR / "default_config.json"
+DEFAULT_CONFIG_PATH = shipped_path("default")
 
 
 @dataclass(frozen=True)
@@ -169,13 +170,15 @@ class WatermarkConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> WatermarkConfig:
-        """Reads a config from a JSON file.
+        """Reads a config from a JSON file, or a shipped one by name (``"robust"``; an existing
+        file of that name wins: :mod:`watermark.config.shipped`).
 
         Raises:
-            FileNotFoundError: If the file does not exist.
+            FileNotFoundError: If it is neither a file nor a shipped name (the message lists
+                the names).
             ValueError: If it is not a JSON object of valid fields (the message names the file).
         """
-        path = Path(path).expanduser().resolve()
+        path = find_config(path).resolve()
         data = read_config_file(path)
         if not any(k in SECTIONS or k == "design" for k in data):
             warn_if_0_1(path, data, defaults())
@@ -216,7 +219,8 @@ class WatermarkConfig:
 
 
 def as_config(config: WatermarkConfig | str | os.PathLike[str] | None) -> WatermarkConfig:
-    """Accepts a config, a JSON path, or ``None`` (the shipped default)."""
+    """Accepts a config, a JSON path, a shipped config's name, or ``None`` (the shipped
+    default)."""
     if config is None:
         return WatermarkConfig.default()
     if isinstance(config, WatermarkConfig):

@@ -16,6 +16,7 @@ from watermark.config.files import SECTIONS
 from watermark.config.paths import PACKAGE_DIR
 from watermark.config.schemes import Additive, Paper, Tournament
 from watermark.config.sections import Sentences
+from watermark.config.shipped import shipped_path
 from watermark.config.watermark_config import WatermarkConfig, defaults, secret_fields
 from watermark.models.semantic_mapper import SemanticMapper
 
@@ -219,14 +220,15 @@ def test_earlier_formats_upgrade_to_the_same_config(tmp_path: Path) -> None:
     assert again == cfg and list(json.loads((tmp_path / "saved.json").read_text())) == list(
         SECTIONS
     )
-    for name in ("watermark-0.4.json", "watermark-paper.json", "watermark-additive.json"):
-        WatermarkConfig.load(ROOT / "configs" / name)  # the flat files that ship keep loading
+    WatermarkConfig.load(ROOT / "configs" / "watermark-0.4.json")  # the flat files keep loading
+    for name in ("paper", "additive"):
+        WatermarkConfig.load(name)
 
 
 def test_the_robust_setting_is_user_sections_only() -> None:
-    data = json.loads((ROOT / "configs" / "watermark-robust.json").read_text())
+    data = json.loads(shipped_path("robust").read_text())
     assert set(data) == {"sentences"} and "design" not in data
-    cfg = WatermarkConfig.load(ROOT / "configs" / "watermark-robust.json")
+    cfg = WatermarkConfig.load("robust")
     assert cfg.sentences == Sentences(
         bits=32, candidates=8, context_bits=2, keying="own", resample_every=4, test="margin"
     )
@@ -242,7 +244,7 @@ def test_a_rule_config_without_the_later_rule_fields_warns(tmp_path: Path, caplo
     assert "repeats='neutral'" in caplog.text and "outputs_once=False" in caplog.text
     caplog.clear()
     with caplog.at_level("WARNING", logger="watermark.config"):
-        full = WatermarkConfig.load(ROOT / "configs" / "watermark-additive.json")  # 0.1's default
+        full = WatermarkConfig.load("additive")  # 0.1's default
     assert (full.scheme.rule, full.scheme.bias, full.scheme.temperature) == ("additive", 2, 1.0)
     assert (full.scheme.context_guard, full.detection.outputs_once) == (0, False)
     assert caplog.text == ""

@@ -128,16 +128,17 @@ def test_an_unpinned_mapper_loaded_by_name_warns(
     assert "does not pin its mapper" in caplog.text and "mapper_digest" in caplog.text
 
 
-# the fingerprints of the shipped configs with the shipped parts and SmolLM2's V (49,152), as
-# 0.7 printed them: a config change that moves one fails here
+# the fingerprints of the shipped configs (by name) and the repository's (files of configs/) with
+# the shipped parts and SmolLM2's V (49,152), as 0.7 printed them: a config change that moves
+# one fails here
 SHIPPED_FINGERPRINTS = {
     "default": "wm-dac3939ad386",
     "watermark-0.4.json": "wm-dac3939ad386",
     "watermark-0.6-whole-text.json": "wm-dac3939ad386",
     "watermark-whole-text.json": "wm-dac3939ad386",
-    "watermark-additive.json": "wm-7aacf9987e37",
-    "watermark-paper.json": "wm-311dce91a866",
-    "watermark-robust.json": "wm-848ee6dcaa60",
+    "additive": "wm-7aacf9987e37",
+    "paper": "wm-311dce91a866",
+    "robust": "wm-848ee6dcaa60",
 }
 
 
@@ -146,11 +147,7 @@ def test_the_fingerprints_of_the_shipped_configs_do_not_move(name: str) -> None:
     from watermark.core.identity import fingerprint
 
     root = Path(__file__).resolve().parents[3]
-    cfg = (
-        WatermarkConfig.default()
-        if name == "default"
-        else WatermarkConfig.load(root / "configs" / name)
-    )
+    cfg = WatermarkConfig.load(name if "." not in name else root / "configs" / name)
     pins = WatermarkConfig.default().models
     found = fingerprint(cfg, 49152, pins.mapper_digest, pins.embedder_digest)
     assert found == SHIPPED_FINGERPRINTS[name]
