@@ -2,8 +2,8 @@
 
 Runs the README's prompt with the shipped default, ``seed=0`` and 200 new tokens, once with the
 watermark and once without (``watermark=False``, the same seed and sampling), and prints per text
-the p-value, the 4-gram repetition (of the generated ids) and the text, as JSON lines. The README
-quotes this output; rerun it whenever the default changes.
+the p-value, the 4-gram repetition (of the generated ids) and the text, as JSON lines: what the
+README's snippet prints, and its unwatermarked counterpart.
 
     python -m research.readme_example
 """

@@ -7,7 +7,8 @@ models; the CLI reuses the generator as the MM when both names are equal).
 
 It holds its generator (the one given to :meth:`Watermark.load`, else the MM when the config
 names the same model), so ``wm.generate(prompts)`` needs no model, and it gives the one way to
-watermark a user's own ``model.generate`` call: ``**wm.generation_kwargs()``.
+watermark a user's own ``model.generate`` call: ``**wm.generation_kwargs()``. Keep
+``wm.identity.record()`` with each text it makes (:mod:`watermark.detect.provenance`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic import MappedEmbedder
 from watermark.core.threads import one_thread
 from watermark.detect.detector import Detector
+from watermark.detect.provenance import Identity, with_key_ids
 from watermark.detect.result import DetectionResult
 from watermark.generate.generation import (
     Generation,
@@ -32,8 +34,8 @@ from watermark.generate.generation import (
     check_prompts,
     eos_ids,
     generate,
-    warpers_off,
 )
+from watermark.generate.own_call import own_generation_config
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.loading import generator_to_use, load_core
 from watermark.models.devices import dtype_name, resolve_device
@@ -67,6 +69,7 @@ class Watermark:
         self.sentences = SentenceLayer.of(config, sentence_parts or core.semantic)  # or None
         tests = self.sentences.tests if self.sentences is not None else None
         self.detector = Detector(core, sentence_tests=tests, fingerprint=self._fingerprint)
+        self.identity = Identity.of(core, self._fingerprint)  # what to keep with each text
         self.uses_demo_key = False  # set by load: generation then warns once per process
 
     def __repr__(self) -> str:
@@ -194,26 +197,23 @@ class Watermark:
             self.core, eos_token_ids=eos_token_ids, record=record
         )
 
-    def generation_kwargs(self, record: bool = False) -> dict[str, object]:
-        """Arguments that watermark a ``model.generate`` call of the held generator::
+    def generation_kwargs(self, record: bool = False, **settings: object) -> dict[str, object]:
+        """Arguments that watermark a ``model.generate`` (or ``pipeline``) call of the held
+        generator (:mod:`watermark.generate.own_call`)::
 
-            model.generate(**inputs, **wm.generation_kwargs(), max_new_tokens=200)
+            torch.set_num_threads(1)  # on a CPU shared with other work: many times faster
+            model.generate(**inputs, **wm.generation_kwargs(max_new_tokens=200))
 
-        A fresh processor (EOS ids of the held generator and the tokenizer), ``do_sample=True``
-        and every transformers sampling warper switched off (``temperature=1.0, top_k=0,
-        top_p=1.0``, min-p, typical, epsilon, eta): the processor applies the config's
-        temperature, top-k and top-p. Repeating one of these keywords in the call is a
-        ``TypeError``; they override the model's ``generation_config`` and one passed to the
-        call; a warper that still reaches the processor makes it raise (see
-        :mod:`watermark.generate.processor`).
+        ``logits_processor`` (a fresh processor) and ``generation_config``: the generator's,
+        with ``settings`` (``max_new_tokens``, ...), sampling on and transformers' warpers off,
+        since the processor applies the config's temperature, top-k and top-p. A sampling
+        setting of your own (``temperature=0.7``, here or in the call) is refused in one line
+        naming the config field to set instead (``scheme.temperature``).
         """
         eos = eos_ids(self.generator, self.tokenizer)
+        config = own_generation_config(self.generator, settings)
         processor = self.logits_processor(record=record, eos_token_ids=eos)
-        return {
-            "logits_processor": LogitsProcessorList([processor]),
-            "do_sample": True,
-            **warpers_off(),
-        }
+        return {"logits_processor": LogitsProcessorList([processor]), "generation_config": config}
 
     def generate(
         self,
@@ -278,7 +278,8 @@ class Watermark:
         where they share the models' forwards in fixed shapes: ``detector.batched``).
         ``workers`` > 0 assembles the results in that many processes (same results; for bulk
         detection on an accelerator, where the per-text work on the host bounds throughput).
-        A text's result never depends on the texts detected with it.
+        A text's result never depends on the texts detected with it. A string carries no record
+        of what made it: ``wm.identity.compare(record)`` reads the one kept with it.
         """
         texts = [texts] if isinstance(texts, str) else list(texts)
         for n, text in enumerate(texts):
@@ -288,4 +289,6 @@ class Watermark:
             raise UserError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise UserError(f"workers must be an integer >= 0, got {workers!r}")
-        return self.detector.detect(texts, progress, batch_size, workers)
+        results = self.detector.detect(texts, progress, batch_size, workers)
+        with_key_ids(results, self.identity.key_ids)
+        return results

@@ -1,10 +1,13 @@
 """Command line: ``python -m watermark generate|detect|show|detect-corpus|keygen|calibrate``.
 
 * ``generate``: prompts from ``--prompt`` or ``--file`` (JSONL, ``prompt`` field) -> one
-  ``{"prompt", "text"}`` per prompt (the continuation only), which feeds ``detect --file``.
+  ``{"prompt", "text", "fingerprint", "token_fingerprint", "key_id"}`` per prompt (the
+  continuation, and the record of what made it), which feeds ``detect --file``.
 * ``detect``: texts from ``--text`` or ``--file`` (JSONL, ``text`` field) -> one detection result
   per text (``--per-token`` adds the per-token flags, ``--windows`` sets the windowed test's span
-  sizes, ``--windows off`` keeps the whole-text test only).
+  sizes, ``--windows off`` keeps the whole-text test only); a line with a record gets
+  ``fingerprint_matches``, ``key_matches`` and, where they differ, ``mismatch`` (what differs and
+  what the result means; :mod:`watermark.detect.provenance`), and a warning on stderr.
 * ``show``: like ``detect``, and writes an HTML page of the scored and green tokens.
 * ``detect-corpus``: a whole corpus over devices and nodes (:mod:`watermark.app.bulk`).
 * ``keygen``: a config with a fresh secret key (:mod:`watermark.config.keys`); ``calibrate``:
@@ -78,35 +81,32 @@ def cmd_generate(args: argparse.Namespace) -> int:
             record=False,
         )
         for out in outs:
-            emit({"prompt": out.prompt, "text": out.text, "fingerprint": wm.fingerprint})
+            emit({"prompt": out.prompt, "text": out.text, **wm.identity.record()})
     return 0
 
 
-def _fingerprint_check(rows: list[dict], mine: str) -> list[bool | None]:
-    """Per input row, whether the fingerprint it carries is ``mine`` (None: it carries none);
-    warns once about the rows that were made under another config."""
-    found = [None if "fingerprint" not in row else row["fingerprint"] == mine for row in rows]
-    other = [n for n, same in enumerate(found, 1) if same is False]
-    if other:
-        logger.warning(
-            "%d input text(s) (line %s%s) carry another config fingerprint than this detector's "
-            "%s: they were made with another mapper, embedder or rule, and a watermark made "
-            "that way does not test as watermarked here; detect them with their own config",
-            len(other),
-            other[0],
-            " ..." if len(other) > 1 else "",
-            mine,
-        )
+def _compare_records(rows: list[dict], identity) -> list[dict]:
+    """Per input row, what its record of what made it (``fingerprint``, ``token_fingerprint``,
+    ``key_id``, as ``generate`` writes them) says against this detector
+    (:meth:`~watermark.detect.provenance.Identity.compare`); one warning per kind of mismatch,
+    naming the lines."""
+    found = [identity.compare(row) for row in rows]
+    lines: dict[str, list[int]] = {}
+    for n, fields in enumerate(found, 1):
+        if "mismatch" in fields:
+            lines.setdefault(fields["mismatch"], []).append(n)
+    for message, where in lines.items():
+        more = f" and {len(where) - 1} more" if len(where) > 1 else ""
+        logger.warning("%d input text(s) (line %d%s): %s", len(where), where[0], more, message)
     return found
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
     rows = inputs(args.text, args.file, "text")
     wm, _ = load(read_config(args), args)
-    same = _fingerprint_check(rows, wm.fingerprint)
-    for result, matches in zip(wm.detect([row["text"] for row in rows], progress=True), same):
-        line = result.to_dict(per_token=args.per_token)
-        emit(line if matches is None else {**line, "fingerprint_matches": matches})
+    found = _compare_records(rows, wm.identity)
+    for result, fields in zip(wm.detect([row["text"] for row in rows], progress=True), found):
+        emit({**result.to_dict(per_token=args.per_token), **fields})
     return 0
 
 

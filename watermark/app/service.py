@@ -7,8 +7,11 @@ Endpoints:
   watermark detect`` prints for that text (``windows`` as its ``--windows``; ``[]``: off).
 * ``POST /v1/highlight``: ``{"text": "..."}`` -> ``{"result": ..., "html": ...}``, the tokens
   highlighted as ``python -m watermark show`` does (what the page at ``/`` shows).
-* ``GET /v1/health``, ``GET /v1/config`` (the config without its secrets), ``GET /`` (the page),
-  ``GET /openapi.json`` and ``/docs``.
+* ``GET /v1/health``, ``GET /v1/config`` (the config without its secrets, its fingerprints and
+  its keys' public ids), ``GET /`` (the page), ``GET /openapi.json`` and ``/docs``.
+
+Texts are plain strings, with no record of what made them: each result names the
+``fingerprint`` and ``key_id`` it was tested under, for the client to compare with its own.
 
 Requests of concurrent clients are batched into detector calls (:mod:`watermark.app.batcher`); the
 queue is bounded in texts and in work (a text's characters / 4, about its tokens, times the tests
@@ -51,6 +54,7 @@ from watermark.app.requests import (
     request_models,
     validate,
 )
+from watermark.detect.provenance import with_key_ids
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +108,9 @@ class Detectors:
 
     def detect(self, texts: list[str], windows: tuple[int, ...]) -> list[Any]:
         """The results of ``texts`` under ``windows`` (the batcher's detector call)."""
-        return self.get(windows).detect(texts, chunk_size=self.limits.max_batch)
+        results = self.get(windows).detect(texts, chunk_size=self.limits.max_batch)
+        with_key_ids(results, self.watermark.identity.key_ids)
+        return results
 
 
 def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | None = None):
@@ -129,7 +135,7 @@ def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | 
     _guard(app, clients)
     _error_handlers(app)
     _detection_endpoints(app, watermark.config, limits, clients, batcher)
-    _info_endpoints(app, watermark.config, limits, clients, batcher)
+    _info_endpoints(app, watermark, limits, clients, batcher)
     return app
 
 
@@ -234,9 +240,10 @@ def _detection_endpoints(
 
 
 def _info_endpoints(
-    app: FastAPI, config: Any, limits: Limits, clients: Clients | None, batcher: Batcher
+    app: FastAPI, watermark: Any, limits: Limits, clients: Clients | None, batcher: Batcher
 ) -> None:
     """``GET /v1/health``, ``GET /v1/config`` and the page at ``/``."""
+    config, identity = watermark.config, watermark.identity
 
     @app.get("/v1/health")
     async def health():
@@ -264,8 +271,10 @@ def _info_endpoints(
 
     @app.get("/v1/config")
     async def public_config_endpoint():
-        """The watermark config without its secrets, and the request limits."""
-        return _json({"config": public_config(config), "limits": request_limits})
+        """The config without its secrets, the request limits, and what a text must be made
+        with to test here (the fingerprints, the keys' public ids)."""
+        answer = {"config": public_config(config), "limits": request_limits}
+        return _json({**answer, "identity": identity.public()})
 
     marks = legend(
         config.scheme.opening_steps or None, windowed=bool(config.detection.window_sizes)

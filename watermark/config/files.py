@@ -91,10 +91,7 @@ def read_config_file(path: Path) -> dict:
     """The JSON object of a config file; a one-line error for a missing, malformed or
     ambiguous one (a key named twice)."""
     if not path.is_file():
-        raise FileNotFoundError(
-            f"watermark config {path} not found; give a JSON file written by "
-            "WatermarkConfig.save, or a shipped config by name (default, robust, paper, additive)"
-        )
+        raise FileNotFoundError(f"watermark config {path} not found (give a file or shipped name)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicates)
     except UnicodeDecodeError as err:

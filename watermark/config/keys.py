@@ -9,11 +9,15 @@ A key slot of the config (``key``, and each of ``old_keys`` for rotation) holds 
 
 So a config can be committed with ``"key": "env:WATERMARK_KEY"`` and the secret kept out of it.
 Keys never appear in ``repr``, logs or error messages: errors name the variable or the file.
+What does appear is a key's public id (:func:`key_id`): a keyed hash that tells two keys apart
+and reveals nothing usable about either.
 Generating under the public demo key logs one warning per process (detection stays quiet).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 import secrets
@@ -25,6 +29,7 @@ from watermark.base import UserError
 logger = logging.getLogger(__name__)
 
 DEMO_KEY = "adaptive-watermark-demo-key-not-secret"
+KEY_ID_LABEL = b"adaptive-watermark key id 1"  # the fixed, public message a key id signs
 DEMO_OPENING = "The lighthouse keeper counted the ships that passed before dawn."
 # words drawn for a fresh secret opening sentence (only embedded when opening_steps > 0)
 WORDS = (
@@ -65,6 +70,19 @@ def resolve_key(ref: str, resolve_path: Callable[[str], str] = str) -> str:
             raise UserError(f"key file {path} is empty; its first line must hold the key")
         return value
     return ref
+
+
+def key_id(key: str) -> str:
+    """``"key-<12 hex>"``: the first 48 bits of HMAC-SHA256 of :data:`KEY_ID_LABEL` under
+    ``key`` (the key itself, not its ``env:`` / ``file:`` reference).
+
+    Without the key, HMAC's output looks random, so the id tells nothing about the key; it is
+    cut to 48 bits, so it cannot even pin one down. All it lets anyone do is check a guessed key,
+    which watermarked text already allows (detect it under the guess): a key of keygen's 256
+    random bits stays out of reach. Green lists hash the key with other inputs, never this
+    label, so the id says nothing about them either.
+    """
+    return "key-" + hmac.new(key.encode("utf-8"), KEY_ID_LABEL, hashlib.sha256).hexdigest()[:12]
 
 
 def fresh_key() -> str:

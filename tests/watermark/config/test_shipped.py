@@ -52,4 +52,4 @@ def test_the_command_line_takes_a_name(capsys) -> None:
 
     assert main(["detect", "--config", "robst", "--text", "x"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: watermark config 'robst' not found") and "robust" in err
+    assert err.startswith("error: watermark config robst not found") and "robust" in err

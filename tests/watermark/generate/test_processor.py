@@ -108,15 +108,15 @@ def _encoded(tiny: SimpleNamespace) -> dict:
 
 
 SECOND_FILTERS = [  # (call arguments besides the processor, generation_config fields, expected)
-    ({"top_k": 10}, {}, r"TopKLogitsWarper\(top_k=10\)"),
-    ({"top_k": 0, "top_p": 0.9}, {}, r"TopPLogitsWarper\(top_p=0.9\)"),
-    ({"top_k": 0, "temperature": 0.7}, {}, r"TemperatureLogitsWarper\(temperature=0.7\)"),
-    ({"top_k": 0, "min_p": 0.1}, {}, r"MinPLogitsWarper"),
-    ({}, {}, r"TopKLogitsWarper\(top_k=50\)"),  # transformers' default top-k
-    ({"top_k": 0}, {"top_p": 0.8}, r"TopPLogitsWarper\(top_p=0.8\)"),  # the model's config
-    ({"top_k": 0}, {"temperature": 0.6}, r"TemperatureLogitsWarper\(temperature=0.6\)"),
-    ({"generation_config": GenerationConfig(top_k=7)}, {}, r"TopKLogitsWarper\(top_k=7\)"),
-    ({"top_k": 0, "extra": [TopKLogitsWarper(top_k=5)]}, {}, r"TopKLogitsWarper\(top_k=5\)"),
+    ({"top_k": 10}, {}, r"top_k=10.*scheme\.top_k"),
+    ({"top_k": 0, "top_p": 0.9}, {}, r"top_p=0.9.*scheme\.top_p"),
+    ({"top_k": 0, "temperature": 0.7}, {}, r"temperature=0.7.*scheme\.temperature"),
+    ({"top_k": 0, "min_p": 0.1}, {}, r"min_p=0.1: the watermark has no such sampling setting"),
+    ({}, {}, r"top_k=50.*scheme\.top_k"),  # transformers' default top-k
+    ({"top_k": 0}, {"top_p": 0.8}, r"top_p=0.8.*scheme\.top_p"),  # the model's config
+    ({"top_k": 0}, {"temperature": 0.6}, r"temperature=0.6.*scheme\.temperature"),
+    ({"generation_config": GenerationConfig(top_k=7)}, {}, r"top_k=7.*scheme\.top_k"),
+    ({"top_k": 0, "extra": [TopKLogitsWarper(top_k=5)]}, {}, r"top_k=5.*scheme\.top_k"),
 ]
 
 
@@ -128,17 +128,21 @@ def test_second_filter_is_refused(
     model_config: dict,
     found: str,
 ) -> None:
-    """A warper that would filter the processor's output again raises before any sampling."""
+    """A warper that would filter the processor's output again raises before any sampling, in
+    one line that names the config field to set instead."""
     wm = tiny.make()
     for name, value in model_config.items():
         monkeypatch.setattr(tiny.gen.generation_config, name, value)
     proc = wm.logits_processor(record=True)
     call = dict(call)
     processors = LogitsProcessorList([*call.pop("extra", []), proc])
-    with pytest.raises(ValueError, match=f"second sampling filter.*{found}.*generation_kwargs"):
+    with pytest.raises(
+        ValueError, match=f"second sampling filter.*{found}.*generation_kwargs"
+    ) as e:
         tiny.gen.generate(
             **_encoded(tiny), logits_processor=processors, do_sample=True, max_new_tokens=4, **call
         )
+    assert "\n" not in str(e.value)
     assert proc.record.decisions == []  # refused on the first step, before any work
 
 
@@ -146,8 +150,9 @@ def test_generation_kwargs_override_the_model_config(
     tiny: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``**wm.generation_kwargs()`` switches off the generation_config's warpers (same tokens as
-    without them); repeating one of its arguments is a TypeError; a neutral temperature warper
-    is no second filter."""
+    without them) in a generation_config of its own, so a sampling argument of the call is no
+    TypeError but the processor's one-line refusal; a neutral temperature warper is no second
+    filter."""
     wm = tiny.make()
     enc = _encoded(tiny)
 
@@ -161,13 +166,11 @@ def test_generation_kwargs_override_the_model_config(
         monkeypatch.setattr(tiny.gen.generation_config, name, value)
     assert tokens() == plain
     kwargs = wm.generation_kwargs()
-    assert {k: kwargs[k] for k in ("do_sample", "temperature", "top_k", "top_p")} == {
-        "do_sample": True,
-        "temperature": 1.0,
-        "top_k": 0,
-        "top_p": 1.0,
-    }
-    with pytest.raises(TypeError, match="multiple values for keyword argument 'top_k'"):
+    assert set(kwargs) == {"logits_processor", "generation_config"}
+    gc = kwargs["generation_config"]
+    assert (gc.do_sample, gc.temperature, gc.top_k, gc.top_p) == (True, 1.0, 0, 1.0)
+    assert tiny.gen.generation_config.top_k == 3  # the model's own is left as it was
+    with pytest.raises(ValueError, match=r"top_k=50: .*set scheme\.top_k in the watermark config"):
         tiny.gen.generate(**enc, **wm.generation_kwargs(), top_k=50)
     kwargs["logits_processor"].insert(0, TemperatureLogitsWarper(1.0))
     torch.manual_seed(0)
