@@ -14,12 +14,12 @@ the tokens and watermarked steps of 4 prompts generated together (seed 0; 200 ne
 default, 100 for the paper's and the additive, 48 for the robust config) and of one prompt alone
 (seed 1). ``--texts`` and ``--tokens`` make a smaller snapshot (fewer passages, the same
 number of new tokens for every config); ``--configs-at REV`` reads the configs as they were at
-a git revision (the shipped configs and every ``configs/watermark-*.json`` of that tree), so that a
-change of a shipped config between the two snapshots does not count as a change of the code.
-``compare A.json B.json`` prints one line per config and
-whether all of it is identical (detections byte for byte as JSON). It is the one regression
-snapshot (0.10 removed ``config_upgrade.py``, which detected held-out passages under the same
-configs without the generations).
+a git revision (the shipped configs and every ``configs/watermark-*.json`` of that tree), so
+that a change of a shipped config between the two snapshots does not count as a change of the code.
+``compare A.json B.json`` prints one line per config and whether all of it is identical
+(detections byte for byte as JSON, on the fields of A's). It is the one regression snapshot
+(0.10 removed ``config_upgrade.py``, which detected held-out passages under the same configs
+without the generations).
 
     python -m research.refactor_snapshot snap runs/snap/before.json   # on the old tree
     python -m research.refactor_snapshot snap runs/snap/after.json    # on the new one
@@ -148,12 +148,18 @@ def by_name(path: Path) -> dict:
     return {config_name(key) or key: row for key, row in json.loads(path.read_text()).items()}
 
 
+def same_detection(before: dict, after: dict) -> bool:
+    """Whether a detection is byte for byte the same as JSON on every field the first one has:
+    a field a later version adds to the result (``key_id``) is no change of the others."""
+    kept = {k: after.get(k) for k in before}
+    return json.dumps(before, sort_keys=True) == json.dumps(kept, sort_keys=True)
+
+
 def compare(a: Path, b: Path) -> int:
     before, after, differ = by_name(a), by_name(b), 0
     for name, x in before.items():
         y = after.get(name, {})
-        det = [json.dumps(p, sort_keys=True) == json.dumps(q, sort_keys=True)
-               for p, q in zip(x["detect"], y.get("detect", []))]  # fmt: skip
+        det = [same_detection(p, q) for p, q in zip(x["detect"], y.get("detect", []))]
         gen = [x.get(k) == y.get(k) for k in ("generate", "generate1")]
         same = (
             x["fingerprint"] == y.get("fingerprint") and all(gen) and len(det) == len(x["detect"])

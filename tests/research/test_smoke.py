@@ -252,3 +252,12 @@ def test_the_snapshot_reads_the_configs_of_a_revision(tmp_path: Path) -> None:
     assert set(old) == set(found) and old["paper"].name == "watermark-paper.json"
     assert config_name("configs/watermark-robust.json") == "robust"
     assert config_name("watermark/robust_config.json") == "robust"
+
+
+def test_a_field_added_to_the_results_is_no_change_of_the_snapshot() -> None:
+    from research.refactor_snapshot import same_detection
+
+    before = {"p_value": 0.5, "window": [1, 2]}
+    assert same_detection(before, {**before, "key_id": "key-0"})
+    assert not same_detection(before, {**before, "p_value": 0.25})
+    assert not same_detection({**before, "key_id": "key-0"}, before)  # a field dropped is one
