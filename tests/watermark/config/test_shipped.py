@@ -53,3 +53,10 @@ def test_the_command_line_takes_a_name(capsys) -> None:
     assert main(["detect", "--config", "robst", "--text", "x"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: watermark config robst not found") and "robust" in err
+
+
+def test_an_unknown_section_lists_the_sections(tmp_path: Path) -> None:
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps({"sentence": {"bits": 32}}))
+    with pytest.raises(ValueError, match="unknown section 'sentence'; known: models, keys, "):
+        WatermarkConfig.load(path)
