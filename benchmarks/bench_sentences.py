@@ -37,9 +37,10 @@ import torch
 from evaluation.heldout import units
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.generate.generation import eos_ids, generation_of, warpers_off
+from watermark.generate.generation import eos_ids, generation_of
 from watermark.generate.keep import MAX_SENTENCE_TOKENS
 from watermark.generate.loop import Limits
+from watermark.generate.own_call import warpers_off
 from watermark.generate.per_prompt import sample_by_sentences
 from watermark.generate.processor import AdaptiveWatermarkLogitsProcessor
 from watermark.sentences.key import SentenceKey

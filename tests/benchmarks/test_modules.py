@@ -27,6 +27,6 @@ def test_every_benchmark_answers_help(name: str, capsys: pytest.CaptureFixture) 
 
 
 def test_the_gpu_suite_runs_the_benchmarks_as_modules() -> None:
-    assert len(SCRIPTS) == 14
+    assert len(SCRIPTS) == 15
     suite = (ROOT / "benchmarks" / "gpu_suite.sh").read_text(encoding="utf-8")
     assert "-m benchmarks.bench_gpu" in suite and "benchmarks/bench_" not in suite

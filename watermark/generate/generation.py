@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import torch
 from transformers import (
-    GenerationConfig,
     LogitsProcessor,
     LogitsProcessorList,
     TemperatureLogitsWarper,
@@ -34,30 +33,12 @@ from watermark.base import UserError
 from watermark.core.text import decode_ids
 from watermark.generate.keep import MAX_SENTENCE_TOKENS
 from watermark.generate.loop import Limits, adds_no_processors, cut_at_eos, decode_by_tokens
+from watermark.generate.own_call import warpers_off
 from watermark.generate.per_prompt import sample_by_sentences
 from watermark.generate.rounds import decode_by_sentences
 from watermark.sentences.layer import SentenceLayer
 
 logger = logging.getLogger(__name__)
-
-# each of transformers' sampling warpers at a value that adds no warper
-_NEUTRAL = {
-    "temperature": 1.0,
-    "top_k": 0,
-    "top_p": 1.0,
-    "min_p": None,
-    "typical_p": 1.0,
-    "epsilon_cutoff": 0.0,
-    "eta_cutoff": 0.0,
-    "top_h": None,
-}
-
-
-def warpers_off() -> dict[str, object]:
-    """``model.generate`` arguments that switch off every sampling warper the installed
-    transformers knows (so a model's ``generation_config`` adds none)."""
-    known = GenerationConfig()
-    return {k: v for k, v in _NEUTRAL.items() if hasattr(known, k)}
 
 
 def check_prompts(prompts: Sequence[str]) -> None:

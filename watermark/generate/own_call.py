@@ -19,7 +19,26 @@ import torch
 from transformers import GenerationConfig
 
 from watermark.base import UserError
-from watermark.generate.generation import warpers_off
+
+# each of transformers' sampling warpers at a value that adds no warper
+_NEUTRAL = {
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": None,
+    "typical_p": 1.0,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+    "top_h": None,
+}
+
+
+def warpers_off() -> dict[str, object]:
+    """``model.generate`` arguments that switch off every sampling warper the installed
+    transformers knows (so a model's ``generation_config`` adds none)."""
+    known = GenerationConfig()
+    return {k: v for k, v in _NEUTRAL.items() if hasattr(known, k)}
+
 
 # transformers' sampling warpers that have a field of the watermark config: warper class ->
 # (its setting, the config field that applies it)
