@@ -37,7 +37,8 @@ from tests.research.tiny_data import (
     write_store,
 )
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(research.__path__) if m.name != "common")
+LIBRARIES = {"common", "alignment", "text_pairs"}  # shared by the scripts, not scripts
+MODULES = sorted(m.name for m in pkgutil.iter_modules(research.__path__) if m.name not in LIBRARIES)
 
 
 @pytest.fixture(scope="module")
@@ -261,3 +262,48 @@ def test_a_field_added_to_the_results_is_no_change_of_the_snapshot() -> None:
     assert same_detection(before, {**before, "key_id": "key-0"})
     assert not same_detection(before, {**before, "p_value": 0.25})
     assert not same_detection({**before, "key_id": "key-0"}, before)  # a field dropped is one
+
+
+def test_position_keys_simulated_on_a_store(yard: SimpleNamespace, tiny, tmp_path: Path,
+                                           capsys) -> None:  # fmt: skip
+    from research import position_key
+
+    own = tiny.make(sentence_bits=8, sentence_context_bits=1, sentence_candidates=2,
+                    sentence_keying="own", sentence_test="margin")  # fmt: skip
+    path = own.config.save(tmp_path / "own.json")
+    texts = [" ".join(s + " ." for s in sentences(4, seed=n, length=6)) for n in range(4)]
+    store = write_store(tmp_path / "cache", "ours-tiny", texts)
+    heldout = write_heldout(tmp_path / "heldout.jsonl.gz")
+    position_key.main([
+        "--config", str(path), "--run", str(store), "--seed", str(tmp_path / "none"),
+        "--cell", "forced", "ours-tiny", FORCED, "--cell", "none", "ours-none", FORCED,
+        "--keys", "2", "--draws", "8", "--human", "3", "--human-draws", "16",
+        "--heldout", str(heldout), "--pool-keys", "0", "--cache", str(tmp_path / "s.pt"),
+        "--only", "position, aligned, penalty 0.5",
+    ], wm=own)  # fmt: skip
+    rows = lines(capsys)
+    assert rows[0]["choice_ratios"] == {"robust": 1.0, "c0": 1.0, "c1": 1.0}
+    today, *aligned = [r for r in rows if r.get("attack") == "forced"]
+    assert today["texts"] == 4 and today["rewritten_minus_today"] == [0.0, 0.0, 0.0]
+    assert [r["keys_per_text"] for r in aligned] == [1, 2, 4, 8, 16, 1, 16, 1]  # 3 keyings
+    assert all(0 <= r["accuracy"][0] <= 1 for r in aligned)
+    assert {"attack": "none", "texts": 0}.items() <= rows[len(aligned) + 2].items()
+    calibration = [r for r in rows if "calibration" in r]
+    assert len(calibration) == 8 and all(0 <= r["p<0.01"] <= 1 for r in calibration)
+
+
+def test_spoofers_of_place_and_per_text_keys(yard: SimpleNamespace, tmp_path: Path,
+                                            capsys) -> None:  # fmt: skip
+    from research import key_spoof
+
+    heldout = write_heldout(tmp_path / "heldout.jsonl.gz")
+    key_spoof.main([
+        "--texts", "8", "--bits", "4", "--learn", "6", "--forge-candidates", "2",
+        "--forged", "4", "--sentences", "3", "--candidates", "2", "--keys", "2",
+        "--heldout", str(heldout), "--only", "per-text 4 x position",
+    ], wm=yard.layered)  # fmt: skip
+    rows = lines(capsys)
+    assert [r["keying"] for r in rows] == ["per-text 4 x position"] * 3 + [
+        "per-text 4 x position, oracle clusters"] * 3  # fmt: skip
+    assert rows[2]["keys"] == 2 and 0 <= rows[2]["mean"]["forged_p<0.01_M2"] <= 1
+    assert rows[3]["cluster_purity"] == 1.0
