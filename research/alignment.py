@@ -191,14 +191,14 @@ def standardise(raw: np.ndarray | float, null: np.ndarray) -> np.ndarray | float
 
 
 def calibrated(raw: np.ndarray, null: np.ndarray, fit: float = 0.05) -> np.ndarray:
-    """The probit z of ``raw`` under the null draws: the share of draws at or above it, and
-    beyond the draws' upper ``fit`` quantile u, the tail of a maximum over n_eff alignments
-    of z-scores, n_eff (1 - Phi(raw)), n_eff = fit / (1 - Phi(u)) (a union bound fitted where
-    the draws still see the tail)."""
+    """The probit z of ``raw`` under the null draws: the share of draws at or above it (mid-p,
+    so never 0 or 1), and beyond the draws' upper ``fit`` quantile u, the tail of a maximum
+    over n_eff alignments of z-scores, n_eff (1 - Phi(raw)), n_eff = fit / (1 - Phi(u)) (a
+    union bound fitted where the draws still see the tail)."""
     null = np.sort(null)
     u = np.quantile(null, 1 - fit)
     n_eff = fit / max(float(sf(np.array(u))), 1e-300)
-    above = 1 - np.searchsorted(null, raw, side="left") / len(null)
+    above = (len(null) - np.searchsorted(null, raw, side="left") + 0.5) / (len(null) + 1)
     p = np.where(raw > u, np.minimum(fit, n_eff * sf(raw)), np.maximum(above, fit))
     return probit(np.clip(p, 1e-300, 1.0))
 

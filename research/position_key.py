@@ -15,22 +15,25 @@ one set, its group). Its tested signs are turned by f_i = tau_i T_{g_i} (so it h
 exactly where it hit T_{g_i}: the same hits at the same margins) and every sentence of the
 rewrite by the f of its nearest original (so a sign the rewrite kept is kept, a flipped one
 flipped, and a sentence read at another place than its original's meets unrelated targets).
-Candidates scored against one target set are less alike than under 4 groups, so the choice
-puts less in: each f_i is replaced by a coin with probability 1 - r, r the ratio of the z
-generated under the keying's choice to the robust config's on the held-out pools
-(:func:`selection_ratios`, the replay's choice). Per text, ``--keys`` simulated keys.
+Candidates scored against one target set are more alike than candidates each scored in its
+own group (their shared topic pulls their scores together), so the choice puts less in: each
+f_i is replaced by a coin with probability 1 - r, r the ratio of the z generated under the
+keying's choice to the robust config's on the held-out pools (:func:`selection_ratios`, the
+replay's choice). Per text, ``--keys`` simulated keys.
 
 Readings (:class:`Keying`): ``fixed`` cells (the groups; the one set; positions in order),
 ``oracle`` (each rewrite sentence at its reference position: the bound), or aligned
-(:class:`research.alignment.Moves`, standardised by the same maximisation under
-``--draws`` random keys per simulated key). K keys per text: the text's key and K - 1 others,
-p = K min_k p_k (Bonferroni), shown as a probit z. Figures are means over texts of the mean
-over keys, bootstrap 95% intervals over texts, and paired against ``today``; the alignment's
-``accuracy`` is the share of rewrite sentences with a reference that it puts at their
-reference position. ``calibration`` lines: on held-out human texts, the share of random keys
-whose z passes p < 0.01 and p < 0.05 (the standardisation fitted on other draws).
+(:class:`research.alignment.Moves`, calibrated by the same maximisation under ``--draws``
+random keys per simulated key, :func:`research.alignment.calibrated`). K keys per text: the
+text's key and K - 1 others; ``detected``: K min_k p_k < 0.01 (Bonferroni, as key rotation
+tests), the z: the probit of 1 - (1 - min_k p_k)^K (:func:`corrected`). Figures are means
+over texts of the mean over keys, bootstrap 95% intervals over texts, and paired against
+``today``; the alignment's ``accuracy`` is the share of rewrite sentences with a reference
+that it puts at their reference position. ``calibration`` lines: on held-out human texts, the
+share of random keys whose z passes p < 0.01 and p < 0.05 (an aligned reading calibrated on
+other draws than it is read on; K keys: the draws taken K at a time).
 
-    python -m research.position_key --keys 16 --draws 128 --human 256
+    python -m research.position_key --keys 8 --draws 128 --human 128 --human-draws 2048
 """
 
 from __future__ import annotations
@@ -137,7 +140,7 @@ def corrected(z: np.ndarray, k: int) -> np.ndarray:
     the best of k independent keys' tests reaches the text's least p (Bonferroni's k min p to
     first order, without its cap at 1, so the mean of the probit stays finite)."""
     least = sf(z[:, :k]).min(1)
-    return probit(-np.expm1(k * np.log1p(-np.minimum(least, 1 - 1e-15))))
+    return probit(np.minimum(-np.expm1(k * np.log1p(-np.minimum(least, 1 - 1e-15))), 1 - 1e-15))
 
 
 def flagged(z: np.ndarray, k: int, level: float = 0.01) -> np.ndarray:
