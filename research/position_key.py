@@ -21,13 +21,14 @@ f_i is replaced by a coin with probability 1 - r, r the ratio of the z generated
 keying's choice to the robust config's on the held-out pools (:func:`selection_ratios`, the
 replay's choice). Per text, ``--keys`` simulated keys.
 
-Readings (:class:`Keying`): ``fixed`` cells (the groups; the one set; positions in order),
-``oracle`` (each rewrite sentence at its reference position: the bound), or aligned
-(:class:`research.alignment.Moves`, calibrated by the same maximisation under ``--draws``
-random keys per simulated key, :func:`research.alignment.calibrated`). K keys per text: the
-text's key and K - 1 others; ``detected``: K min_k p_k < 0.01 (Bonferroni, as key rotation
-tests), the z: the probit of 1 - (1 - min_k p_k)^K (:func:`corrected`). Figures are means
-over texts of the mean over keys, bootstrap 95% intervals over texts, and paired against
+Readings (:class:`research.keyings.Keying`): ``fixed`` cells (the groups; the one set;
+positions in order), ``oracle`` (each rewrite sentence at its reference position: the bound),
+or aligned (:class:`research.alignment.Moves`, calibrated by the same maximisation under
+``--draws`` random keys per simulated key, :func:`research.alignment.calibrated`). K keys per
+text: the text's key and K - 1 others; ``detected``: K min_k p_k < 0.01 (Bonferroni, as key
+rotation tests), the z: the probit of 1 - (1 - min_k p_k)^K
+(:func:`research.keyings.corrected`). Figures are means over texts of the mean over keys,
+bootstrap 95% intervals over texts, and paired against
 ``today``; the alignment's ``accuracy`` is the share of rewrite sentences with a reference
 that it puts at their reference position. ``calibration`` lines: on held-out human texts, the
 share of random keys whose z passes p < 0.01 and p < 0.05 (an aligned reading calibrated on
@@ -42,7 +43,6 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +58,17 @@ from research.alignment import (
     null_draws,
     probit,
     random_targets,
-    sf,
 )
 from research.common import DATA, ROOT, rewritten_texts, section_keys
+from research.keyings import (
+    KEYINGS,
+    Keying,
+    aligned_cells,
+    corrected,
+    fixed_cells,
+    flagged,
+    table_size,
+)
 from research.replay import Outputs, bootstrap, pool_rows, replay_pools
 from research.text_pairs import Pair, SentenceTable, Text, complete, read_pairs, read_text
 from watermark.api import Watermark
@@ -78,74 +86,6 @@ CELLS = {  # attack: (method, attack cache key prefix)
     "1.5B paraphrase twice": (ROBUST, "llm_paraphrase[qwen2.5-coder-1.5b]x2|1.0|0"),
     "round trip (N 32 texts)": (ROBUST_N32, FORCED.replace("|1.0", "+llm_paraphrase|1.0")),
 }
-KS = (1, 2, 4, 8, 16)
-START0 = Moves(start=0, skip=1, splits=True, inserts=1)
-ALIGN = Moves(penalty=0.5)  # the aligned reading the table leads with
-EXCERPT = Moves(start=8, penalty=0.5)
-
-
-@dataclass(frozen=True)
-class Keying:
-    """A simulated keying: its ``cells`` (``group``: today's own groups; ``one``: one set;
-    ``position``; ``position+bit``: a position and the sign of a secret output), its
-    ``reading`` (``fixed``, ``oracle`` or :class:`Moves`), whose choice strength it has
-    (``choice``: ``robust``, ``c0`` one set, ``c1`` two sets) and its K keys per text."""
-
-    name: str
-    cells: str
-    reading: str | Moves = "fixed"
-    choice: str = "c0"
-    ks: tuple[int, ...] = (1,)
-
-
-KEYINGS = [
-    Keying("today, targets redrawn (the simulation's check)", "group", choice="robust"),
-    Keying("one target set (per-text keys: K sets)", "one", ks=KS),
-    Keying("position, read in order", "position", ks=KS),
-    Keying("position, oracle alignment", "position", "oracle"),
-    Keying("position, aligned from the start", "position", START0),
-    Keying("position, aligned, no splits or inserts", "position", Moves(0, 1, False, 0)),
-    Keying("position, aligned, penalty 0.5", "position", ALIGN, ks=KS),
-    Keying("position, aligned, penalty 0.5, start <= 8", "position", EXCERPT, ks=(1, 16)),
-    Keying("position, aligned, penalty 1", "position", Moves(penalty=1.0)),
-    Keying("position, aligned, penalty 0.5, no splits", "position", Moves(0, 1, False, 1, 0.5)),
-    Keying("position + secret output, read in order", "position+bit", choice="c1", ks=KS),
-    Keying("position + secret output, oracle", "position+bit", "oracle", choice="c1"),
-    Keying("position + secret output, aligned", "position+bit", ALIGN, choice="c1", ks=KS),
-]
-
-
-def table_size(keying: Keying, key: SentenceKey, positions: int) -> int:
-    """The number of target sets a key of ``keying`` needs over ``positions`` positions."""
-    return {"group": len(key.targets), "one": 1, "position": positions,
-            "position+bit": 2 * positions}[keying.cells]  # fmt: skip
-
-
-def fixed_cells(keying: Keying, text: Text, at: np.ndarray | None = None) -> np.ndarray:
-    """Each sentence's cell (n,), read at positions ``at`` (default: in order; -1: none)."""
-    at = np.arange(len(text)) if at is None else at
-    found = {"group": text.groups, "one": np.zeros(len(text), dtype=int), "position": at,
-             "position+bit": 2 * at + text.bits}[keying.cells]  # fmt: skip
-    return np.where(at >= 0, found, -1)
-
-
-def aligned_cells(keying: Keying, text: Text, positions: int) -> np.ndarray:
-    """Each sentence's cell at each position (n, P)."""
-    p = np.arange(positions)[None].repeat(len(text), 0)
-    return 2 * p + text.bits[:, None] if keying.cells == "position+bit" else p
-
-
-def corrected(z: np.ndarray, k: int) -> np.ndarray:
-    """The probit of 1 - (1 - min p)^k over the first k columns of z (keys, K): the chance that
-    the best of k independent keys' tests reaches the text's least p (Bonferroni's k min p to
-    first order, without its cap at 1, so the mean of the probit stays finite)."""
-    least = sf(z[:, :k]).min(1)
-    return probit(np.minimum(-np.expm1(k * np.log1p(-np.minimum(least, 1 - 1e-15))), 1 - 1e-15))
-
-
-def flagged(z: np.ndarray, k: int, level: float = 0.01) -> np.ndarray:
-    """Whether k min p < ``level`` (Bonferroni, as key rotation tests) per row of z (keys, K)."""
-    return k * sf(z[:, :k]).min(1) < level
 
 
 def accuracy(at: np.ndarray, reference: np.ndarray) -> float:

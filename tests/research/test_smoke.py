@@ -37,7 +37,7 @@ from tests.research.tiny_data import (
     write_store,
 )
 
-LIBRARIES = {"common", "alignment", "text_pairs"}  # shared by the scripts, not scripts
+LIBRARIES = {"common", "alignment", "keyings", "text_pairs"}  # shared by the scripts, not scripts
 MODULES = sorted(m.name for m in pkgutil.iter_modules(research.__path__) if m.name not in LIBRARIES)
 
 
