@@ -76,7 +76,7 @@ from watermark.config.watermark_config import as_config
 from watermark.sentences.key import SentenceKey
 from watermark.sentences.significance import sentence_test
 
-ROBUST = "ours-1a1e92dd7bbd8611"  # configs/watermark-robust.json's texts (n8k4, 64 prompts)
+ROBUST = "ours-1a1e92dd7bbd8611"  # the robust config's texts (n8k4, 64 prompts)
 ROBUST_N32 = "ours-94f4533773ca9590"  # the same key, 32 candidates, 32 prompts
 FORCED = "llm_forced[qwen2.5-coder-1.5b]@t1r8+facts|1.0|0"
 CELLS = {  # attack: (method, attack cache key prefix)
@@ -221,7 +221,7 @@ def row(attack: str, name: str, k: int, rows: list[dict], base: list[dict]) -> d
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "watermark-robust.json"))
+    parser.add_argument("--config", default="robust")
     parser.add_argument("--run", type=Path, default=ROOT / "runs/position_key/store")
     parser.add_argument("--seed", type=Path, default=ROOT / "data/eval-cache/sentence-rewrites")
     parser.add_argument("--cell", nargs=3, action="append", metavar=("NAME", "METHOD", "ATTACK"),
