@@ -74,8 +74,15 @@ class Runner:
 
     def run(self, command: str, cwd: Path, what: str, stdin: str | None = None) -> str:
         began = time.perf_counter()
-        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=self.env, input=stdin,
-                              capture_output=True, text=True, timeout=3600)  # fmt: skip
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         seconds = time.perf_counter() - began
         verdicts = re.findall(r"is_watermarked[\"']?[:=] ?(\w+)", done.stdout)
         if "True" in verdicts or "true" in verdicts:
@@ -111,18 +118,30 @@ class Runner:
     def serve(self, command: str, what: str) -> subprocess.Popen:
         """Starts the service in the background and waits until its health answers."""
         began = time.perf_counter()
-        server = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=self.run_dir,
-                                  env=self.env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)  # fmt: skip
+        server = subprocess.Popen(
+            ["bash", "-c", f"exec {command}"],
+            cwd=self.run_dir,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         port = re.search(r"--port (\d+)", command).group(1)
         for _ in range(600):
-            ok = subprocess.run(["curl", "-sf", f"localhost:{port}/v1/health"],
-                                capture_output=True).returncode == 0  # fmt: skip
+            ok = (
+                subprocess.run(
+                    ["curl", "-sf", f"localhost:{port}/v1/health"], capture_output=True
+                ).returncode
+                == 0
+            )
             if ok or server.poll() is not None:
                 break
             time.sleep(1)
-        row = {"what": what, "command": command, "serving": ok,
-               "seconds_to_ready": round(time.perf_counter() - began, 1)}  # fmt: skip
+        row = {
+            "what": what,
+            "command": command,
+            "serving": ok,
+            "seconds_to_ready": round(time.perf_counter() - began, 1),
+        }
         print(json.dumps(row), flush=True)
         return server
 
@@ -130,8 +149,9 @@ class Runner:
 def install(runner: Runner) -> None:
     """Copies the tracked sources and runs the README's install block there."""
     src = runner.work / "src"
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.splitlines()  # fmt: skip
+    listed = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     for name in listed:
         if (ROOT / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
@@ -154,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     (work / "run").mkdir(parents=True)
     runner = Runner(work)
     install(runner)
-    docs = [("README", blocks(ROOT / "README.md")),
-            ("guide", blocks(ROOT / "docs" / "guide.md", until="## Concepts"))]  # fmt: skip
+    docs = [
+        ("README", blocks(ROOT / "README.md")),
+        ("guide", blocks(ROOT / "docs" / "guide.md", until="## Concepts")),
+    ]
     for doc, found in docs:
         for lang, code in found:
             if doc == "README" and "pip install" in code:

@@ -103,8 +103,10 @@ def _parser() -> argparse.ArgumentParser:
 def pool_values(pools: list[Pool], args: argparse.Namespace) -> dict[str, torch.Tensor]:
     """Per statistic, the candidates' values (P, N): words, short, repeat, margin and, with
     ``--nll``, the oracle's NLL."""
-    values = {name: torch.tensor([[words_stats(t)[i] for t in p.texts] for p in pools])
-              for i, name in enumerate(("words", "short", "repeat"))}  # fmt: skip
+    values = {
+        name: torch.tensor([[words_stats(t)[i] for t in p.texts] for p in pools])
+        for i, name in enumerate(("words", "short", "repeat"))
+    }
     size = torch.stack([p.v.abs().mean(1) for p in pools])
     values["margin"] = size / size.mean(1, keepdim=True)
     if args.nll:
@@ -124,23 +126,32 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
         raise SystemExit(f"error: {args.config} has the sentence layer off")
     n = args.candidates
     tested = section_keys(wm.config.sentences, args.keys, wm.sentences.semantic.num_dims)
-    pools = [p for p in read_pools(wm.sentences, args.pool_split, data=args.data)
-             if len(p.texts) >= n]  # fmt: skip
+    pools = [
+        p for p in read_pools(wm.sentences, args.pool_split, data=args.data) if len(p.texts) >= n
+    ]
     for p in pools:
         p.texts, p.v = p.texts[:n], p.v[:n].float()
     values = pool_values(pools, args)
     draw = torch.Generator().manual_seed(0)
-    nulls = [tilt(torch.randint(0, n, (len(tested), len(pools)), generator=draw), n)
-             for _ in range(200)]  # fmt: skip
+    nulls = [
+        tilt(torch.randint(0, n, (len(tested), len(pools)), generator=draw), n) for _ in range(200)
+    ]
     uniform = torch.randint(0, n, (len(tested), len(pools)), generator=draw)
     null, null_95 = sum(nulls) / len(nulls), float(torch.tensor(nulls).quantile(0.95))
     choices = {"uniform": uniform}
     for choice in CHOICES:
         choices[choice] = picks_of(tested, pools, choice)
     for choice, picks in choices.items():
-        found = {"config": str(args.config), "choice": choice, "candidates": n,
-                 "keys": len(tested), "pools": len(pools), "tilt": round(tilt(picks, n), 4),
-                 "tilt_null": round(null, 4), "tilt_null_95": round(null_95, 4)}  # fmt: skip
+        found = {
+            "config": str(args.config),
+            "choice": choice,
+            "candidates": n,
+            "keys": len(tested),
+            "pools": len(pools),
+            "tilt": round(tilt(picks, n), 4),
+            "tilt_null": round(null, 4),
+            "tilt_null_95": round(null_95, 4),
+        }
         found.update({f"{k}_gap": round(gap(picks, v), 4) for k, v in values.items()})
         found.update({f"{k}_pool": round(float(v.mean()), 4) for k, v in values.items()})
         print(json.dumps(found), flush=True)

@@ -111,17 +111,24 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
         stable = [stable_context(key, order, top, k) for k, key in enumerate(keys)]
         z = per_pool([pool_rows(stable, choice, p, outputs) for p in pools])[:, 1]
         line = {
-            "top": top, "fit_pairs": len(v), "heldout_pairs": len(flips), "pools": len(pools),
-            "dims": len(rates), "context_bits": bits, "keys": args.keys,
+            "top": top,
+            "fit_pairs": len(v),
+            "heldout_pairs": len(flips),
+            "pools": len(pools),
+            "dims": len(rates),
+            "context_bits": bits,
+            "keys": args.keys,
             "flip_rate_fit": round(float(rates.mean()), 4),
             "flip_rate_heldout": round(float(held.mean()), 4),
             "rate_correlation": round(float(np.corrcoef(rates.numpy(), held.numpy())[0, 1]), 4),
             "stable_flip_rate_heldout": round(float(held[order[:top]].mean()), 4),
-            "groups_kept_random": bootstrap(random_kept), "groups_kept_stable": bootstrap(kept),
+            "groups_kept_random": bootstrap(random_kept),
+            "groups_kept_stable": bootstrap(kept),
             "groups_kept_difference": bootstrap(kept - random_kept),
-            "z_rewritten_base": bootstrap(base), "z_rewritten_stable": bootstrap(z),
+            "z_rewritten_base": bootstrap(base),
+            "z_rewritten_stable": bootstrap(z),
             "z_rewritten_difference": bootstrap(z - base),
-        }  # fmt: skip
+        }
         print(json.dumps(line), flush=True)
 
 

@@ -60,8 +60,11 @@ def readings(key: SentenceKey, w: torch.Tensor, generated: int, null: torch.Tens
     weights = torch.ones(key.bits) if weights is None else weights[0].float()
     null_z = (null * weights / weights.norm()) @ (2 * key.targets.float() - 1).T  # (M, G)
     own = int(key.text_groups(w[None])[0])
-    stats = {"own": lambda x: x[..., own], "generated": lambda x: x[..., generated],
-             "max": lambda x: x.max(-1).values}  # fmt: skip
+    stats = {
+        "own": lambda x: x[..., own],
+        "generated": lambda x: x[..., generated],
+        "max": lambda x: x.max(-1).values,
+    }
     log_prior = torch.log(group_prior(key, w, own))
     for lam in lams:
         stats[f"mixture {lam}"] = lambda x, lam=lam: torch.logsumexp(log_prior + lam * x, -1)
@@ -114,9 +117,13 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     names = next(s for s in scores if s).keys()
     table = {n: np.array([s.get(n, np.nan) for s in scores]) for n in names}
     for name, values in table.items():
-        line = {"reading": name, "pools": int((~np.isnan(values)).sum()), "keys": args.keys,
-                "score": bootstrap(values),
-                "minus_own": bootstrap(values - table["own"])}  # fmt: skip
+        line = {
+            "reading": name,
+            "pools": int((~np.isnan(values)).sum()),
+            "keys": args.keys,
+            "score": bootstrap(values),
+            "minus_own": bootstrap(values - table["own"]),
+        }
         print(json.dumps(line), flush=True)
 
 

@@ -140,8 +140,9 @@ def clusters(features: torch.Tensor, k: int, rng, rounds: int = 30, starts: int 
         centres = x[torch.randperm(len(x), generator=rng)[:k]]
         for _ in range(rounds):
             label = (x @ centres.T).argmax(1)
-            centres = torch.stack([x[label == c].mean(0) if (label == c).any() else centres[c]
-                                   for c in range(k)])  # fmt: skip
+            centres = torch.stack(
+                [x[label == c].mean(0) if (label == c).any() else centres[c] for c in range(k)]
+            )
             centres = torch.nn.functional.normalize(centres, dim=1)
         fit = float((x @ centres.T).max(1).values.sum())
         if fit > best_fit:
@@ -156,8 +157,7 @@ def spoofer_keys(keying: Keying, v: torch.Tensor, marked: list, labels, human, l
     for c in labels.unique().tolist():
         texts = [rows for rows, label in zip(marked, labels.tolist()) if label == c]
         if keying.cells.startswith("position"):
-            found.append([learnt_key(v[[r[i] for r in texts]], human, like)
-                          for i in range(length)])  # fmt: skip
+            found.append([learnt_key(v[[r[i] for r in texts]], human, like) for i in range(length)])
         else:
             found.append([learnt_key(v[[r for rows in texts for r in rows]], human, like)])
     return found
@@ -167,8 +167,10 @@ def measure(args, keying: Keying, secret: str, pools, rng) -> dict:
     """One key's figures: the marked and human texts' p < 0.01 and the forgeries' per M."""
     marked_pool, own, forge = pools
     dims = marked_pool.shape[1]
-    keys = [PlaceKey(keying, f"{secret}/{k}", dims, args.bits, args.sentences)
-            for k in range(keying.texts_keys)]  # fmt: skip
+    keys = [
+        PlaceKey(keying, f"{secret}/{k}", dims, args.bits, args.sentences)
+        for k in range(keying.texts_keys)
+    ]
 
     def flagged(v: torch.Tensor, texts: list) -> float:
         """The share flagged at K min p < 0.01; the exact test only where the normal reading
@@ -190,9 +192,11 @@ def measure(args, keying: Keying, secret: str, pools, rng) -> dict:
         features = lean.flatten(1) if keying.cells.startswith("position") else lean.mean(1)
         labels = clusters(features, len(keys), rng)
     learnt = spoofer_keys(keying, marked_pool, marked, labels, own, keys[0].base, args.sentences)
-    line = {"marked_p<0.01": flagged(marked_pool, marked[: args.forged]),
-            "human_p<0.01": flagged(forge, human),
-            "cluster_purity": purity(labels, truth)}  # fmt: skip
+    line = {
+        "marked_p<0.01": flagged(marked_pool, marked[: args.forged]),
+        "human_p<0.01": flagged(forge, human),
+        "cluster_purity": purity(labels, truth),
+    }
     for pick in args.forge_candidates:
         forged = write(forge, learnt, args.forged, args.sentences, pick, rng)
         line[f"forged_p<0.01_M{pick}"] = flagged(forge, forged)

@@ -53,15 +53,23 @@ KEYINGS = [
 
 def table_size(keying: Keying, key: SentenceKey, positions: int) -> int:
     """The number of target sets a key of ``keying`` needs over ``positions`` positions."""
-    return {"group": len(key.targets), "one": 1, "position": positions,
-            "position+bit": 2 * positions}[keying.cells]  # fmt: skip
+    return {
+        "group": len(key.targets),
+        "one": 1,
+        "position": positions,
+        "position+bit": 2 * positions,
+    }[keying.cells]
 
 
 def fixed_cells(keying: Keying, text: Text, at: np.ndarray | None = None) -> np.ndarray:
     """Each sentence's cell (n,), read at positions ``at`` (default: in order; -1: none)."""
     at = np.arange(len(text)) if at is None else at
-    found = {"group": text.groups, "one": np.zeros(len(text), dtype=int), "position": at,
-             "position+bit": 2 * at + text.bits}[keying.cells]  # fmt: skip
+    found = {
+        "group": text.groups,
+        "one": np.zeros(len(text), dtype=int),
+        "position": at,
+        "position+bit": 2 * at + text.bits,
+    }[keying.cells]
     return np.where(at >= 0, found, -1)
 
 

@@ -94,8 +94,16 @@ def accuracy(at: np.ndarray, reference: np.ndarray) -> float:
     return float((at[has] == reference[has]).mean()) if has.any() else math.nan
 
 
-def simulate(pair: Pair, keying: Keying, demo: np.ndarray, ratio: float, keys: int,
-             draws: int, rng: np.random.Generator, key: SentenceKey) -> dict:  # fmt: skip
+def simulate(
+    pair: Pair,
+    keying: Keying,
+    demo: np.ndarray,
+    ratio: float,
+    keys: int,
+    draws: int,
+    rng: np.random.Generator,
+    key: SentenceKey,
+) -> dict:
     """Per K, the mean over ``keys`` simulated keys of the text's z as generated and after its
     rewrite, and the alignment's accuracy (module docstring); ``demo`` (G, b): today's
     targets as +-1."""
@@ -169,13 +177,15 @@ def selection_ratios(table: SentenceTable, config, seeds: Path, keys: int) -> di
     for name, bits in (("robust", None), ("c0", 0), ("c1", 1)):
         settings = config.sentences if bits is None else config.evolve(context_bits=bits).sentences
         found = section_keys(settings, keys, outputs.dims)
-        z[name] = np.mean([pool_rows(found, settings.choice, p, outputs)[:, 0].mean()
-                           for p in pools])  # fmt: skip
+        z[name] = np.mean(
+            [pool_rows(found, settings.choice, p, outputs)[:, 0].mean() for p in pools]
+        )
     return {name: float(min(1.0, z[name] / z["robust"])) for name in z}
 
 
-def human_texts(table: SentenceTable, key: SentenceKey, wm: Watermark, heldout: Path,
-                count: int) -> list[Text]:  # fmt: skip
+def human_texts(
+    table: SentenceTable, key: SentenceKey, wm: Watermark, heldout: Path, count: int
+) -> list[Text]:
     """The complete sentences of ``count`` held-out human texts (news and wiki, about 200
     generator tokens each) under ``key``."""
     found = []
@@ -224,8 +234,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", default="robust")
     parser.add_argument("--run", type=Path, default=ROOT / "runs/position_key/store")
     parser.add_argument("--seed", type=Path, default=ROOT / "data/eval-cache/sentence-rewrites")
-    parser.add_argument("--cell", nargs=3, action="append", metavar=("NAME", "METHOD", "ATTACK"),
-                        help="an attack to read (default: the committed ones)")  # fmt: skip
+    parser.add_argument(
+        "--cell",
+        nargs=3,
+        action="append",
+        metavar=("NAME", "METHOD", "ATTACK"),
+        help="an attack to read (default: the committed ones)",
+    )
     parser.add_argument("--keys", type=int, default=16, help="simulated keys per text")
     parser.add_argument("--draws", type=int, default=128, help="null draws per simulated key")
     parser.add_argument("--human", type=int, default=256, help="human texts for calibration")
@@ -264,8 +279,10 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
         print(json.dumps({**line, "rewritten_exact": bootstrap(np.array(exact))}), flush=True)
         for keying in keyings:
             rng = np.random.default_rng(0)
-            rows = [simulate(p, keying, demo, ratios[keying.choice], args.keys, args.draws, rng,
-                             key) for p in pairs]  # fmt: skip
+            rows = [
+                simulate(p, keying, demo, ratios[keying.choice], args.keys, args.draws, rng, key)
+                for p in pairs
+            ]
             for k in keying.ks:
                 print(json.dumps(row(attack, keying.name, k, rows, base)), flush=True)
         print(f"{attack}: done", file=sys.stderr, flush=True)
@@ -273,8 +290,18 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     for keying in keyings if texts else []:
         found = calibration(texts, keying, key, args.human_draws, np.random.default_rng(1))
         for k, (one, five) in found.items():
-            print(json.dumps({"calibration": keying.name, "keys_per_text": k, "texts": len(texts),
-                              "p<0.01": one, "p<0.05": five}), flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "calibration": keying.name,
+                        "keys_per_text": k,
+                        "texts": len(texts),
+                        "p<0.01": one,
+                        "p<0.05": five,
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -97,14 +97,22 @@ def configs_at(revision: str, folder: Path) -> dict[str, Path]:
     under ``folder``: ``{name: file}`` (:func:`config_name`)."""
     listed = subprocess.run(
         ["git", "ls-tree", "--name-only", revision, "configs/", "watermark/"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     names = {config_name(p): p for p in sorted(listed) if config_name(p)}
     found = {}
     for name in sorted(names, key=order):
         path = names[name]
-        text = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+        text = subprocess.run(
+            ["git", "show", f"{revision}:{path}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         found[name] = folder / path
         found[name].parent.mkdir(parents=True, exist_ok=True)
         found[name].write_text(text, encoding="utf-8")

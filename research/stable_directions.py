@@ -101,13 +101,17 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
         dirs = dirs[: args.top] if name != "random" else dirs
         held = flip_rates(hu, hw, mean, dirs)
         line = {
-            "directions": name, "read": len(dirs), "fit_pairs": len(u), "heldout_pairs": len(hu),
+            "directions": name,
+            "read": len(dirs),
+            "fit_pairs": len(u),
+            "heldout_pairs": len(hu),
             "flip_heldout": round(float(held.mean()), 4),
             "flip_heldout_each": [round(float(x), 3) for x in held[: args.top]],
             "flip_fit": round(float(flip_rates(u, w, mean, dirs).mean()), 4),
-            "positive_share": [round(float(x), 2) for x in
-                               ((hu - mean) @ dirs[: args.top].T > 0).double().mean(0)],
-        }  # fmt: skip
+            "positive_share": [
+                round(float(x), 2) for x in ((hu - mean) @ dirs[: args.top].T > 0).double().mean(0)
+            ],
+        }
         print(json.dumps(line), flush=True)
 
 

@@ -84,9 +84,14 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     kept = kept_by_bin(stability)
     firsts = torch.stack([p[0] for p in pools])
     others = torch.stack([p[1] for p in pools]).roll(1, 0)  # a sentence of another pool
-    common = {"config": str(args.config), "kind": args.kind, "split": args.split,
-              "pool_split": args.pool_split, "centre": args.centre,
-              "power": settings.weight_power}  # fmt: skip
+    common = {
+        "config": str(args.config),
+        "kind": args.kind,
+        "split": args.split,
+        "pool_split": args.pool_split,
+        "centre": args.centre,
+        "power": settings.weight_power,
+    }
     common.update(pairs=stability["pairs"])
     common.update(stability=stability["keyed"], kept_by_bin=[round(k, 3) for k in kept])
     common.update(unrelated=unrelated_agreement(firsts, others)["unrelated"])

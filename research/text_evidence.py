@@ -116,8 +116,7 @@ def measure(
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", type=Path, nargs="+",
-                        default=[shipped_path("robust")])  # fmt: skip
+    parser.add_argument("--config", type=Path, nargs="+", default=[shipped_path("robust")])
     parser.add_argument("--keys", type=int, default=32)
     parser.add_argument("--candidates", type=int, default=8)
     parser.add_argument("--pool-split", default="train")
@@ -144,9 +143,15 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
             wm.config.sentences.embedder,
         ):
             raise SystemExit(f"error: {path} reads another SE or SM than {args.config[0]}")
-        row = {"config": str(path), "candidates": args.candidates, "pool_split": args.pool_split,
-               "kind": args.kind, "split": args.split, "documents": len(docs),
-               "kept_by_bin": [round(k, 3) for k in kept.tolist()]}  # fmt: skip
+        row = {
+            "config": str(path),
+            "candidates": args.candidates,
+            "pool_split": args.pool_split,
+            "kind": args.kind,
+            "split": args.split,
+            "documents": len(docs),
+            "kept_by_bin": [round(k, 3) for k in kept.tolist()],
+        }
         print(json.dumps({**row, **measure(cfg, docs, kept, args)}), flush=True)
 
 

@@ -121,8 +121,12 @@ def read_pairs(
         source = nearest(ub, ua)
         cos = torch.nn.functional.cosine_similarity(ub, ua[source], dim=1)
         reference = torch.where(cos >= REFERENCE, source, -1)
-        found.append(Pair(
-            read_text(key, table.sentence_outputs(a)), read_text(key, table.sentence_outputs(b)),
-            source.numpy(), reference.numpy(),
-        ))  # fmt: skip
+        found.append(
+            Pair(
+                read_text(key, table.sentence_outputs(a)),
+                read_text(key, table.sentence_outputs(b)),
+                source.numpy(),
+                reference.numpy(),
+            )
+        )
     return found

@@ -83,7 +83,7 @@ def corpus_lines(texts: list[str], config: str | None, processes: int = 2) -> li
             "cpu",
             "--per-token",
         ]
-        argv += ["--config", config] if config else []  # fmt: skip
+        argv += ["--config", config] if config else []
         subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
         return [json.dumps(json.loads(line)) for line in out.read_text().splitlines()]
 
@@ -100,8 +100,7 @@ def same_tokens(wm: Watermark, prompts: list[str], tokens: int) -> dict:
     for n in (1, 2):
         with threads(n):
             found.append([o.token_ids for o in wm.generate(prompts, seed=0, max_new_tokens=tokens)])
-    return {"prompts": len(prompts), "tokens": tokens,
-            "same": sum(a == b for a, b in zip(*found))}  # fmt: skip
+    return {"prompts": len(prompts), "tokens": tokens, "same": sum(a == b for a, b in zip(*found))}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ from watermark.core.scoring import WatermarkCore
 from watermark.core.semantic import MappedEmbedder
 from watermark.core.threads import one_thread
 from watermark.detect.detector import Detector
-from watermark.detect.provenance import Identity, with_key_ids
+from watermark.detect.provenance import Identity
 from watermark.detect.result import DetectionResult
 from watermark.generate.generation import (
     Generation,
@@ -260,10 +260,18 @@ class Watermark:
         with one_thread(self.core.device.type == "cpu"):  # same draws at every thread count
             scheme = self.config.scheme  # the sampling settings, with or without the watermark
             return generate(
-                model, self.tokenizer, prompts, processor, max_new_tokens=max_new_tokens,
-                top_k=scheme.top_k, top_p=scheme.top_p, temperature=scheme.temperature,
-                seed=seed, layer=layer, **kwargs,
-            )  # fmt: skip
+                model,
+                self.tokenizer,
+                prompts,
+                processor,
+                max_new_tokens=max_new_tokens,
+                top_k=scheme.top_k,
+                top_p=scheme.top_p,
+                temperature=scheme.temperature,
+                seed=seed,
+                layer=layer,
+                **kwargs,
+            )
 
     def detect(
         self,
@@ -290,5 +298,4 @@ class Watermark:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise UserError(f"workers must be an integer >= 0, got {workers!r}")
         results = self.detector.detect(texts, progress, batch_size, workers)
-        with_key_ids(results, self.identity.key_ids)
         return results

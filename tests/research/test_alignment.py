@@ -54,8 +54,9 @@ def test_the_programme_finds_the_best_and_the_soft_sum_of_every_alignment(seed: 
         for seq in itertools.product(range(-1, positions), repeat=m):
             c = cost(seq, moves, positions)
             if c is not None:
-                values.append(sum(a[row, j, p] for j, p in enumerate(seq) if p >= 0)
-                              - moves.penalty * c)  # fmt: skip
+                values.append(
+                    sum(a[row, j, p] for j, p in enumerate(seq) if p >= 0) - moves.penalty * c
+                )
         values = np.array(values)
         expected = np.log(np.exp(soft * values).sum()) / soft if soft else values.max()
         assert best[row] == pytest.approx(expected)

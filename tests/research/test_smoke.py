@@ -53,9 +53,13 @@ def yard(tiny: SimpleNamespace, tmp_path_factory: pytest.TempPathFactory) -> Sim
     human = root / "human.jsonl"
     human.write_text("".join(json.dumps({"text": t + " ."}) + "\n" for t in sentences(3, 4, 40)))
     return SimpleNamespace(
-        root=root, layered=layered, plain=plain, paths=paths, human=human,
+        root=root,
+        layered=layered,
+        plain=plain,
+        paths=paths,
+        human=human,
         load=tiny_loader(tiny, plain, paths),
-    )  # fmt: skip
+    )
 
 
 def lines(capsys: pytest.CaptureFixture) -> list[dict]:
@@ -75,8 +79,11 @@ def test_the_figure_of_merit_and_the_choices_tilt(yard: SimpleNamespace, capsys)
     surviving_evidence.main([*data, "--candidates", "2,4"], wm=yard.layered)
     rows = lines(capsys)
     assert [(r["choice"], r["candidates"]) for r in rows] == [
-        ("score", 2), ("score", 4), ("survival", 2), ("survival", 4)
-    ]  # fmt: skip
+        ("score", 2),
+        ("score", 4),
+        ("survival", 2),
+        ("survival", 4),
+    ]
     assert all(r["pools"] == 12 and r["pairs"] > 0 for r in rows)
     choice_tilt.main([*data, "--candidates", "4"], wm=yard.layered)
     rows = lines(capsys)
@@ -91,19 +98,38 @@ def test_kept_rewrites_reads_a_store(yard: SimpleNamespace, tmp_path: Path, caps
     texts = [" ".join(s + " ." for s in sentences(3, seed=n, length=6)) for n in range(4)]
     store = write_store(tmp_path / "cache", "ours-tiny", texts)
     argv = ["--config", str(yard.paths[0]), "--method", "ours-tiny", "--attack", FORCED]
-    kept_rewrites.main([*argv, "--run", str(store), "--seed", str(tmp_path / "none")],
-                       wm=yard.layered)  # fmt: skip
+    kept_rewrites.main(
+        [*argv, "--run", str(store), "--seed", str(tmp_path / "none")], wm=yard.layered
+    )
     (row,) = lines(capsys)
     assert row["texts"] == 4 and row["sentences"] > 0 and len(row["kept_by_bin"]) >= 1
 
 
 def test_the_spoofer_simulation(yard: SimpleNamespace, capsys) -> None:
     heldout = write_heldout(yard.root / "heldout.jsonl.gz")
-    sentence_spoof.main([
-        "--texts", "8", "--bits", "4", "--context-bits", "0,1", "--learn", "3",
-        "--forge-candidates", "2", "--forged", "6", "--sentences", "3", "--candidates", "2",
-        "--heldout", str(heldout),
-    ], wm=yard.layered)  # fmt: skip
+    sentence_spoof.main(
+        [
+            "--texts",
+            "8",
+            "--bits",
+            "4",
+            "--context-bits",
+            "0,1",
+            "--learn",
+            "3",
+            "--forge-candidates",
+            "2",
+            "--forged",
+            "6",
+            "--sentences",
+            "3",
+            "--candidates",
+            "2",
+            "--heldout",
+            str(heldout),
+        ],
+        wm=yard.layered,
+    )
     rows = lines(capsys)
     assert [r["context_bits"] for r in rows] == [0, 0, 1, 1]
     assert rows[0]["marked_texts"] == 3 and rows[1]["forge_candidates"] == 2
@@ -139,18 +165,31 @@ def test_the_calibration_inputs_and_the_readme_example(
 
 def test_the_snapshot_of_a_tree_equals_itself(yard: SimpleNamespace, tmp_path: Path) -> None:
     out = tmp_path / "snap.json"
-    assert refactor_snapshot.main(["snap", str(out), "--texts", "2", "--tokens", "4"],
-                                  load=yard.load) == 0  # fmt: skip
+    assert (
+        refactor_snapshot.main(["snap", str(out), "--texts", "2", "--tokens", "4"], load=yard.load)
+        == 0
+    )
     found = json.loads(out.read_text())
     assert "default" in found and all(len(row["detect"]) == 2 for row in found.values())
     assert refactor_snapshot.main(["compare", str(out), str(out)]) == 0
 
 
 def test_thread_invariance_and_loops(yard: SimpleNamespace, tmp_path: Path, capsys) -> None:
-    thread_invariance.main([
-        "--human", "1", "--watermarked", "1", "--processes", "0", "--generate", "1",
-        "--tokens", "4",
-    ], load=yard.load)  # fmt: skip
+    thread_invariance.main(
+        [
+            "--human",
+            "1",
+            "--watermarked",
+            "1",
+            "--processes",
+            "0",
+            "--generate",
+            "1",
+            "--tokens",
+            "4",
+        ],
+        load=yard.load,
+    )
     out = json.loads(capsys.readouterr().out)
     assert set(out["identical"].values()) == {2}
     assert out["generation"]["default"]["same"] == 1
@@ -194,8 +233,10 @@ def test_stable_context_outputs_against_random_ones(yard: SimpleNamespace, capsy
 
     write_pool_rewrites(yard.root)
     argv = ["--config", str(yard.paths[0]), "--seeds", str(yard.root), "--candidates", "4"]
-    context_stability.main([*argv, "--top", "2,1000", "--keys", "2", "--fit-split", "val",
-                            "--draws", "50"], wm=yard.layered)  # fmt: skip
+    context_stability.main(
+        [*argv, "--top", "2,1000", "--keys", "2", "--fit-split", "val", "--draws", "50"],
+        wm=yard.layered,
+    )
     low, everything = lines(capsys)
     assert low["top"] == 2 and low["pools"] == 12 and low["fit_pairs"] > 0
     assert low["heldout_pairs"] == 36  # 3 rewrites a pool
@@ -210,8 +251,13 @@ def test_the_context_group_read_four_ways(yard: SimpleNamespace, tiny, capsys) -
     from research import group_reading
 
     write_pool_rewrites(yard.root)
-    own = tiny.make(sentence_bits=8, sentence_context_bits=1, sentence_candidates=2,
-                    sentence_keying="own", sentence_test="margin")  # fmt: skip
+    own = tiny.make(
+        sentence_bits=8,
+        sentence_context_bits=1,
+        sentence_candidates=2,
+        sentence_keying="own",
+        sentence_test="margin",
+    )
     path = own.config.save(yard.root / "own.json")
     argv = ["--config", str(path), "--seeds", str(yard.root), "--candidates", "4", "--keys", "2"]
     group_reading.main([*argv, "--null-draws", "200", "--lams", "1.0"], wm=own)
@@ -230,8 +276,9 @@ def test_embedding_directions_fitted_on_rewrites(yard: SimpleNamespace, capsys) 
 
     write_pool_rewrites(yard.root)
     argv = ["--config", str(yard.paths[0]), "--seeds", str(yard.root), "--candidates", "4"]
-    stable_directions.main([*argv, "--fit-split", "val", "--top", "3", "--shrinks", "1"],
-                           wm=yard.layered)  # fmt: skip
+    stable_directions.main(
+        [*argv, "--fit-split", "val", "--top", "3", "--shrinks", "1"], wm=yard.layered
+    )
     found = {r["directions"]: r for r in lines(capsys)}
     assert list(found) == ["random", "pca", "lda 1.0"]
     assert found["random"]["read"] == 256 and found["pca"]["read"] == 3
@@ -264,23 +311,57 @@ def test_a_field_added_to_the_results_is_no_change_of_the_snapshot() -> None:
     assert not same_detection({**before, "key_id": "key-0"}, before)  # a field dropped is one
 
 
-def test_position_keys_simulated_on_a_store(yard: SimpleNamespace, tiny, tmp_path: Path,
-                                           capsys) -> None:  # fmt: skip
+def test_position_keys_simulated_on_a_store(
+    yard: SimpleNamespace, tiny, tmp_path: Path, capsys
+) -> None:
     from research import position_key
 
-    own = tiny.make(sentence_bits=8, sentence_context_bits=1, sentence_candidates=2,
-                    sentence_keying="own", sentence_test="margin")  # fmt: skip
+    own = tiny.make(
+        sentence_bits=8,
+        sentence_context_bits=1,
+        sentence_candidates=2,
+        sentence_keying="own",
+        sentence_test="margin",
+    )
     path = own.config.save(tmp_path / "own.json")
     texts = [" ".join(s + " ." for s in sentences(4, seed=n, length=6)) for n in range(4)]
     store = write_store(tmp_path / "cache", "ours-tiny", texts)
     heldout = write_heldout(tmp_path / "heldout.jsonl.gz")
-    position_key.main([
-        "--config", str(path), "--run", str(store), "--seed", str(tmp_path / "none"),
-        "--cell", "forced", "ours-tiny", FORCED, "--cell", "none", "ours-none", FORCED,
-        "--keys", "2", "--draws", "8", "--human", "3", "--human-draws", "16",
-        "--heldout", str(heldout), "--pool-keys", "0", "--cache", str(tmp_path / "s.pt"),
-        "--only", "position, aligned, penalty 0.5",
-    ], wm=own)  # fmt: skip
+    position_key.main(
+        [
+            "--config",
+            str(path),
+            "--run",
+            str(store),
+            "--seed",
+            str(tmp_path / "none"),
+            "--cell",
+            "forced",
+            "ours-tiny",
+            FORCED,
+            "--cell",
+            "none",
+            "ours-none",
+            FORCED,
+            "--keys",
+            "2",
+            "--draws",
+            "8",
+            "--human",
+            "3",
+            "--human-draws",
+            "16",
+            "--heldout",
+            str(heldout),
+            "--pool-keys",
+            "0",
+            "--cache",
+            str(tmp_path / "s.pt"),
+            "--only",
+            "position, aligned, penalty 0.5",
+        ],
+        wm=own,
+    )
     rows = lines(capsys)
     assert rows[0]["choice_ratios"] == {"robust": 1.0, "c0": 1.0, "c1": 1.0}
     today, *aligned = [r for r in rows if r.get("attack") == "forced"]
@@ -292,18 +373,38 @@ def test_position_keys_simulated_on_a_store(yard: SimpleNamespace, tiny, tmp_pat
     assert len(calibration) == 8 and all(0 <= r["p<0.01"] <= 1 for r in calibration)
 
 
-def test_spoofers_of_place_and_per_text_keys(yard: SimpleNamespace, tmp_path: Path,
-                                            capsys) -> None:  # fmt: skip
+def test_spoofers_of_place_and_per_text_keys(yard: SimpleNamespace, tmp_path: Path, capsys) -> None:
     from research import key_spoof
 
     heldout = write_heldout(tmp_path / "heldout.jsonl.gz")
-    key_spoof.main([
-        "--texts", "8", "--bits", "4", "--learn", "6", "--forge-candidates", "2",
-        "--forged", "4", "--sentences", "3", "--candidates", "2", "--keys", "2",
-        "--heldout", str(heldout), "--only", "per-text 4 x position",
-    ], wm=yard.layered)  # fmt: skip
+    key_spoof.main(
+        [
+            "--texts",
+            "8",
+            "--bits",
+            "4",
+            "--learn",
+            "6",
+            "--forge-candidates",
+            "2",
+            "--forged",
+            "4",
+            "--sentences",
+            "3",
+            "--candidates",
+            "2",
+            "--keys",
+            "2",
+            "--heldout",
+            str(heldout),
+            "--only",
+            "per-text 4 x position",
+        ],
+        wm=yard.layered,
+    )
     rows = lines(capsys)
     assert [r["keying"] for r in rows] == ["per-text 4 x position"] * 3 + [
-        "per-text 4 x position, oracle clusters"] * 3  # fmt: skip
+        "per-text 4 x position, oracle clusters"
+    ] * 3
     assert rows[2]["keys"] == 2 and 0 <= rows[2]["mean"]["forged_p<0.01_M2"] <= 1
     assert rows[3]["cluster_purity"] == 1.0

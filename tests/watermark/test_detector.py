@@ -425,6 +425,9 @@ def test_per_key_results_are_the_ones_the_verdict_picks_from(tiny: SimpleNamespa
     alone = tiny.make(key="a-third-key", window_sizes=[8]).detect(texts[:3])
     assert [k[2].p_value for k in per_key[:3]] == [r.p_value for r in alone]
     assert all(r.fingerprint == wm.fingerprint for k in per_key for r in k)
+    ids = wm.identity.key_ids  # each result names the key it was tested under
+    assert all([r.key_id for r in k] == list(ids) for k in per_key[:3]) and len(set(ids)) == 3
+    assert [r.key_id for r in found[:3]] == [ids[r.key_index] for r in found[:3]]
 
 
 @pytest.mark.parametrize("batched,workers", [(False, 0), (True, 2)])

@@ -54,7 +54,6 @@ from watermark.app.requests import (
     request_models,
     validate,
 )
-from watermark.detect.provenance import with_key_ids
 
 logger = logging.getLogger(__name__)
 
@@ -108,9 +107,7 @@ class Detectors:
 
     def detect(self, texts: list[str], windows: tuple[int, ...]) -> list[Any]:
         """The results of ``texts`` under ``windows`` (the batcher's detector call)."""
-        results = self.get(windows).detect(texts, chunk_size=self.limits.max_batch)
-        with_key_ids(results, self.watermark.identity.key_ids)
-        return results
+        return self.get(windows).detect(texts, chunk_size=self.limits.max_batch)
 
 
 def create_app(watermark: Any, limits: Limits | None = None, clients: Clients | None = None):

@@ -165,8 +165,10 @@ def from_0_4(flat: dict[str, Any]) -> dict[str, Any]:
         raise UserError("unknown watermark config key 'rule'")
     rule = flat.get("scaling")
     if rule == "floor":
-        raise UserError(f"scheme.rule must be one of {RULES}, got 'floor' (removed in 0.8; the "
-                        "paper's form is 'paper')")  # fmt: skip
+        raise UserError(
+            f"scheme.rule must be one of {RULES}, got 'floor' (removed in 0.8; the "
+            "paper's form is 'paper')"
+        )
     own = SCHEMES[rule].strength_field if rule in RULES else None
     complete, out = saved_every_strength(flat), {}
     for key, value in flat.items():

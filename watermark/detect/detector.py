@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
+from watermark.config.keys import key_id
 from watermark.core.scoring import WatermarkCore
 from watermark.core.text import decode_many, encode_text, unsupported_reason
 from watermark.core.threads import spread
@@ -86,6 +87,7 @@ class Detector:
         self._pool: AssemblyPool | None = None
         self.sentence_tests = sentence_tests
         self.fingerprint = fingerprint or core.fingerprint()
+        self.key_ids = [key_id(k) for k in core.config.secret_keys()]  # public, in key order
 
     def _workers(self, workers: int) -> AssemblyPool:
         """The pool of ``workers`` assembly processes, started on first use and kept."""
@@ -174,8 +176,10 @@ class Detector:
             found[n] if n in found else [self._unread(ids_list[n], reasons[n])]
             for n in range(len(ids_list))
         ]
-        for result in (r for results in per_key for r in results):
-            result.fingerprint = self.fingerprint
+        for results in per_key:
+            for k, result in enumerate(results):
+                result.key_index = k  # the key each was tested under
+        self._label([r for results in per_key for r in results])
         return per_key
 
     def _encode(self, texts: Sequence[str]) -> tuple[list[list[int]], list[str | None]]:
@@ -212,9 +216,15 @@ class Detector:
             return self._verdict(found[n], None if texts is None else texts[n])
 
         results = spread(verdict, range(len(ids_list)), self.core.device.type == "cpu")
+        self._label(results)
+        return results
+
+    def _label(self, results: list[DetectionResult]) -> None:
+        """Names in each result what it was tested under: the fingerprint and the public id
+        of its key (``key_index``)."""
         for result in results:
             result.fingerprint = self.fingerprint
-        return results
+            result.key_id = self.key_ids[result.key_index]
 
     def _verdict(self, per_key: list[DetectionResult], text: str | None) -> DetectionResult:
         """The verdict step of a text read under every key: the best key's result

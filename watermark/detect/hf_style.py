@@ -25,7 +25,6 @@ import torch
 
 from watermark.api import Watermark
 from watermark.config.watermark_config import WatermarkConfig
-from watermark.detect.provenance import with_key_ids
 from watermark.detect.result import DetectionResult
 from watermark.generate.generation import eos_ids
 
@@ -94,7 +93,6 @@ class WatermarkDetector:
         else:
             rows = self.token_rows(input_ids)
             results = self.watermark.detector.detect_ids(rows)
-            with_key_ids(results, self.watermark.identity.key_ids)
         z = np.array([r.z_score for r in results])
         if z_threshold is None:
             prediction = np.array([r.is_watermarked for r in results])

@@ -18,14 +18,13 @@ plain string carries no record, so nothing can be compared: keep the record with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
 from watermark.config.keys import DEMO_KEY, key_id
 from watermark.config.sections import Sentences
 from watermark.core.identity import fingerprint
 from watermark.core.scoring import WatermarkCore
-from watermark.detect.result import DetectionResult
 
 DEMO_KEY_ID = key_id(DEMO_KEY)
 
@@ -131,9 +130,3 @@ class Identity:
 def describe(kid: object) -> str:
     """A key id for a message, naming the public demo key."""
     return f"{kid}, the public demo key" if kid == DEMO_KEY_ID else str(kid)
-
-
-def with_key_ids(results: Sequence[DetectionResult], key_ids: Sequence[str]) -> None:
-    """Writes into each result the id of the key its verdict names (``key_index``)."""
-    for result in results:
-        result.key_id = key_ids[result.key_index]

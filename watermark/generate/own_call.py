@@ -66,8 +66,10 @@ def own_generation_config(
         if name in off:
             raise UserError(refusal({name: value}))
     if settings.get("do_sample", True) is not True:
-        raise UserError("do_sample must stay True: the watermark samples (greedy decoding "
-                        "would pick the same token with or without it)")  # fmt: skip
+        raise UserError(
+            "do_sample must stay True: the watermark samples (greedy decoding "
+            "would pick the same token with or without it)"
+        )
     base = getattr(model, "generation_config", None)
     config = copy.deepcopy(base) if base is not None else GenerationConfig()
     if getattr(base, "min_p", None) is not None:  # None would take the model's value again

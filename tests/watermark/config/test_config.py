@@ -344,10 +344,20 @@ def test_each_earlier_format_loads_through_its_own_steps(
     for section, part in today.items():
         for field, value in part.items():
             assert getattr(getattr(cfg, section), field) == value
-    assert cfg.scheme == replace(expected.scheme, **{
-        f: getattr(cfg.scheme, f) for f in ("neutral", "loop_penalty", "filter_first",
-                                            "fresh_only", "repeats", "opening_steps")
-    })  # fmt: skip
+    assert cfg.scheme == replace(
+        expected.scheme,
+        **{
+            f: getattr(cfg.scheme, f)
+            for f in (
+                "neutral",
+                "loop_penalty",
+                "filter_first",
+                "fresh_only",
+                "repeats",
+                "opening_steps",
+            )
+        },
+    )
     assert WatermarkConfig.from_dict(cfg.sections()) == cfg  # saved today, read as today's
     with pytest.raises(ValueError, match="0.9 removed the setting 'stop_at'"):
         files.from_0_8({"sentences": {"stop_at": 1.5}})
