@@ -17,39 +17,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evaluation.metrics import TAIL_KEYS, TAIL_LEVELS
+from evaluation.metrics import TAIL_KEYS, TAIL_LEVELS, auc, tpr_at
 
 DRAWS, LEVEL = 2000, 0.95
 
 
-def auc(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """ROC-AUC of each row of positives (R, P) against the same row of negatives (R, N): the
-    share of (positive, negative) pairs ranked right, ties counted half."""
-    scores = np.concatenate([pos, neg], axis=1)
-    order = scores.argsort(axis=1, kind="stable")
-    ranks = np.empty_like(order, dtype=np.float64)
-    np.put_along_axis(ranks, order, np.arange(1, scores.shape[1] + 1, dtype=np.float64), axis=1)
-    # average the ranks of ties
-    sorted_scores = np.take_along_axis(scores, order, axis=1)
-    for row in range(scores.shape[0]):
-        values, first, counts = np.unique(sorted_scores[row], return_index=True, return_counts=True)
-        if len(values) < scores.shape[1]:
-            for start, count in zip(first[counts > 1], counts[counts > 1]):
-                idx = order[row, start : start + count]
-                ranks[row, idx] = ranks[row, idx].mean()
-    p, n = pos.shape[1], neg.shape[1]
-    return (ranks[:, :p].sum(axis=1) - p * (p + 1) / 2) / (p * n)
-
-
-def tpr_at(pos: np.ndarray, neg: np.ndarray, fpr: float = 0.01) -> np.ndarray:
-    """Per row, the share of positives above the threshold that lets at most ``fpr`` of the
-    negatives through (scores above the k-th largest negative, k = floor(fpr * N))."""
-    k = int(np.floor(fpr * neg.shape[1]))
-    threshold = -np.sort(-neg, axis=1)[:, k]  # the (k+1)-th largest negative
-    return (pos > threshold[:, None]).mean(axis=1)
-
-
 def interval(values: np.ndarray, level: float = LEVEL) -> list[float]:
+    """The central ``level`` percentile interval of ``values``."""
     tail = (1 - level) / 2 * 100
     return [float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))]
 

@@ -1,7 +1,9 @@
-"""Evaluation metrics: detection (torchmetrics), repetition, oracle perplexity, summaries.
+"""Evaluation metrics: detection, repetition, oracle perplexity, summaries.
 
 Detection metrics treat watermarked texts as positives and human texts as negatives, with a score
-where larger means "more likely watermarked" (the z-score for every method).
+where larger means "more likely watermarked" (the z-score for every method). ROC-AUC and the TPR
+at an FPR are computed on rows of scores (:func:`auc`, :func:`tpr_at`), so that the paired
+bootstrap (:mod:`evaluation.bootstrap`) resamples the same figures the tables report.
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
-from torchmetrics.classification import BinaryAUROC, BinaryPrecisionRecallCurve, BinaryROC
+from torchmetrics.classification import BinaryPrecisionRecallCurve, BinaryROC
 
 
 def _scores_and_labels(positives, negatives) -> tuple[torch.Tensor, torch.Tensor]:
-    if not positives or not negatives:
+    if not len(positives) or not len(negatives):
         raise ValueError("detection metrics need at least one positive and one negative score")
     scores = torch.tensor(list(positives) + list(negatives), dtype=torch.float64)
     labels = torch.tensor([1] * len(positives) + [0] * len(negatives))
@@ -22,19 +25,41 @@ def _scores_and_labels(positives, negatives) -> tuple[torch.Tensor, torch.Tensor
 
 
 def roc_curve(positives: Sequence[float], negatives: Sequence[float]) -> tuple[list, list]:
-    """ROC points (fpr, tpr) over all thresholds."""
+    """ROC points (fpr, tpr) over all thresholds (the report's ROC plots)."""
     scores, labels = _scores_and_labels(positives, negatives)
     fpr, tpr, _ = BinaryROC(thresholds=None)(scores, labels)
     return fpr.tolist(), tpr.tolist()
 
 
-def _tpr_at(fpr: list, tpr: list, fpr_max: float) -> float:
-    return max(t for f, t in zip(fpr, tpr) if f <= fpr_max + 1e-12)
+def auc(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """ROC-AUC of each row of positives (R, P) against the same row of negatives (R, N): the
+    share of (positive, negative) pairs ranked right, ties counted half. Shape (R,)."""
+    scores = np.concatenate([pos, neg], axis=1)
+    order = scores.argsort(axis=1, kind="stable")
+    ranks = np.empty_like(order, dtype=np.float64)
+    np.put_along_axis(ranks, order, np.arange(1, scores.shape[1] + 1, dtype=np.float64), axis=1)
+    # average the ranks of ties
+    sorted_scores = np.take_along_axis(scores, order, axis=1)
+    for row in range(scores.shape[0]):
+        values, first, counts = np.unique(sorted_scores[row], return_index=True, return_counts=True)
+        if len(values) < scores.shape[1]:
+            for start, count in zip(first[counts > 1], counts[counts > 1]):
+                idx = order[row, start : start + count]
+                ranks[row, idx] = ranks[row, idx].mean()
+    p, n = pos.shape[1], neg.shape[1]
+    return (ranks[:, :p].sum(axis=1) - p * (p + 1) / 2) / (p * n)
 
 
-def tpr_at_fpr(positives: Sequence[float], negatives: Sequence[float], fpr_max: float) -> float:
-    """Largest TPR among thresholds whose FPR is at most ``fpr_max``."""
-    return _tpr_at(*roc_curve(positives, negatives), fpr_max)
+def tpr_at(pos: np.ndarray, neg: np.ndarray, fpr: float = 0.01) -> np.ndarray:
+    """Per row of positives (R, P) and negatives (R, N), the share of positives above the
+    threshold that lets at most ``fpr`` of the negatives through: scores above the (k+1)-th
+    largest negative, k = floor(fpr * N) (the largest TPR of a threshold whose FPR is at most
+    ``fpr``). Shape (R,)."""
+    k = int(np.floor(fpr * neg.shape[1]))
+    if k >= neg.shape[1]:
+        return np.ones(pos.shape[0])
+    threshold = -np.sort(-neg, axis=1)[:, k]
+    return (pos > threshold[:, None]).mean(axis=1)
 
 
 def best_f1(positives: Sequence[float], negatives: Sequence[float]) -> float:
@@ -47,13 +72,14 @@ def best_f1(positives: Sequence[float], negatives: Sequence[float]) -> float:
 
 def detection_metrics(positives: Sequence[float], negatives: Sequence[float]) -> dict:
     """ROC-AUC, best F1, TPR at 1% and 10% FPR of positives vs negatives."""
-    scores, labels = _scores_and_labels(positives, negatives)
-    fpr, tpr = roc_curve(positives, negatives)
+    f1 = best_f1(positives, negatives)  # raises ValueError without a positive or a negative
+    pos = np.asarray(positives, dtype=np.float64)[None]
+    neg = np.asarray(negatives, dtype=np.float64)[None]
     return {
-        "roc_auc": float(BinaryAUROC(thresholds=None)(scores, labels)),
-        "best_f1": best_f1(positives, negatives),
-        "tpr@1%fpr": _tpr_at(fpr, tpr, 0.01),
-        "tpr@10%fpr": _tpr_at(fpr, tpr, 0.10),
+        "roc_auc": float(auc(pos, neg)[0]),
+        "best_f1": f1,
+        "tpr@1%fpr": float(tpr_at(pos, neg, 0.01)[0]),
+        "tpr@10%fpr": float(tpr_at(pos, neg, 0.10)[0]),
         "positives": len(positives),
         "negatives": len(negatives),
     }

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from data.sentence_rewrites import read_jsonl_gz
+from evaluation.bootstrap import mean_interval
 from mapper.sentence_metrics import nearest
 from research.common import (
     choose,
@@ -203,18 +204,14 @@ def per_pool(rows: list[np.ndarray]) -> np.ndarray:
         return np.stack([np.nanmean(r, axis=0) for r in rows])
 
 
-def bootstrap(values: np.ndarray, draws: int = 2000, seed: int = 0) -> list[float]:
+def bootstrap(values: np.ndarray) -> list[float | None]:
     """The mean of ``values`` (one per pool, NaN left out) and its bootstrap 95% interval
-    (``None`` each where every value is NaN)."""
+    (:func:`evaluation.bootstrap.mean_interval`), rounded (``None`` each where every value is
+    NaN)."""
     values = values[~np.isnan(values)]
     if not len(values):
         return [None, None, None]
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), (draws, len(values)))].mean(axis=1)
-    return [
-        round(float(values.mean()), 4),
-        *(round(float(q), 4) for q in np.quantile(means, [0.025, 0.975])),
-    ]
+    return [round(float(v), 4) for v in (values.mean(), *mean_interval(values))]
 
 
 def replay(cfg: WatermarkConfig, pools: list[dict], outputs: Outputs, num_keys: int) -> dict:

@@ -1,21 +1,42 @@
-"""Paired bootstrap intervals: the AUC and TPR they resample equal the metrics' own."""
+"""Paired bootstrap intervals, and the AUC and TPR at an FPR that they resample (the metrics'
+own) against the ROC curve's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from evaluation.bootstrap import auc, auc_difference, quality_ratio, tpr_at
-from evaluation.metrics import detection_metrics
+from evaluation.bootstrap import auc_difference, quality_ratio
+from evaluation.metrics import auc, detection_metrics, roc_curve, tpr_at
 
 
-def test_auc_and_tpr_match_the_detection_metrics_with_ties() -> None:
-    rng = np.random.default_rng(0)
+def slow_auc_and_tpr(pos: list[float], neg: list[float], fpr: float) -> tuple[float, float]:
+    """ROC-AUC over every (positive, negative) pair, ties half; the largest TPR of a threshold
+    (positive at score >= t) whose FPR is at most ``fpr``."""
+    pairs = [(p > n) + 0.5 * (p == n) for p in pos for n in neg]
+    rates = [
+        (sum(n >= t for n in neg) / len(neg), sum(p >= t for p in pos) / len(pos))
+        for t in set(pos + neg)
+    ]
+    tpr = max([0.0] + [t for f, t in rates if f <= fpr + 1e-12])
+    return sum(pairs) / len(pairs), tpr
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_auc_and_tpr_match_the_slow_reference_with_ties(seed: int) -> None:
+    rng = np.random.default_rng(seed)
     pos = np.round(rng.normal(1.0, 1.0, 60), 1)  # rounded: many ties
-    neg = np.round(rng.normal(0.0, 1.0, 200), 1)
-    ref = detection_metrics(pos.tolist(), neg.tolist())
-    assert auc(pos[None], neg[None])[0] == pytest.approx(ref["roc_auc"], abs=1e-6)  # float32 there
-    assert tpr_at(pos[None], neg[None], 0.01)[0] <= ref["tpr@1%fpr"] + 1e-12
+    neg = np.round(rng.normal(0.0, 1.0, 200 + seed), 1)
+    for level in (0.01, 0.05, 0.1, 0.34):
+        area, best = slow_auc_and_tpr(pos.tolist(), neg.tolist(), level)
+        assert auc(pos[None], neg[None])[0] == pytest.approx(area, abs=1e-12)
+        assert tpr_at(pos[None], neg[None], level)[0] == best
+    got = detection_metrics(pos.tolist(), neg.tolist())
+    assert got["roc_auc"] == auc(pos[None], neg[None])[0]
+    assert got["tpr@1%fpr"] == tpr_at(pos[None], neg[None], 0.01)[0]
+    fpr, tpr = roc_curve(pos.tolist(), neg.tolist())  # torchmetrics (float32): the plots' curve
+    trapezoid = sum((f1 - f0) * (t0 + t1) / 2 for f0, f1, t0, t1 in zip(fpr, fpr[1:], tpr, tpr[1:]))
+    assert got["roc_auc"] == pytest.approx(trapezoid, abs=1e-6)
 
 
 def test_identical_methods_differ_by_exactly_zero_and_a_gap_is_resolved() -> None:

@@ -43,6 +43,7 @@ def test_report_rows() -> None:
     marked = [record([True] * 40, [True] * 40)]
     out = calibration_report(human, marked, window_sizes=[8, 16])
     assert out["human_texts"] == 4 and out["watermarked_texts"] == 1
+    assert "vocab/unique" in out and not any(k.startswith("mm/") for k in out)  # one null
     for name in ("vocab/unique", "vocab/unique/windows[8, 16]"):
         assert out[name]["fpr@p<0.01"] == 0.0 and out[name]["tpr@p<0.01"] == 1.0
     with pytest.raises(ValueError, match="no human records"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from evaluation.metrics import (
@@ -11,7 +12,7 @@ from evaluation.metrics import (
     median,
     ngram_repetition,
     tail_figures,
-    tpr_at_fpr,
+    tpr_at,
 )
 
 POS, NEG = [0.9, 0.8, 0.4], [0.5, 0.3, 0.2]
@@ -23,7 +24,8 @@ def test_detection_metrics_by_hand() -> None:
     # thresholds: >= 0.8 -> P 1, R 2/3, F1 0.8; >= 0.4 -> P 3/4, R 1, F1 6/7
     assert best_f1(POS, NEG) == pytest.approx(6 / 7)
     assert m["tpr@1%fpr"] == pytest.approx(2 / 3)  # no false positive allowed: cut above 0.5
-    assert tpr_at_fpr(POS, NEG, 0.34) == pytest.approx(1.0)  # one of three negatives allowed
+    assert tpr_at(np.array([POS]), np.array([NEG]), 0.34)[0] == 1.0  # one negative allowed
+    assert tpr_at(np.array([POS]), np.array([NEG]), 1.0)[0] == 1.0  # every negative allowed
     assert detection_metrics([2.0, 3.0], [0.0, 1.0])["tpr@10%fpr"] == 1.0
     with pytest.raises(ValueError):
         detection_metrics([], NEG)
