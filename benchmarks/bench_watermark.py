@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from evaluation.calibration import calibration_report, record
-from evaluation.config import key_values
+from evaluation.config_files import key_values
 from evaluation.heldout import units
 from evaluation.speed import speed
 from watermark.api import Watermark

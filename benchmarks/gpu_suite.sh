@@ -135,12 +135,12 @@ step detect 150 bench detect --texts 256 --detect-batches 64,256 --embed-batches
     --workers 0,8 --texts-out "$WORK/texts.jsonl" --corpus-texts 2000
 step shared 240 shared_all
 step sentences 300 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
-    --generate-only --no-progress --set device=cuda --out "$WORK/eval-sentences" \
-    --set "curve_methods=[${SENTENCE_METHODS:-ours-robust}]"
+    --generate-only --no-progress --set models.device=cuda --out "$WORK/eval-sentences" \
+    --set "curves.methods=[${SENTENCE_METHODS:-ours-robust}]"
 step sentences 30 $PY -m evaluation --config configs/evaluation/sentence-rewrites.yaml \
     --out "$WORK/eval-sentences" --save-cache-seed "$OUT/seed-sentence-rewrites"
 step confirm 240 $PY -m evaluation --config configs/evaluation/confirm-sentence.yaml \
-    --generate-only --no-progress --set device=cuda --out "$WORK/eval-confirm"
+    --generate-only --no-progress --set models.device=cuda --out "$WORK/eval-confirm"
 step confirm 30 $PY -m evaluation --config configs/evaluation/confirm-sentence.yaml \
     --out "$WORK/eval-confirm" --save-cache-seed "$OUT/seed-confirm-sentence"
 step profile 150 bench profile --batch 64 --new-tokens 32 --dtypes float32 --texts 64 \

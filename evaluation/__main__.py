@@ -13,6 +13,7 @@ import logging
 import math
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -62,8 +63,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override one YAML key, the value read as YAML (repeatable), e.g. "
-        "--set 'curve_methods=[ours, kgw1]'",
+        help="override one field of the YAML, the value read as YAML (repeatable), e.g. "
+        "--set 'curves.methods=[ours, kgw1]'",
     )
     parser.add_argument("--out", help="output folder (default: the YAML's out_dir)")
     parser.add_argument("--report-dir", help="write report.md and PNGs here (default: out dir)")
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.out:
-        cfg.out_dir = args.out
+        cfg = replace(cfg, out_dir=args.out)
     out, report_dir = Path(cfg.out_dir), Path(args.report_dir or cfg.out_dir)
     words = argv if argv is not None else sys.argv[1:]
     command = "python -m evaluation " + " ".join(shlex.quote(a) for a in words)

@@ -7,8 +7,8 @@
   instruction model of :mod:`data.paraphrase` (greedy, cached per sentence on disk); rejected
   outputs keep the sentence. An attack's optional ``passes`` (default 1) paraphrases the result
   again that many times in all: the knob that takes the attack past what one pass of a small
-  paraphraser changes. With a ``temperature`` each sentence is sampled instead (the second
-  rewrite of issue 89: another model and instruction than ``llm_forced``).
+  paraphraser changes. With a ``temperature`` each sentence is sampled instead (a rewrite by
+  another model and instruction than ``llm_forced``'s).
 * ``paraphrase_synonym``: every sentence paraphrased ``passes`` times, then that share of the
   content words replaced by synonyms (the composite attack).
 * ``copy_paste``: the watermarked text makes up that share of the result's words, inserted as one
@@ -38,8 +38,6 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import torch
 
 from data.sources import split_sentences
 
@@ -128,6 +126,8 @@ def _paraphrase_pass(
     progress: bool,
     temperature: float = 0.0,
 ) -> list[str]:
+    import torch
+
     from data.paraphrase import run_paraphrases
 
     plans = []

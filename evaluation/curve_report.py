@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evaluation.comparison import difference_table, quality_table
+from evaluation.config_files import sections_of
 from evaluation.curves import PPL_LIMIT, REP4_LIMIT, matched_quality, reference
 from evaluation.frontier import BASELINE_LABELS, fmt
 from evaluation.meaning import draws_table
@@ -54,11 +55,8 @@ def curve_section(results: dict, out_dir: Path) -> tuple[list[str], list[str]]:
             *matched,
             "",
         ]
-    lines += comparison_lines(
-        curves,
-        results["config"].get("curve_baseline"),
-        results["config"].get("curve_also_against", ()),
-    )
+    named = sections_of(results["config"]).get("curves", {})
+    lines += comparison_lines(curves, named.get("baseline"), named.get("also_against", ()))
     return images, lines
 
 

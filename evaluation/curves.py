@@ -1,12 +1,12 @@
 """Detection against measured attack strength: every method's robustness curve on the same texts.
 
-For each method of ``curve_methods``: ``curve_prompts`` generations (the frontier's units first,
-so they are shared with it), detected against the human texts of the same units; then the first
-``curve_attacked`` of them under each attack of ``curve_attacks``. Per attack and method:
+For each method of ``curves.methods``: ``curves.prompts`` generations (the frontier's units
+first, so they are shared with it), detected against the human texts of the same units; then the
+first ``curves.attacked`` of them under each attack of ``curves.attacks``. Per attack and method:
 
 * strength, as the mean share of each original's distinct words still in its attacked text;
 * meaning kept, as the mean cosine similarity of original and attacked text under an embedder
-  that is not the watermark's (``similarity_embedder``, MPNet by default);
+  that is not the watermark's (``models.similarity_embedder``, MPNet by default);
 * ROC-AUC and TPR at 1% FPR against the human texts.
 
 The report draws ROC-AUC and TPR against words kept and against meaning kept, one line per
@@ -37,9 +37,10 @@ def attack_label(attack: dict) -> str:
 
 
 def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
-    """Cosine similarity of each pair under ``similarity_embedder`` (cached; each distinct text
-    is embedded once per process, so an original shared by several attacks is embedded once)."""
-    name = ev.cfg.similarity_embedder
+    """Cosine similarity of each pair under ``models.similarity_embedder`` (cached; each distinct
+    text is embedded once per process, so an original shared by several attacks is embedded
+    once)."""
+    name = ev.cfg.models.similarity_embedder
     table = ev.store.table("similarity")
     keys = [f"{name}|{text_hash(a)}|{text_hash(b)}" for a, b in zip(originals, attacked)]
     todo = [i for i, k in enumerate(keys) if k not in table]
@@ -51,23 +52,23 @@ def similarities(ev, originals: list[str], attacked: list[str]) -> list[float]:
 
 def curve_units(ev) -> list[dict]:
     """The units whose prompts the curve methods continue."""
-    cfg = ev.cfg
-    return ev.all_units[cfg.curve_offset : cfg.curve_offset + cfg.curve_prompts]
+    cfg = ev.cfg.curves
+    return ev.all_units[cfg.offset : cfg.offset + cfg.prompts]
 
 
 def run_curves(ev) -> dict:
     """All rows (method x attack, ``none`` first) on the curve units."""
-    cfg = ev.cfg
+    cfg = ev.cfg.curves
     units = curve_units(ev)
-    if len(units) < cfg.curve_prompts:
-        logger.warning("only %d curve units after offset %d", len(units), cfg.curve_offset)
+    if len(units) < cfg.prompts:
+        logger.warning("only %d curve units after offset %d", len(units), cfg.offset)
     humans = [u["human"] for u in units]
-    more = ev.all_units[cfg.curve_offset + len(units) : cfg.curve_offset + cfg.curve_negatives]
+    more = ev.all_units[cfg.offset + len(units) : cfg.offset + cfg.negatives]
     negatives = humans + [u["human"] for u in more]
-    if len(negatives) < cfg.curve_negatives:
-        logger.warning("only %d of %d curve negatives", len(negatives), cfg.curve_negatives)
+    if len(negatives) < cfg.negatives:
+        logger.warning("only %d of %d curve negatives", len(negatives), cfg.negatives)
     rows = []
-    for name in cfg.curve_methods:
+    for name in cfg.methods:
         method = ev.method(name)
         gens = ev.generations(method, units)
         texts = [g["text"] for g in gens]
@@ -79,7 +80,7 @@ def run_curves(ev) -> dict:
             "rep4_texts": quality["rep4_texts"],
             "generated_on": sorted({g.get("device", "cpu") for g in gens}),
         }
-        if name == "unwatermarked" or not cfg.curve_detect:  # quality rows only
+        if name == "unwatermarked" or not cfg.detect:  # quality rows only
             rows.append({"method": name, "attack": "none", **quality})
             continue
         neg = ev.detections(method, negatives)
@@ -94,12 +95,12 @@ def run_curves(ev) -> dict:
             }
         )
         ref = reference(rows)
-        if cfg.curve_matched_only and ref is not None and not within_limits(rows[-1], ref):
+        if cfg.matched_only and ref is not None and not within_limits(rows[-1], ref):
             logger.info("curve %s: outside the quality limits, not attacked", name)
             continue
-        n = min(cfg.curve_attacked, len(texts))
-        for attack in cfg.curve_attacks:
-            attacked = ev.attacked(attack, texts[:n], humans[:n])
+        n = min(cfg.attacked, len(texts))
+        for attack in cfg.attacks:
+            attacked = ev.attacker.attacked(attack, texts[:n], humans[:n])
             sims = similarities(ev, texts[:n], attacked)
             dets = ev.detections(method, attacked)
             scores = score_detections(dets, neg)
@@ -109,12 +110,12 @@ def run_curves(ev) -> dict:
             rows[-1].update(rewrite_figures(texts[:n], attacked, sims, done))
             rows[-1].update(rewritten_scores(dets, neg, done))
             if attack.get("retries") and not attack.get("paraphrase_after"):  # each draw's checks
-                rows[-1]["draws"] = ev.draw_log(attack, texts[:n])
+                rows[-1]["draws"] = ev.attacker.draw_log(attack, texts[:n])
             summary = {k: v for k, v in rows[-1].items() if not isinstance(v, list)}
             logger.info("curve %s %s: %s", name, rows[-1]["attack"], summary)  # no z lists
     for row in rows:
-        row["family"] = cfg.base_method(row["method"])
-    return {"prompts": len(units), "attacked": min(cfg.curve_attacked, len(units)), "rows": rows}
+        row["family"] = ev.cfg.methods.base_method(row["method"])
+    return {"prompts": len(units), "attacked": min(cfg.attacked, len(units)), "rows": rows}
 
 
 def rewritten(ev, attack: dict, texts: list[str], humans: list[str], attacked: list[str]):
@@ -122,7 +123,7 @@ def rewritten(ev, attack: dict, texts: list[str], humans: list[str], attacked: l
     paraphrase (``paraphrase_after``) the rewrite before it did (the cache gives it)."""
     if attack.get("paraphrase_after"):
         first = {k: v for k, v in attack.items() if k != "paraphrase_after"}
-        attacked = ev.attacked(first, texts, humans)
+        attacked = ev.attacker.attacked(first, texts, humans)
     return [a.strip() != t.strip() for a, t in zip(attacked, texts)]
 
 

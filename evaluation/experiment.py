@@ -49,8 +49,8 @@ def _timed(timings: dict, name: str, fn, *args):
 
 def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     """Run (or resume) the experiment of ``cfg``; return the results dict."""
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    if cfg.models.threads:
+        torch.set_num_threads(cfg.models.threads)
     timings: dict[str, float] = {}
     start = time.perf_counter()
     ev = _timed(timings, "load", Evaluation, cfg, progress)
@@ -67,22 +67,25 @@ def run_experiment(cfg: EvalConfig, progress: bool = True) -> dict:
     results["human_quality"] = _timed(
         timings, "human quality", ev.quality, ev.units, _human_gens(ev)
     )
-    if "ours" in ev.methods and cfg.green_share_texts:
-        gens = ev.generations(ev.methods["ours"], ev.units[: cfg.green_share_texts])
+    if "ours" in ev.methods and cfg.table.green_share_texts:
+        gens = ev.generations(ev.methods["ours"], ev.units[: cfg.table.green_share_texts])
         share = ev.green_share_all(ev.methods["ours"], [g["text"] for g in gens])
         results["methods"]["ours"]["green_share_all_tokens"] = share
         results["methods"]["ours"]["green_share_texts"] = len(gens)
-    if cfg.spoof_texts and human is not None:
+    spoofing, frontier, curves = cfg.spoofing, cfg.frontier, cfg.curves
+    if spoofing.texts and human is not None:
         results["spoofing"] = _timed(timings, "spoofing", spoof_all, ev)
-    if cfg.steal_texts:
-        results["stealing"] = _timed(timings, "stealing", steal_and_spoof, ev, cfg.steal_methods)
-    if cfg.frontier_prompts and (cfg.frontier or cfg.frontier_baselines):
+    if spoofing.steal_texts:
+        results["stealing"] = _timed(
+            timings, "stealing", steal_and_spoof, ev, spoofing.steal_methods
+        )
+    if frontier.prompts and (frontier.cells or frontier.baselines):
         results["frontier"] = _timed(timings, "frontier", run_frontier, ev)
-    if cfg.curve_prompts and cfg.curve_methods:
+    if curves.prompts and curves.methods:
         earlier = earlier_rows(cfg)  # checked before hours of work
         results["curves"] = _timed(timings, "curves", run_curves, ev)
         results["curves"]["rows"] += earlier
-    if cfg.ablations and cfg.ablation_prompts:
+    if cfg.ablations.vary and cfg.ablations.prompts:
         results["ablations"] = _timed(timings, "ablations", ablations, ev)
     timings["total"] = time.perf_counter() - start
     results["seconds"] = timings
@@ -93,16 +96,16 @@ def generate_only(cfg: EvalConfig, progress: bool = True) -> dict:
     """Makes (or finds cached) the generations of the main methods and of the curve methods,
     and nothing else: the part of a run that needs the generator, e.g. on a GPU machine
     (``device: cuda``) whose cache a CPU run then reads. Returns texts per method and stage."""
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    if cfg.models.threads:
+        torch.set_num_threads(cfg.models.threads)
     start = time.perf_counter()
     ev = Evaluation(cfg, progress)
     made: dict[str, int] = {}
     for name, method in ev.methods.items():
         made[name] = len(ev.generations(method, ev.units))
-    if cfg.curve_prompts:
+    if cfg.curves.prompts:
         units = curve_units(ev)
-        for name in cfg.curve_methods:
+        for name in cfg.curves.methods:
             made[f"curves {name}"] = len(ev.generations(ev.method(name), units))
     return {"generated": made, "device": str(ev.device), "seconds": time.perf_counter() - start}
 
@@ -115,29 +118,29 @@ def _human_gens(ev: Evaluation) -> list[dict]:
 
 
 def spoof_prompts(ev: Evaluation) -> list[dict]:
-    """``spoof_texts`` units: the evaluation prompts, cycled, each copy with its own id."""
-    n, base = ev.cfg.spoof_texts, ev.units
+    """``spoofing.texts`` units: the evaluation prompts, cycled, each copy with its own id."""
+    n, base = ev.cfg.spoofing.texts, ev.units
     return [{**base[i % len(base)], "id": f"{base[i % len(base)]['id']}#{i}"} for i in range(n)]
 
 
 def spoof_all(ev: Evaluation) -> dict:
     """Decryption rate of every watermarked method (and its unwatermarked control)."""
-    cfg, units = ev.cfg, spoof_prompts(ev)
-    common = common_tokens(ev.tokenizer, [u["human"] for u in ev.units], cfg.spoof_common)
-    clean = ev.generations(ev.methods["unwatermarked"], units, cfg.spoof_tokens, tag="spoof|")
-    out = {"common_tokens": len(common), "texts": len(units), "tokens": cfg.spoof_tokens}
+    cfg, units = ev.cfg.spoofing, spoof_prompts(ev)
+    common = common_tokens(ev.tokenizer, [u["human"] for u in ev.units], cfg.common)
+    clean = ev.generations(ev.methods["unwatermarked"], units, cfg.tokens, tag="spoof|")
+    out = {"common_tokens": len(common), "texts": len(units), "tokens": cfg.tokens}
     for name, method in ev.methods.items():
         if name not in CONTEXT_WIDTH:  # unwatermarked; SynthID has no green list to guess
             continue
         target = fixed_semantics(method) if name == "ours" else method
-        marked = ev.generations(target, units, cfg.spoof_tokens, tag="spoof|")
+        marked = ev.generations(target, units, cfg.tokens, tag="spoof|")
         out[name] = spoofing(
             target,
             ev.tokenizer,
             [g["ids"] for g in marked],
             [g["ids"] for g in clean],
             common,
-            cfg.spoof_top,
+            cfg.top,
         )
     if "ours" in ev.methods:  # no strengthening: the first tokens of the evaluation texts
         ours, m = ev.methods["ours"], OPENING_TOKENS
@@ -145,29 +148,29 @@ def spoof_all(ev: Evaluation) -> dict:
         plain = [g["ids"][:m] for g in ev.generations(ev.methods["unwatermarked"], ev.units)]
         share = opening_green_share(ours.wm, marked)
         out["ours_opening"] = spoofing(
-            ours, ev.tokenizer, marked, plain, common, cfg.spoof_top, green=share
+            ours, ev.tokenizer, marked, plain, common, cfg.top, green=share
         )
     return out
 
 
 def ablations(ev: Evaluation) -> dict:
-    """Vary one field of our watermark config at a time on the first ``ablation_prompts`` (a
+    """Vary one field of our watermark config at a time on the first ``ablations.prompts`` (a
     dict value sets several fields at once, e.g. a mapper and the embedder it was trained on)."""
-    cfg = ev.cfg
-    units = ev.units[: cfg.ablation_prompts]
+    cfg = ev.cfg.ablations
+    units = ev.units[: cfg.prompts]
     humans = [u["human"] for u in units]
-    out: dict = {"attack": cfg.ablation_attack}
-    for field_name, values in cfg.ablations.items():
+    out: dict = {"attack": cfg.attack}
+    for field_name, values in cfg.vary.items():
         rows = []
         for value in values:
             method = ev.ours_variant(**(value if isinstance(value, dict) else {field_name: value}))
-            gens = ev.generations(method, units, cfg.ablation_tokens)
+            gens = ev.generations(method, units, cfg.tokens)
             pos = ev.detections(method, [g["text"] for g in gens])
             neg = ev.detections(method, humans)
             quality = ev.quality(units, gens)
             attacked = {}
-            if cfg.ablation_attack:
-                texts = ev.attacked(cfg.ablation_attack, [g["text"] for g in gens], humans)
+            if cfg.attack:
+                texts = ev.attacker.attacked(cfg.attack, [g["text"] for g in gens], humans)
                 scores = score_detections(ev.detections(method, texts), neg)
                 attacked = {f"attack_{k}": scores[k] for k in ("roc_auc", "best_f1", "tpr@1%fpr")}
             clean = score_detections(pos, neg)

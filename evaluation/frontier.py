@@ -1,22 +1,24 @@
 """The quality / power frontier: our strength rules next to the baselines, and its report section.
 
-Every cell (a set of our watermark config fields, see ``EvalConfig.frontier``) and every baseline
-generates continuations of the same ``frontier_prompts`` held-out prompts with the same seeds.
-Per row: detection rate at p < 0.01 and at the score threshold that keeps 1% of the human texts
-of the same documents (the way SynthID-Text is thresholded), the false-positive rate at p < 0.01
-on those human texts, median z, oracle perplexity of the continuation, 1-4-gram repetition,
-corpus-level distinct-2 and mean length. Everything goes through the evaluation's cache, so the
-stage resumes and shares generations with the main table (same units, seeds and lengths).
+Every cell (a set of our watermark config fields, ``frontier.cells`` of the config) and every
+baseline generates continuations of the same ``frontier.prompts`` held-out prompts with the
+same seeds. Per row: detection rate at p < 0.01 and at the score threshold that keeps 1% of the
+human texts of the same documents (the way SynthID-Text is thresholded), the false-positive rate
+at p < 0.01 on those human texts, median z, oracle perplexity of the continuation, 1-4-gram
+repetition, corpus-level distinct-2 and mean length. Everything goes through the evaluation's
+cache, so the stage resumes and shares generations with the main table (same units, seeds and
+lengths).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from pathlib import Path
 
+import numpy as np
+
+from evaluation.config_stages import expand_cells
 from evaluation.detection import share_flagged
-from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median
+from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median, tpr_at
 from watermark.config.schemes import scheme_class
 
 SHORT = {
@@ -38,15 +40,6 @@ BASELINE_LABELS = {
     "kgw2": "KGW-2",
     "synthid": "SynthID-Text",
 }
-
-
-def expand_cells(specs: list[dict]) -> list[dict]:
-    """Every combination of the list values of each spec, in order."""
-    cells = []
-    for spec in specs:
-        values = [v if isinstance(v, list) else [v] for v in spec.values()]
-        cells += [dict(zip(spec, combo)) for combo in itertools.product(*values)]
-    return cells
 
 
 def cell_label(cell: dict) -> str:
@@ -85,12 +78,6 @@ def distinct_n(token_lists: list[list[int]], n: int = 2) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
-def human_threshold(scores: list[float], fpr: float = 0.01) -> float:
-    """The smallest score that at most ``fpr`` of the human texts exceed."""
-    ordered = sorted(scores)
-    return ordered[max(0, math.ceil((1 - fpr) * len(ordered)) - 1)]
-
-
 def frontier_row(ev, method, units: list[dict], label: str, cell: dict | None) -> dict:
     """Quality and detection of one method (or cell) on the frontier units."""
     gens = ev.generations(method, units)
@@ -111,11 +98,11 @@ def frontier_row(ev, method, units: list[dict], label: str, cell: dict | None) -
     pos = ev.detections(method, [g["text"] for g in gens])
     neg = ev.detections(method, [u["human"] for u in units])
     key = "score" if method.name == "synthid" else "z_score"
-    cut = human_threshold([getattr(d, key) for d in neg])
+    scores = [np.array([[getattr(d, key) for d in found]]) for found in (pos, neg)]
     row.update(
         {
             "detected@p<0.01": share_flagged(pos),
-            "detected@1%human": sum(getattr(d, key) > cut for d in pos) / len(pos),
+            "detected@1%human": float(tpr_at(*scores, 0.01)[0]),
             "fpr@p<0.01": share_flagged(neg),
             "z_median": median([d.z_score for d in pos]),
             "awr": sum(d.awr for d in pos) / len(pos),
@@ -126,13 +113,13 @@ def frontier_row(ev, method, units: list[dict], label: str, cell: dict | None) -
 
 def run_frontier(ev) -> dict:
     """All frontier rows (baselines first, then our cells)."""
-    cfg = ev.cfg
-    units = ev.all_units[: cfg.frontier_prompts]
+    cfg = ev.cfg.frontier
+    units = ev.all_units[: cfg.prompts]
     rows = [
         frontier_row(ev, ev.method(name), units, BASELINE_LABELS[name], None)
-        for name in cfg.frontier_baselines
+        for name in cfg.baselines
     ]
-    for cell in expand_cells(cfg.frontier):
+    for cell in expand_cells(cfg.cells):
         rows.append(frontier_row(ev, ev.ours_variant(**cell), units, cell_label(cell), cell))
     return {"prompts": len(units), "rows": rows}
 

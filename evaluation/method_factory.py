@@ -9,9 +9,8 @@ from dataclasses import replace
 import torch
 
 from evaluation.cache_keys import detection_key, generation_key
-from evaluation.config import EvalConfig
-from evaluation.config_checks import KGW_BASES
 from evaluation.config_fields import evolve
+from evaluation.config_sections import KGW_BASES, Methods
 from evaluation.methods import KGWMethod, Method, OursMethod, TransformersKGW
 from evaluation.synthid import SynthIDMethod
 from watermark.api import Watermark
@@ -20,14 +19,14 @@ from watermark.config.watermark_config import WatermarkConfig
 
 def build_method(
     name: str,
-    cfg: EvalConfig,
+    cfg: Methods,
     wm_config: WatermarkConfig,
     model: torch.nn.Module,
     tokenizer: object,
     **overrides: object,
 ) -> Method:
-    """Method ``name``; ``overrides`` are watermark config fields for ours, ``kgw_gamma`` /
-    ``kgw_delta`` for KGW-0/1/2."""
+    """Method ``name`` with the baselines' settings of ``cfg``; ``overrides`` are watermark config
+    fields (flat names) for ours, ``kgw_gamma`` / ``kgw_delta`` for KGW-0/1/2."""
     device = str(next(model.parameters()).device)
     if name in KGW_BASES:
         cfg = replace(cfg, **overrides)

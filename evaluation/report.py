@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluation.attack_map import report_map
+from evaluation.config_files import sections_of
 from evaluation.curve_report import curve_section
 from evaluation.frontier import fmt, frontier_plots, frontier_table, rule_label
 from evaluation.metrics import QUALITY_COLUMNS, TAIL_KEYS, median, roc_curve
@@ -203,7 +204,7 @@ def ablation_tables(results: dict) -> list[str]:
     return lines
 
 
-def plots(results: dict, out_dir: Path) -> list[str]:
+def plots(results: dict, out_dir: Path, oracle: str) -> list[str]:
     """Write the PNGs; return their file names."""
     import matplotlib
 
@@ -232,7 +233,7 @@ def plots(results: dict, out_dir: Path) -> list[str]:
     data = [[x for x in ppl if x == x] for _, ppl in series]
     ax.boxplot(data, showfliers=False)
     ax.set_xticks(range(1, len(series) + 1), [s for s, _ in series], rotation=20)
-    ax.set(ylabel=f"perplexity ({results['config']['oracle']})", title="Oracle perplexity")
+    ax.set(ylabel=f"perplexity ({oracle})", title="Oracle perplexity")
     fig.tight_layout()
     names.append("ppl_box.png")
     fig.savefig(out_dir / names[-1], dpi=110)
@@ -248,23 +249,20 @@ def _section(title: str, body: list[str]) -> list[str]:
 def write_report(results: dict, out_dir: Path, command: str) -> Path:
     """Write ``report.md`` and the PNGs into ``out_dir``; return the report path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    cfg, wm = results["config"], results["watermark_config"]
-    images = plots(results, out_dir)
+    cfg, wm = sections_of(results["config"]), results["watermark_config"]
+    models, texts, methods = cfg.get("models", {}), cfg.get("texts", {}), cfg.get("methods", {})
+    images = plots(results, out_dir, models["oracle"])
     curve_images, curve_lines = curve_section(results, out_dir)
     images = curve_images + images
     if results.get("curves"):
-        drawn = report_map(results, out_dir, cfg.get("map_with", []))
+        drawn = report_map(results, out_dir, cfg.get("curves", {}).get("map_with", []))
         images += [drawn] if drawn else []
     frontier = results.get("frontier")
     frontier_lines = []
     if frontier:
         images = frontier_plots(frontier, out_dir) + images
-        frontier_lines = [
-            f"## Quality / power frontier ({frontier['prompts']} prompts)",
-            "",
-            *frontier_table(frontier),
-            "",
-        ]
+        title = f"## Quality / power frontier ({frontier['prompts']} prompts)"
+        frontier_lines = _section(title, frontier_table(frontier))
     ran, ours = bool(results["methods"]), "ours" in results["methods"]  # curves-only runs: neither
     security, stealing = security_table(results), stealing_table(results)
     security += [""] + stealing if security and stealing else stealing
@@ -275,13 +273,14 @@ def write_report(results: dict, out_dir: Path, command: str) -> Path:
         f"Reproduce: `{command}`",
         "",
         f"{results['units']} held-out documents ({', '.join(results['sources'])}); generator "
-        f"`{cfg['generator']}`, up to {cfg['new_tokens']} new tokens (EOS blocked before "
-        f"{cfg['min_new_tokens']}), top-k {wm['top_k']} / top-p {wm['top_p']}; ours: "
+        f"`{models['generator']}`, up to {texts['new_tokens']} new tokens (EOS blocked before "
+        f"{texts['min_new_tokens']}), top-k {wm['top_k']} / top-p {wm['top_p']}; ours: "
         f"{rule_label(wm)}, alpha {wm['alpha']}, M {wm['opening_steps']}, "
         f"MM `{wm['measurement_model']}`, embedder `{wm['embedder']}`; KGW: gamma "
-        f"{cfg['kgw_gamma']}, delta {cfg['kgw_delta']}. Perplexity oracle `{cfg['oracle']}`. "
-        f"Wall time of this invocation {results['seconds']['total'] / 60:.1f} min (stages read "
-        "from the cache count ~0 s; per-stage seconds in results.json).",
+        f"{methods['kgw_gamma']}, delta {methods['kgw_delta']}. Perplexity oracle "
+        f"`{models['oracle']}`. Wall time of this invocation "
+        f"{results['seconds']['total'] / 60:.1f} min (stages read from the cache count ~0 s; "
+        "per-stage seconds in results.json).",
         "",
         *_section("## Detection and text quality (no attack)", main_table(results) if ran else []),
         *frontier_lines,

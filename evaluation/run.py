@@ -36,7 +36,6 @@ from evaluation.metrics import (
     tail_figures,
 )
 from evaluation.store import Store
-from watermark.config.watermark_config import as_config
 from watermark.core.text import encode_text
 from watermark.models.devices import resolve_device
 from watermark.models.loaders import load_lm
@@ -75,39 +74,51 @@ def words_kept(originals: list[str], attacked: list[str]) -> float:
     return sum(shares) / max(1, len(shares))
 
 
-class Evaluation(AttackStage):
-    """Models, methods and cached stages of one :class:`EvalConfig`."""
+class Evaluation:
+    """Models, methods and cached stages of one :class:`EvalConfig`; its attacks are run by
+    ``attacker`` (:class:`evaluation.attack_stage.AttackStage`)."""
 
     def __init__(self, cfg: EvalConfig, progress: bool = True) -> None:
         self.cfg, self.progress = cfg, progress
         self.out = cfg.output_path()
         self.store = Store(self.out / "cache", [cfg.resolve(s) for s in cfg.cache_seeds])
-        self.model, self.tokenizer = load_lm(cfg.resolve(cfg.generator))
-        self.device = resolve_device(cfg.device)  # a UserError if CUDA is asked and absent
+        self.model, self.tokenizer = load_lm(cfg.resolve(cfg.models.generator))
+        self.device = resolve_device(cfg.models.device)  # a UserError if CUDA is asked and absent
         self.model.eval().to(self.device)
-        wm_cfg = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
-        if wm_cfg.models.generator != cfg.generator:
-            wm_cfg = wm_cfg.evolve(generator=cfg.resolve(cfg.generator), vocab_size=None)
-        self.wm_config = wm_cfg
-        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-        self.methods = {name: self._method(name) for name in cfg.methods}
-        self._extra: dict[str, Method] = {}  # methods built for the frontier only
-        n_min = int(0.75 * cfg.human_tokens)
-        found = load_units(
-            cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, n_min, cfg.human_tokens
+        self.wm_config = cfg.watermark_base()
+        self.attacker = AttackStage(
+            self.store,
+            self.tokenizer,
+            seed=cfg.texts.seed,
+            paraphraser=cfg.resolve(cfg.models.paraphraser),
+            paraphrase_cache=self.out / "cache" / "paraphrases.jsonl",
+            llm_name=cfg.models.llm_paraphraser,
+            llm_path=cfg.resolve(cfg.models.llm_paraphraser),
+            llm_batch=cfg.models.llm_paraphrase_batch,
+            similarity_embedder=cfg.models.similarity_embedder,
+            progress=progress,
         )
-        if cfg.unit_pool == "short":  # the documents the long pool leaves out
-            long_ids = {u["id"] for u in found}
-            found = load_units(
-                cfg.resolve(cfg.heldout), self.tokenizer, cfg.sources, 1, cfg.human_tokens
-            )
-            found = [u for u in found if u["id"] not in long_ids]
-        self.all_units = interleave(found, "source")
-        self.units = self.all_units[: cfg.num_prompts]
-        for wanted in (cfg.num_prompts, cfg.frontier_prompts):
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        self.methods = {name: self._method(name) for name in cfg.table.methods}
+        self._extra: dict[str, Method] = {}  # methods built for the other stages
+        self.all_units = interleave(self._pool(), "source")
+        self.units = self.all_units[: cfg.texts.prompts]
+        for wanted in (cfg.texts.prompts, cfg.frontier.prompts):
             if len(self.all_units) < wanted:
                 logger.warning("only %d of %d units available", len(self.all_units), wanted)
         self._oracle: OraclePerplexity | None = None
+
+    def _pool(self) -> list[dict]:
+        """The units of ``texts.unit_pool``: ``long`` the documents whose human text has at least
+        0.75 ``human_tokens`` tokens, ``short`` the others."""
+        texts, path = self.cfg.texts, self.cfg.resolve(self.cfg.texts.heldout)
+        n_min, n = int(0.75 * texts.human_tokens), texts.human_tokens
+        found = load_units(path, self.tokenizer, texts.sources, n_min, n)
+        if texts.unit_pool == "short":
+            long_ids = {u["id"] for u in found}
+            found = load_units(path, self.tokenizer, texts.sources, 1, n)
+            found = [u for u in found if u["id"] not in long_ids]
+        return found
 
     def method(self, name: str) -> Method:
         """A method of the run by name (built on first use); a variant is its ``base`` method
@@ -115,14 +126,15 @@ class Evaluation(AttackStage):
         if name in self.methods:
             return self.methods[name]
         if name not in self._extra:
-            overrides = dict(self.cfg.variants.get(name) or {})
+            overrides = dict(self.cfg.methods.variants.get(name) or {})
             overrides.pop("base", None)
-            self._extra[name] = self._method(self.cfg.base_method(name), **overrides)
+            self._extra[name] = self._method(self.cfg.methods.base_method(name), **overrides)
         return self._extra[name]
 
     def _method(self, name: str, **overrides: object) -> Method:
         """Method ``name`` (:func:`evaluation.method_factory.build_method`)."""
-        return build_method(name, self.cfg, self.wm_config, self.model, self.tokenizer, **overrides)
+        methods = self.cfg.methods
+        return build_method(name, methods, self.wm_config, self.model, self.tokenizer, **overrides)
 
     def ours_variant(self, **overrides: object) -> OursMethod:
         """Our method with watermark-config fields overridden (ablations)."""
@@ -136,24 +148,24 @@ class Evaluation(AttackStage):
         """``{"text", "ids", "seconds", "device"}`` per unit (``seconds``: batch time / batch
         size; ``device``: the type of the device that made it, absent in records older than the
         field, which the CPU made). A cached generation is read whichever device made it."""
-        cfg = self.cfg
-        new = new_tokens or cfg.new_tokens
-        low = min(cfg.min_new_tokens, new)
-        prefix = f"{tag}{method.key}|{cfg.generator}|{cfg.seed}|{new}|{low}|{cfg.batch_size}"
+        texts, size = self.cfg.texts, self.cfg.texts.batch_size
+        new = new_tokens or texts.new_tokens
+        low = min(texts.min_new_tokens, new)
+        prefix = f"{tag}{method.key}|{self.cfg.models.generator}|{texts.seed}|{new}|{low}|{size}"
         table = self.store.table("generations")
         keys = [f"{prefix}|{u['id']}" for u in units]
-        batches = range(0, len(units), cfg.batch_size)
-        todo = [b for b in batches if any(k not in table for k in keys[b : b + cfg.batch_size])]
+        batches = range(0, len(units), size)
+        todo = [b for b in batches if any(k not in table for k in keys[b : b + size])]
         bar = tqdm(
-            total=len(todo) * cfg.batch_size,
+            total=len(todo) * size,
             desc=f"generate {tag}{method.name}",
             unit="text",
             disable=not self.progress or not todo,
         )
         for b in todo:
-            batch = units[b : b + cfg.batch_size]
+            batch = units[b : b + size]
             start = time.perf_counter()
-            settings = dict(max_new_tokens=new, seed=cfg.seed + b // cfg.batch_size)
+            settings = dict(max_new_tokens=new, seed=texts.seed + b // size)
             prompts = [u["prompt"] for u in batch]
             outs = method.generate(
                 self.model,
@@ -216,10 +228,11 @@ class Evaluation(AttackStage):
     def perplexities(self, prompts: list[str], texts: list[str]) -> list[float]:
         """Oracle perplexity of each continuation given its prompt (cached)."""
         table = self.store.table("perplexity")
-        keys = [f"{self.cfg.oracle}|{text_hash(p + chr(0) + t)}" for p, t in zip(prompts, texts)]
+        oracle = self.cfg.models.oracle
+        keys = [f"{oracle}|{text_hash(p + chr(0) + t)}" for p, t in zip(prompts, texts)]
         todo = [i for i, k in enumerate(keys) if k not in table]
         if todo and self._oracle is None:
-            self._oracle = OraclePerplexity(*load_lm(self.cfg.resolve(self.cfg.oracle)))
+            self._oracle = OraclePerplexity(*load_lm(self.cfg.resolve(oracle)))
         for i in tqdm(todo, desc="oracle ppl", unit="text", disable=not self.progress):
             ppl = self._oracle(prompts[i], texts[i])
             self.store.put("perplexity", [{"key": keys[i], "ppl": ppl}])
@@ -258,13 +271,14 @@ class Evaluation(AttackStage):
         out["fpr@p<0.01"] = sum(d.p_value < 0.01 for d in neg) / len(neg)
         out["tpr@p<0.01"] = sum(d.p_value < 0.01 for d in pos) / len(pos)
         out["attacks"] = {"none": score_detections(pos, neg)}
-        for attack in self.cfg.attacks:
+        limit = self.cfg.table.paraphrase_limit
+        for attack in self.cfg.table.attacks:
             name = f"{attack['kind']}@{attack['strength']}"
             n = len(gens)
-            if attack["kind"] == "paraphrase" and self.cfg.paraphrase_limit:
-                n = min(n, self.cfg.paraphrase_limit)
+            if attack["kind"] == "paraphrase" and limit:
+                n = min(n, limit)
             originals = [g["text"] for g in gens[:n]]
-            texts = self.attacked(attack, originals, humans[:n])
+            texts = self.attacker.attacked(attack, originals, humans[:n])
             out["attacks"][name] = score_detections(self.detections(method, texts), neg)
             out["attacks"][name]["words_kept"] = words_kept(originals, texts)
         return out

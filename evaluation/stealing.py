@@ -9,9 +9,9 @@ The attacker:
    to its frequency in its own texts, kept where it is positive. A context seen fewer than
    ``min_context`` times in the watermarked texts falls back to the context-free estimate
    (:class:`FavouredTokens`);
-3. writes ``spoof_prompts`` texts on other prompts with its own model, adding ``boost`` times the
-   estimate to each token's logit (:class:`StealingProcessor`), and submits them to the method's
-   detector. Spoof success = share flagged at p < 0.01.
+3. writes ``steal_prompts`` texts on other prompts with its own model, adding ``steal_boost``
+   times the estimate to each token's logit (:class:`StealingProcessor`), and submits them to
+   the method's detector. Spoof success = share flagged at p < 0.01.
 
 Each method is attacked with both widths; the report gives both and the attacker's best. The
 attacker's model is the generator itself, unwatermarked: the strongest attacker, whose own text
@@ -148,37 +148,26 @@ def prompt_units(
 
 def steal_and_spoof(ev, targets: Sequence[str]) -> dict:
     """Runs the attack on each method of ``targets``; returns per method the flag rates."""
-    cfg = ev.cfg
-    first = max(cfg.frontier_prompts, cfg.num_prompts)
-    steal_units, spoof_units = prompt_units(ev.all_units, first, cfg.steal_texts, cfg.spoof_prompts)
-    own = [
-        g["ids"]
-        for g in ev.generations(
-            ev.method("unwatermarked"), steal_units, cfg.spoof_tokens, tag="steal|"
-        )
-    ]
+    cfg, tokens = ev.cfg.spoofing, ev.cfg.spoofing.tokens
+    first = max(ev.cfg.frontier.prompts, ev.cfg.texts.prompts)
+    steal_units, spoof_units = prompt_units(ev.all_units, first, cfg.steal_texts, cfg.steal_prompts)
+    plain = ev.method("unwatermarked")
+    own = [g["ids"] for g in ev.generations(plain, steal_units, tokens, tag="steal|")]
     out: dict = {
         "steal_texts": len(steal_units),
         "spoof_texts": len(spoof_units),
-        "tokens": cfg.spoof_tokens,
-        "boost": cfg.spoof_boost,
+        "tokens": tokens,
+        "boost": cfg.steal_boost,
     }
-    clean = [
-        g["text"]
-        for g in ev.generations(
-            ev.method("unwatermarked"), spoof_units, cfg.spoof_tokens, tag="steal|"
-        )
-    ]
+    clean = [g["text"] for g in ev.generations(plain, spoof_units, tokens, tag="steal|")]
     for name in targets:
         target = ev.method(name)
-        marked = [
-            g["ids"] for g in ev.generations(target, steal_units, cfg.spoof_tokens, tag="steal|")
-        ]
+        marked = [g["ids"] for g in ev.generations(target, steal_units, tokens, tag="steal|")]
         row = {"control": _flagged(ev.detections(target, clean))}
         for width in (0, 1):
             favoured = FavouredTokens(marked, own, ev.vocab_size, width)
-            spoof = SpoofMethod(target, favoured, cfg.spoof_boost, f"n{len(marked)}")
-            texts = [g["text"] for g in ev.generations(spoof, spoof_units, cfg.spoof_tokens)]
+            spoof = SpoofMethod(target, favoured, cfg.steal_boost, f"n{len(marked)}")
+            texts = [g["text"] for g in ev.generations(spoof, spoof_units, tokens)]
             row[f"width{width}"] = _flagged(ev.detections(target, texts))
         row["best"] = max(row["width0"], row["width1"])
         out[name] = row

@@ -4,10 +4,9 @@ A cached generation or detection of our method is keyed by the watermark config 
 depends on (:mod:`evaluation.cache_keys`). A change of the config's code must keep those keys,
 or the committed seeds (``data/eval-cache/*/``) are silently recomputed. This builds every
 config of our method that the evaluation YAMLs name (the run's config, its variants, ablation
-values and frontier cells; a cell of a setting since removed cannot run and is skipped),
-computes their generation and detection keys, and counts the cached records of our method in
-the seeds whose key is among them. It prints one JSON line per seed table and a total; the exit
-code is 1 if any cell is not found.
+values and frontier cells), computes their generation and detection keys, and counts the cached
+records of our method in the seeds whose key is among them. It prints one JSON line per seed
+table and a total; the exit code is 1 if any cell is not found.
 
     python -m research.cache_cells
 """
@@ -23,32 +22,16 @@ from pathlib import Path
 from evaluation.cache_keys import detection_key, generation_key
 from evaluation.config import EvalConfig
 from evaluation.config_fields import evolve
-from evaluation.frontier import expand_cells
-from watermark.base import UserError
-from watermark.config.watermark_config import WatermarkConfig, as_config
+from watermark.config.watermark_config import WatermarkConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def our_configs(cfg: EvalConfig) -> list[WatermarkConfig]:
-    """Every config of our method that an evaluation config runs."""
-    base = as_config(cfg.resolve(cfg.watermark_config) if cfg.watermark_config else None)
-    if base.models.generator != cfg.generator:
-        base = base.evolve(generator=cfg.resolve(cfg.generator), vocab_size=None)
-    changes: list[dict] = [{}]
-    for spec in cfg.variants.values():
-        if spec.get("base", "ours") == "ours":
-            changes.append({k: v for k, v in spec.items() if k != "base"})
-    for name, values in cfg.ablations.items():
-        changes += [v if isinstance(v, dict) else {name: v} for v in values]
-    changes += list(expand_cells(cfg.frontier))
-    found = []
-    for change in changes:
-        try:
-            found.append(evolve(base, **change))
-        except UserError:  # a cell of a setting since removed (the floor rule): not runnable
-            continue
-    return found
+    """Every config of our method that an evaluation config runs: the run's own and each of its
+    changes (:meth:`evaluation.config.EvalConfig.our_changes`)."""
+    base = cfg.watermark_base()
+    return [base] + [evolve(base, **change) for change in cfg.our_changes().values()]
 
 
 def known_keys() -> set[str]:

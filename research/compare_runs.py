@@ -21,16 +21,17 @@ import json
 from pathlib import Path
 
 from evaluation.comparison import cell_differences, difference_table
+from evaluation.config_files import sections_of
 
 Z_TOLERANCE = 1e-3  # float noise between runs (embedding batches differ); another text differs more
 SAME = (
-    "heldout",
-    "sources",
-    "seed",
-    "curve_prompts",
-    "curve_attacked",
-    "curve_offset",
-    "unit_pool",
+    ("texts", "heldout"),
+    ("texts", "sources"),
+    ("texts", "seed"),
+    ("texts", "unit_pool"),
+    ("curves", "prompts"),
+    ("curves", "attacked"),
+    ("curves", "offset"),
 )
 
 
@@ -39,9 +40,10 @@ def merged(
 ) -> dict:
     """One curves dict holding ``method``'s rows of the new run and ``old_method``'s (default:
     the same name) of the old one, renamed to ``names``."""
-    for key in SAME:
-        if new["config"].get(key) != old["config"].get(key):
-            raise SystemExit(f"error: the runs differ in {key}; cells cannot be paired")
+    configs = [sections_of(run["config"]) for run in (new, old)]
+    for section, key in SAME:
+        if len({repr(c.get(section, {}).get(key)) for c in configs}) > 1:
+            raise SystemExit(f"error: the runs differ in {section}.{key}; cells cannot be paired")
     rows = []
     for run, name, which in zip((new, old), names, (method, old_method or method)):
         mine = [dict(r, method=name) for r in run["curves"]["rows"] if r["method"] == which]

@@ -38,7 +38,7 @@ import torch
 
 from data.sources import split_sentences
 from evaluation.bootstrap import mean_interval, quality_ratio
-from evaluation.config import key_values
+from evaluation.config_files import key_values
 from evaluation.heldout import units as heldout_units
 from evaluation.metrics import (
     TAIL_KEYS,

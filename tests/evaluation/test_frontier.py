@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from evaluation.frontier import cell_label, distinct_n, expand_cells, human_threshold, rule_label
+from evaluation.config_stages import expand_cells
+from evaluation.frontier import cell_label, distinct_n, rule_label
+from evaluation.metrics import tpr_at
 
 
 def test_frontier_helpers() -> None:
@@ -35,6 +38,7 @@ def test_frontier_helpers() -> None:
     assert cell_label(local) == "additive, bias=2.0, local=32, M=0"
     assert cell_label({**local, "embed_window": 0}) == "additive, bias=2.0, M=0"
     assert distinct_n([[1, 2, 1, 2], [1, 2, 3]]) == pytest.approx(3 / 5)  # (1,2) (2,1) (2,3)
-    scores = [float(i) for i in range(100)]
-    assert human_threshold(scores) == 98.0  # one of 100 (1%) lies above
-    assert human_threshold(scores[:10]) == 9.0  # too few texts: nothing may lie above
+    humans = np.array([[float(i) for i in range(100)]])
+    marked = np.array([[97.5, 98.0, 98.5, 99.5]])
+    assert tpr_at(marked, humans, 0.01)[0] == 0.5  # above 98: one of 100 (1%) lies above
+    assert tpr_at(marked, humans[:, :10], 0.01)[0] == 1.0  # 10 texts: nothing may lie above 9

@@ -14,8 +14,8 @@ import yaml
 
 from data import llm_paraphrase as lp
 from evaluation import attacks as atk
+from evaluation.attack_stage import AttackStage
 from evaluation.config import EvalConfig
-from evaluation.run import Evaluation
 from evaluation.store import Store
 from tests.data.test_llm_paraphrase import save_tiny_lm
 
@@ -65,17 +65,34 @@ def test_passes_apply_again_and_rejected_outputs_keep_the_text(
     assert calls[1:] == [[rotate(GOOD)]]  # pass 1 from the cache; pass 2 decodes only what changed
 
 
-def _evaluation(root: Path, paraphraser: str, **settings) -> Evaluation:
-    """An :class:`Evaluation` with only what the attack stage uses (no generator or methods)."""
+def curve_attacks(attacks: list[dict]) -> EvalConfig:
+    return EvalConfig.from_dict({"curves": {"attacks": attacks}})
+
+
+def table_attacks(attacks: list[dict]) -> EvalConfig:
+    return EvalConfig.from_dict({"table": {"attacks": attacks}})
+
+
+def _evaluation(root: Path, paraphraser: str, **models) -> AttackStage:
+    """The attack stage of a run whose YAML names ``paraphraser`` (no generator or methods)."""
+    models = {"llm_paraphraser": paraphraser, **models}
     (root / "eval.yaml").write_text(
-        yaml.safe_dump({"llm_paraphraser": paraphraser, "out_dir": str(root / "out"), **settings})
+        yaml.safe_dump({"out_dir": str(root / "out"), "models": models})
     )
-    ev = Evaluation.__new__(Evaluation)
-    ev.cfg = EvalConfig.load(root / "eval.yaml")
-    ev.out = ev.cfg.output_path()
-    ev.store = Store(ev.out / "cache")
-    ev._thesaurus, ev.progress = None, False
-    return ev
+    cfg = EvalConfig.load(root / "eval.yaml")
+    cache = cfg.output_path() / "cache"
+    return AttackStage(
+        Store(cache),
+        None,
+        seed=cfg.texts.seed,
+        paraphraser=cfg.resolve(cfg.models.paraphraser),
+        paraphrase_cache=cache / "paraphrases.jsonl",
+        llm_name=cfg.models.llm_paraphraser,
+        llm_path=cfg.resolve(cfg.models.llm_paraphraser),
+        llm_batch=cfg.models.llm_paraphrase_batch,
+        similarity_embedder=cfg.models.similarity_embedder,
+        progress=False,
+    )
 
 
 def test_the_harness_dispatches_and_keys_the_cache_by_paraphraser(
@@ -89,7 +106,7 @@ def test_the_harness_dispatches_and_keys_the_cache_by_paraphraser(
     assert ev.attacked(attack, texts, humans) == [" " + rotate(GOOD), META]
     keys = sorted(ev.store.table("attacks"))
     assert all(k.startswith("llm_paraphrase[lm-a]|1.0|0|") for k in keys) and len(keys) == 2
-    assert (ev.out / "cache" / "llm_paraphrases.jsonl").is_file()
+    assert (ev.store.root / "llm_paraphrases.jsonl").is_file()
     assert ev.attacked({**attack, "passes": 2}, texts, humans)[0] == " " + rotate(rotate(GOOD))
     assert any(k.startswith("llm_paraphrase[lm-a]x2|") for k in ev.store.table("attacks"))
     assert len(calls) == 2
@@ -119,10 +136,10 @@ def test_the_yaml_sets_the_paraphrase_batch_and_the_cache_records_it(
     ev = _evaluation(tmp_path, "lm", llm_paraphrase_batch=1)
     ev.attacked({"kind": "llm_paraphrase", "strength": 1.0}, [GOOD, META], ["h1", "h2"])
     assert sorted(calls) == sorted([[GOOD.strip()], [META.strip()]])  # one text per call
-    records = lp.read_cache(ev.out / "cache" / "llm_paraphrases.jsonl").values()
+    records = lp.read_cache(ev.store.root / "llm_paraphrases.jsonl").values()
     assert [r["batch"] for r in records] == [1, 1]
     with pytest.raises(ValueError, match="llm_paraphrase_batch"):
-        EvalConfig(llm_paraphrase_batch=0)
+        EvalConfig.from_dict({"models": {"llm_paraphrase_batch": 0}})
 
 
 def test_config_accepts_the_llm_attacks_and_pins_their_strength() -> None:
@@ -130,17 +147,24 @@ def test_config_accepts_the_llm_attacks_and_pins_their_strength() -> None:
         {"kind": "llm_paraphrase", "strength": 1.0, "passes": 2},
         {"kind": "llm_paraphrase_synonym", "strength": 0.5},
     ]
-    cfg = EvalConfig(curve_attacks=attacks)
-    assert cfg.llm_paraphraser == "qwen2.5-coder-1.5b"
+    cfg = curve_attacks(attacks)
+    assert cfg.models.llm_paraphraser == "qwen2.5-coder-1.5b"
     with pytest.raises(ValueError, match="strength must be 1.0"):
-        EvalConfig(attacks=[{"kind": "llm_paraphrase", "strength": 0.5}])
+        table_attacks([{"kind": "llm_paraphrase", "strength": 0.5}])
     loaded = EvalConfig.load(
         Path(__file__).parents[2] / "configs" / "evaluation" / "paraphrase-claim.yaml"
     )
-    kinds = [(a["kind"], a["strength"], a.get("passes", 1)) for a in loaded.curve_attacks]
+    kinds = [(a["kind"], a["strength"], a.get("passes", 1)) for a in loaded.curves.attacks]
     assert kinds == [
         ("llm_paraphrase", 1.0, 1),
         ("llm_paraphrase", 1.0, 2),
         ("llm_paraphrase_synonym", 0.5, 1),
     ]
-    assert loaded.curve_methods == ["unwatermarked", "ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"]
+    assert loaded.curves.methods == [
+        "unwatermarked",
+        "ours",
+        "kgw1-d1.0",
+        "kgw1",
+        "kgw0",
+        "synthid",
+    ]

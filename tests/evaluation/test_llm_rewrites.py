@@ -26,7 +26,7 @@ from evaluation.meaning import (
     words_kept_share,
 )
 from tests.data.test_llm_paraphrase import save_tiny_lm
-from tests.evaluation.test_llm_paraphrase_attack import _evaluation
+from tests.evaluation.test_llm_paraphrase_attack import _evaluation, curve_attacks
 
 EN = " the storm hit the north road and the bridge in Leeds on Tuesday"
 FR = "la tempete a frappe la route du nord et le pont de Leeds mardi"
@@ -87,9 +87,9 @@ def test_the_harness_runs_the_rewrites_and_a_paraphrase_after(tmp_path: Path, le
     forced = ev.attacked({"kind": "llm_forced", "strength": 1.0}, texts, humans)
     assert forced[0] == " " + BACK
     with pytest.raises(ValueError, match="strength must be 1.0"):
-        EvalConfig(curve_attacks=[{"kind": "llm_forced", "strength": 0.5}])
+        curve_attacks([{"kind": "llm_forced", "strength": 0.5}])
     with pytest.raises(ValueError, match="paraphrase_after must be true or false"):
-        EvalConfig(curve_attacks=[{"kind": "llm_forced", "strength": 1.0, "paraphrase_after": 1}])
+        curve_attacks([{"kind": "llm_forced", "strength": 1.0, "paraphrase_after": 1}])
 
 
 def test_facts_are_numbers_and_names_and_a_rewrite_must_keep_them() -> None:
@@ -106,16 +106,16 @@ def test_facts_are_numbers_and_names_and_a_rewrite_must_keep_them() -> None:
 def test_the_rewrites_run_from_yaml() -> None:
     path = Path(__file__).parents[2] / "configs" / "evaluation" / "rewrites.yaml"
     cfg = EvalConfig.load(path)
-    cells = [(a["kind"], a.get("paraphrase_after", False)) for a in cfg.curve_attacks]
+    cells = [(a["kind"], a.get("paraphrase_after", False)) for a in cfg.curves.attacks]
     assert cells == [
         ("llm_forced", False),
         ("llm_forced", True),
         ("llm_round_trip", False),
         ("llm_round_trip", True),
     ]
-    assert all(a["temperature"] == 1.0 for a in cfg.curve_attacks if a["kind"] == "llm_forced")
-    assert cfg.curve_negatives == 256 and cfg.curve_attacked >= 64
-    assert {"ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"} <= set(cfg.curve_methods)
+    assert all(a["temperature"] == 1.0 for a in cfg.curves.attacks if a["kind"] == "llm_forced")
+    assert cfg.curves.negatives == 256 and cfg.curves.attacked >= 64
+    assert {"ours", "kgw1-d1.0", "kgw1", "kgw0", "synthid"} <= set(cfg.curves.methods)
 
 
 def test_a_sampled_rewrite_has_its_own_key_and_repeats_for_the_same_batch(tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_a_draw_that_fails_the_meaning_checks_is_drawn_again(
         checked.append((list(originals), list(rewrites)))
         return [keeps_facts(o, r) for o, r in zip(originals, rewrites)]
 
-    monkeypatch.setattr("evaluation.attack_stage.meaning_kept", facts_only)
+    monkeypatch.setattr("evaluation.meaning.meaning_kept", facts_only)
     save_tiny_lm(tmp_path / "lm")
     ev = _evaluation(tmp_path, "lm")
     texts, humans = [EN, " short text in York here"], ["h1", "h2"]
@@ -160,7 +160,7 @@ def test_a_draw_that_fails_the_meaning_checks_is_drawn_again(
     assert [len(o) for o, _ in checked] == [2, 2, 1]
     keys = set(ev.store.table("attacks"))
     assert any(k.startswith("llm_forced[lm]@t1r2|1.0|") for k in keys)
-    cache = set(lp.read_cache(ev.out / "cache" / "llm_paraphrases.jsonl"))
+    cache = set(lp.read_cache(ev.store.root / "llm_paraphrases.jsonl"))
     model = str(tmp_path / "lm")
     for seed in (0, 1, 2):
         assert lp.cache_key(model, EN.strip(), rw.forced_task(1.0, seed)) in cache or seed == 2
@@ -183,21 +183,19 @@ def test_a_draw_that_fails_the_meaning_checks_is_drawn_again(
 
 def test_only_the_forced_rewrite_is_retried_and_it_and_the_paraphrase_sampled() -> None:
     with pytest.raises(ValueError, match="only llm_forced and paraphrase are sampled"):
-        EvalConfig(curve_attacks=[{"kind": "llm_round_trip", "strength": 1.0, "temperature": 1}])
+        curve_attacks([{"kind": "llm_round_trip", "strength": 1.0, "temperature": 1}])
     with pytest.raises(ValueError, match="only llm_forced is retried"):
-        EvalConfig(
-            curve_attacks=[{"kind": "paraphrase", "strength": 1.0, "temperature": 1, "retries": 1}]
-        )
+        curve_attacks([{"kind": "paraphrase", "strength": 1.0, "temperature": 1, "retries": 1}])
     second = {
         "kind": "paraphrase",
         "strength": 1.0,
         "temperature": 1.0,
     }  # issue 89's second rewrite
-    assert EvalConfig(curve_attacks=[second]).curve_attacks == [second]
+    assert curve_attacks([second]).curves.attacks == [second]
     with pytest.raises(ValueError, match="for a temperature > 0"):
-        EvalConfig(curve_attacks=[{"kind": "llm_forced", "strength": 1.0, "retries": 2}])
+        curve_attacks([{"kind": "llm_forced", "strength": 1.0, "retries": 2}])
     with pytest.raises(ValueError, match="temperature must be in"):
-        EvalConfig(curve_attacks=[{"kind": "llm_forced", "strength": 1.0, "temperature": 5}])
+        curve_attacks([{"kind": "llm_forced", "strength": 1.0, "temperature": 5}])
 
 
 def test_the_figures_of_a_rewrite_cell() -> None:
@@ -237,8 +235,8 @@ def test_the_forced_rewrite_may_list_the_facts_in_its_prompt(tmp_path: Path) -> 
     assert "must all appear" not in lp.TextParaphraser(str(tmp_path / "lm"), task=plain).prompt(EN)
     attack = {"kind": "llm_forced", "strength": 1.0, "temperature": 1.0, "list_facts": True}
     assert attack_label(attack) == "llm_forced@1.0t1+facts"
-    EvalConfig(curve_attacks=[attack])
+    curve_attacks([attack])
     with pytest.raises(ValueError, match="only llm_forced"):
-        EvalConfig(curve_attacks=[{"kind": "llm_round_trip", "strength": 1.0, "list_facts": True}])
+        curve_attacks([{"kind": "llm_round_trip", "strength": 1.0, "list_facts": True}])
     with pytest.raises(ValueError, match="list_facts must be"):
-        EvalConfig(curve_attacks=[{**attack, "list_facts": "yes"}])
+        curve_attacks([{**attack, "list_facts": "yes"}])

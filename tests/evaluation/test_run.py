@@ -51,50 +51,64 @@ def _tiny_setup(root: Path, tiny_embedder_dir: Path) -> Path:
     cfg = {
         "name": "tiny",
         "out_dir": str(root / "out"),
-        "watermark_config": "wm.json",
-        "generator": "gen",
-        "oracle": "oracle",
-        "paraphraser": "gen",
-        "heldout": "heldout.jsonl.gz",
-        "num_prompts": 6,
-        "human_tokens": 24,
-        "new_tokens": 30,
-        "min_new_tokens": 20,
-        "batch_size": 4,
-        "kgw_delta": 4.0,
-        "attacks": [
-            {"kind": k, "strength": 0.3}
-            for k in ("deletion", "synonym", "paraphrase", "copy_paste")
-        ],
-        "paraphrase_limit": 2,
-        "spoof_texts": 4,
-        "spoof_tokens": 16,
-        "steal_texts": 4,
-        "spoof_prompts": 2,
-        "curve_prompts": 4,
-        "curve_attacked": 2,
-        "curve_negatives": 6,
-        "curve_methods": ["unwatermarked", "ours", "kgw0", "ours-a0", "kgw0-d1"],
-        "variants": {"ours-a0": {"alpha": 0.0}, "kgw0-d1": {"base": "kgw0", "kgw_delta": 1.0}},
-        "similarity_embedder": str(tiny_embedder_dir),
-        "curve_attacks": [
-            {"kind": "paraphrase", "strength": 1.0, "passes": 2},
-            {"kind": "paraphrase_synonym", "strength": 0.5},
-        ],
-        "frontier_prompts": 4,
-        "frontier_baselines": ["unwatermarked", "kgw1", "synthid"],
-        "synthid_layers": 4,
-        "synthid_ngram_len": 3,
-        "frontier": [
-            {"scaling": "additive", "bias": [1.0, 3.0]},
-            {"scaling": "tournament", "layers": 2, "filter_first": True, "context_guard": 2},
-        ],
+        "models": {
+            "watermark_config": "wm.json",
+            "generator": "gen",
+            "oracle": "oracle",
+            "paraphraser": "gen",
+            "similarity_embedder": str(tiny_embedder_dir),
+        },
+        "texts": {
+            "heldout": "heldout.jsonl.gz",
+            "prompts": 6,
+            "human_tokens": 24,
+            "new_tokens": 30,
+            "min_new_tokens": 20,
+            "batch_size": 4,
+        },
+        "methods": {
+            "kgw_delta": 4.0,
+            "synthid_layers": 4,
+            "synthid_ngram_len": 3,
+            "variants": {
+                "ours-a0": {"alpha": 0.0},
+                "kgw0-d1": {"base": "kgw0", "kgw_delta": 1.0},
+            },
+        },
+        "table": {
+            "attacks": [
+                {"kind": k, "strength": 0.3}
+                for k in ("deletion", "synonym", "paraphrase", "copy_paste")
+            ],
+            "paraphrase_limit": 2,
+        },
+        "spoofing": {"texts": 4, "tokens": 16, "steal_texts": 4, "steal_prompts": 2},
+        "curves": {
+            "prompts": 4,
+            "attacked": 2,
+            "negatives": 6,
+            "methods": ["unwatermarked", "ours", "kgw0", "ours-a0", "kgw0-d1"],
+            "attacks": [
+                {"kind": "paraphrase", "strength": 1.0, "passes": 2},
+                {"kind": "paraphrase_synonym", "strength": 0.5},
+            ],
+        },
+        "frontier": {
+            "prompts": 4,
+            "baselines": ["unwatermarked", "kgw1", "synthid"],
+            "cells": [
+                {"scaling": "additive", "bias": [1.0, 3.0]},
+                {"scaling": "tournament", "layers": 2, "filter_first": True, "context_guard": 2},
+            ],
+        },
         "quick": {
-            "num_prompts": 4,
-            "green_share_texts": 2,
-            "ablation_prompts": 4,
-            "ablations": {"alpha": [0.0, 1.0], "layers": [2, {"layers": 1, "alpha": 0.0}]},
-            "ablation_attack": {"kind": "deletion", "strength": 0.3},
+            "texts": {"prompts": 4},
+            "table": {"green_share_texts": 2},
+            "ablations": {
+                "prompts": 4,
+                "vary": {"alpha": [0.0, 1.0], "layers": [2, {"layers": 1, "alpha": 0.0}]},
+                "attack": {"kind": "deletion", "strength": 0.3},
+            },
         },
     }
     (root / "eval.yaml").write_text(yaml.safe_dump(cfg))
@@ -222,8 +236,8 @@ def test_generations_read_from_the_cache_whichever_device_made_them(
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     config = _tiny_setup(tmp_path, tiny_embedder_dir)
     with pytest.raises(UserError, match="CUDA is not available"):
-        Evaluation(EvalConfig.load(config, overrides=["device=cuda"]), progress=False)
-    ev = Evaluation(EvalConfig.load(config, overrides=["device=auto"]), progress=False)
+        Evaluation(EvalConfig.load(config, overrides=["models.device=cuda"]), progress=False)
+    ev = Evaluation(EvalConfig.load(config, overrides=["models.device=auto"]), progress=False)
     units = ev.units[:4]  # one batch
     made = ev.generations(ev.method("ours"), units, new_tokens=6)
     assert {g["device"] for g in made} == {"cpu"}
@@ -236,7 +250,7 @@ def test_generations_read_from_the_cache_whichever_device_made_them(
     assert len(table) == 4
     # truncate: the first share of the generator's tokens
     texts = [g["text"] for g in made]
-    cut = again.attacked({"kind": "truncate", "strength": 0.5}, texts, texts)
+    cut = again.attacker.attacked({"kind": "truncate", "strength": 0.5}, texts, texts)
     for text, short in zip(texts, cut):
         ids = again.tokenizer(text, add_special_tokens=False).input_ids
         assert (
@@ -253,7 +267,7 @@ def test_generate_only_fills_the_generation_cache_and_stops(
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     config = str(_tiny_setup(tmp_path, tiny_embedder_dir))
-    small = ["--set", "methods=[ours, kgw1]", "--set", "curve_methods=[ours, ours-a0]"]
+    small = ["--set", "table.methods=[ours, kgw1]", "--set", "curves.methods=[ours, ours-a0]"]
     capsys.readouterr()
     assert main(["--config", config, "--generate-only", "--no-progress", *small]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -264,7 +278,15 @@ def test_generate_only_fills_the_generation_cache_and_stops(
     assert {p.name for p in (out / "cache").glob("*.jsonl")} == {"generations.jsonl"}
     lines = (out / "cache/generations.jsonl").read_text().splitlines()
     assert len(lines) == 6 + 6 + 4  # the curves' ours shares the main run's first 4 prompts
-    argv = ["--config", config, "--generate-only", "--no-progress", *small, "--set", "device=cuda"]
+    argv = [
+        "--config",
+        config,
+        "--generate-only",
+        "--no-progress",
+        *small,
+        "--set",
+        "models.device=cuda",
+    ]
     assert main(argv) == 2  # no CUDA here
     assert "error: device 'cuda': CUDA is not available" in capsys.readouterr().err
     # the cache saved as a seed serves a fresh checkout: nothing is generated again

@@ -49,8 +49,14 @@ def test_runs_of_other_texts_are_refused() -> None:
         compare.merged(run(0.0, humans, 0), run(0.0, humans[::-1], 0), "ours", ("a", "b"))
     other = run(0.0, humans, 0)
     other["config"] = {**CONFIG, "seed": 1}
-    with pytest.raises(SystemExit, match="seed"):
+    with pytest.raises(SystemExit, match="texts.seed"):
         compare.merged(run(0.0, humans, 0), other, "ours", ("a", "b"))
+    sectioned = run(0.0, humans, 0)  # a run of today's config, in sections, against a flat one
+    sectioned["config"] = {
+        "texts": {"heldout": "h.jsonl.gz", "sources": ["news"], "seed": 0},
+        "curves": {"prompts": 40},
+    }
+    assert compare.merged(sectioned, run(0.0, humans, 0), "ours", ("a", "b"))
     with pytest.raises(SystemExit, match="no curves"):
         compare.merged(run(0.0, humans, 0), run(0.0, humans, 0), "kgw0", ("a", "b"))
 
