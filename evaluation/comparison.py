@@ -56,7 +56,7 @@ def cell_differences(curves: dict, method: str, baseline: str) -> list[dict]:
 def quality_intervals(curves: dict) -> dict[str, dict]:
     """Per method with per-text quality: PPL and rep-4 ratios to unwatermarked, with intervals,
     on the prompts both have (the first ones: a method of fewer prompts than the reference's
-    earlier run, ``curve_rows_from``)."""
+    earlier run, ``curves.rows_from``)."""
     rows = {r["method"]: r for r in curves["rows"] if r["attack"] == "none"}
     ref = rows.get("unwatermarked")
     if ref is None or "ppl_texts" not in ref:

@@ -40,7 +40,7 @@ def curve_section(results: dict, out_dir: Path) -> tuple[list[str], list[str]]:
     for row in curves["rows"]:
         if row.get("from") and row["method"] not in earlier.setdefault(row["from"], []):
             earlier[row["from"]].append(row["method"])
-    for path, names in earlier.items():  # rows of an earlier run (curve_rows_from)
+    for path, names in earlier.items():  # rows of an earlier run (curves.rows_from)
         lines += [f"Rows of {', '.join(names)}: from `{path}`, same texts.", ""]
     draws = draws_table(curves["rows"])
     if draws:  # the sampled rewrites: what each meaning check rejected, draw by draw
