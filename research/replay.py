@@ -101,10 +101,14 @@ def replay_pools(seeds: Path, candidates: int = 8) -> list[dict]:
         if pool["split"] != "heldout" or len(texts) < candidates or not all(texts):
             continue
         a, b, _ = sentence_spans(pool["prefix"])[-1]
-        found.append({
-            "id": pool["id"], "previous": pool["prefix"][a:b], "candidates": texts,
-            "rewrites": [rewrites.get((pool["id"], j)) for j in range(candidates)],
-        })  # fmt: skip
+        found.append(
+            {
+                "id": pool["id"],
+                "previous": pool["prefix"][a:b],
+                "candidates": texts,
+                "rewrites": [rewrites.get((pool["id"], j)) for j in range(candidates)],
+            }
+        )
     return found
 
 
@@ -278,8 +282,9 @@ def main(argv: list[str] | None = None, wm: Watermark | None = None) -> None:
     weights, rates = fit_table(keys, cfg.sentences.choice, pools[::2], outputs)
     odd = pools[1::2]
     rows = per_pool([pool_rows(keys, cfg.sentences.choice, p, outputs, weights) for p in odd])
-    line = lever_line("weights read on real rewrites (odd pools)", rows, base[1::2], len(odd),
-                      args.keys)  # fmt: skip
+    line = lever_line(
+        "weights read on real rewrites (odd pools)", rows, base[1::2], len(odd), args.keys
+    )
     print(json.dumps({**line, "table": weights.tolist(), "hit_rates": rates}), flush=True)
 
 
