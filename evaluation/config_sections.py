@@ -14,25 +14,10 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from watermark.config.sections import json_types
+
 METHODS = ("unwatermarked", "ours", "kgw0", "kgw1", "kgw2", "synthid")
 KGW_BASES = ("kgw0", "kgw1", "kgw2")  # the baselines a variant may sweep
-TYPES = {
-    "str": (str,),
-    "int": (int,),
-    "float": (float, int),
-    "bool": (bool,),
-    "None": (type(None),),
-    "list": (list,),
-    "dict": (dict,),
-}
-
-
-def json_types(annotation: str) -> tuple[type, ...]:
-    """The types a field annotated ``annotation`` accepts (``"int | None"``: int or None)."""
-    found: tuple[type, ...] = ()
-    for part in annotation.split("|"):
-        found += TYPES[part.strip().split("[")[0]]
-    return found
 
 
 def listed(*items: Any) -> Any:

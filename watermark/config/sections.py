@@ -55,11 +55,13 @@ def setting(
 
 
 def json_types(annotation: str) -> tuple[type, ...]:
-    """The JSON types a field annotated ``annotation`` accepts (``"int | None"``: int or null)."""
+    """The JSON types a field annotated ``annotation`` accepts (``"int | None"``: int or null;
+    ``"list[...]"``: a list, ``"dict[...]"``: an object)."""
     types: tuple[type, ...] = ()
     for part in annotation.split("|"):
         part = part.strip()
-        types += (list,) if part.startswith("list[") else JSON_TYPES[part]
+        containers = {"list": (list,), "dict": (dict,)}
+        types += containers.get(part.split("[")[0]) or JSON_TYPES[part]
     return types
 
 
