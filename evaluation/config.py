@@ -76,7 +76,8 @@ class EvalConfig:
         named = self.curves.methods + self.spoofing.steal_methods
         unknown = sorted(dict.fromkeys(n for n in named if n not in known))
         if unknown:
-            return [f"unknown methods {unknown}; known: {list(METHODS)}, variants {sorted(known)}"]
+            variants = sorted(self.methods.variants)
+            return [f"unknown methods {unknown}; known: {list(METHODS)}, variants {variants}"]
         return []
 
     def our_changes(self) -> dict[str, dict[str, Any]]:
